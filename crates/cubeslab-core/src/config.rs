@@ -1,0 +1,93 @@
+//! Parallelism settings: how many threads decode, how many requests are in flight.
+//!
+//! Defaults: threads = the number of cores, requests in flight = 32 (deep enough
+//! for an NVMe queue, see reference 000). Environment overrides:
+//! `CUBESLAB_THREADS`, `CUBESLAB_IN_FLIGHT`. Every read and ingest call also
+//! takes explicit values, which win over both.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex, OnceLock},
+};
+
+use rayon::{ThreadPool, ThreadPoolBuilder};
+
+/// Default number of read requests the engine keeps in flight.
+pub const DEFAULT_IN_FLIGHT: usize = 32;
+
+/// Threads and queue depth for one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Parallelism {
+    /// Worker threads that read, decode and scatter.
+    pub threads: usize,
+    /// Byte-range requests handed to the kernel ahead of the workers.
+    pub in_flight: usize,
+}
+
+impl Default for Parallelism {
+    fn default() -> Self {
+        Self::resolve(None, None)
+    }
+}
+
+impl Parallelism {
+    /// Explicit values where given, else the environment, else the defaults.
+    pub fn resolve(threads: Option<usize>, in_flight: Option<usize>) -> Self {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let threads = threads
+            .or_else(|| env_usize("CUBESLAB_THREADS"))
+            .unwrap_or(cores);
+        let in_flight = in_flight
+            .or_else(|| env_usize("CUBESLAB_IN_FLIGHT"))
+            .unwrap_or(DEFAULT_IN_FLIGHT);
+        Self {
+            threads: threads.max(1),
+            in_flight: in_flight.max(1),
+        }
+    }
+
+    /// The shared pool of `self.threads` workers.
+    pub fn pool(&self) -> Arc<ThreadPool> {
+        thread_pool(self.threads)
+    }
+}
+
+fn env_usize(name: &str) -> Option<usize> {
+    std::env::var(name)
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+        .filter(|&n: &usize| n > 0)
+}
+
+/// Pools are built once per size and reused. The owning process id is kept
+/// beside them because a forked child inherits the pool object but not its
+/// threads: a child that reused it would wait forever, so it builds its own.
+fn thread_pool(threads: usize) -> Arc<ThreadPool> {
+    static POOLS: OnceLock<Mutex<(u32, HashMap<usize, Arc<ThreadPool>>)>> = OnceLock::new();
+    let pools = POOLS.get_or_init(|| Mutex::new((std::process::id(), HashMap::new())));
+    let mut guard = pools
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let pid = std::process::id();
+    if guard.0 != pid {
+        // Leak the parent's pools: dropping them would try to join threads
+        // that do not exist in this process.
+        std::mem::forget(std::mem::take(&mut guard.1));
+        guard.0 = pid;
+    }
+    guard
+        .1
+        .entry(threads)
+        .or_insert_with(|| {
+            Arc::new(
+                ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .thread_name(|i| format!("cubeslab-{i}"))
+                    .build()
+                    .expect("a thread pool can be built"),
+            )
+        })
+        .clone()
+}

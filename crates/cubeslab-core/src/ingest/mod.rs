@@ -1,0 +1,224 @@
+//! SEG-Y → cube store.
+//!
+//! 1. scan every trace header in parallel → geometry ([`crate::segy::Geometry`]);
+//! 2. create the store, marked incomplete, with its coordinate arrays;
+//! 3. cut the amplitude array into tasks — one column of shards over a block
+//!    of traces, as many shards along the samples as the memory bound allows;
+//! 4. run tasks in parallel: read the block's traces, decode them into shard
+//!    buffers, encode (crc32c on every chunk and index) and write each shard
+//!    atomically; the first task of a block also writes its trace headers,
+//!    coordinates and live mask;
+//! 5. mark the store complete, atomically, last.
+//!
+//! The caller drives step 4 with [`Ingest::step`], so it can show progress
+//! and stop cleanly between steps (the store then stays marked incomplete).
+
+mod layout;
+mod survey;
+mod task;
+
+pub use layout::{default_layout, Layout};
+pub use survey::{SurveyNames, AMPLITUDE, FILE_HEADER, RAW_HEADERS, TRACE_MASK};
+
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+use serde_json::{json, Map, Value};
+
+use crate::{
+    config::Parallelism,
+    error::Result,
+    segy::{Geometry, ScanOptions, SegyFile, SegyOptions},
+    store::{DType, Group, StoreError, ZarrArray},
+};
+use task::{IngestTask, TaskArrays};
+
+/// Default bound on the memory an ingest holds for trace and shard buffers.
+pub const DEFAULT_MEMORY_LIMIT: u64 = 1 << 30;
+
+/// How to ingest.
+#[derive(Debug, Clone)]
+pub struct IngestOptions {
+    /// How to read the SEG-Y file.
+    pub segy: SegyOptions,
+    /// Where the geometry keys are.
+    pub scan: ScanOptions,
+    /// Element type of the amplitude array; `None` is float32.
+    pub dtype: Option<DType>,
+    /// Chunk and shard shape; `None` takes [`default_layout`].
+    pub layout: Option<Layout>,
+    /// Compressors (Zarr v3 bytes-to-bytes codecs as JSON) for amplitude chunks.
+    pub compressors: Vec<Value>,
+    /// Bound on buffer memory in bytes.
+    pub memory_limit: u64,
+    /// Threads (requests in flight do not apply to ingest).
+    pub parallelism: Parallelism,
+    /// Replace an existing store.
+    pub overwrite: bool,
+    /// Name of the vertical axis: "time" or "depth".
+    pub vertical: String,
+}
+
+impl Default for IngestOptions {
+    fn default() -> Self {
+        Self {
+            segy: SegyOptions::default(),
+            scan: ScanOptions::default(),
+            dtype: None,
+            layout: None,
+            compressors: Vec::new(),
+            memory_limit: DEFAULT_MEMORY_LIMIT,
+            parallelism: Parallelism::default(),
+            overwrite: false,
+            vertical: "time".into(),
+        }
+    }
+}
+
+/// An ingest in progress.
+pub struct Ingest {
+    source: SegyFile,
+    geometry: Geometry,
+    store: PathBuf,
+    arrays: TaskArrays,
+    tasks: Vec<IngestTask>,
+    next: usize,
+    parallelism: Parallelism,
+    attributes: Map<String, Value>,
+    bytes_read: u64,
+}
+
+impl Ingest {
+    /// Scan `source`, create the store at `store` (marked incomplete) and
+    /// plan the work.
+    pub fn start(
+        source: impl AsRef<Path>,
+        store: impl AsRef<Path>,
+        options: &IngestOptions,
+    ) -> Result<Self> {
+        let store = store.as_ref().to_path_buf();
+        if store.exists() && !options.overwrite {
+            // Refuse before the (possibly long) header scan.
+            return Err(StoreError::AlreadyExists { path: store }.into());
+        }
+        let source = SegyFile::open(source, &options.segy)?;
+        let geometry = Geometry::scan(&source, &options.scan, options.parallelism)?;
+        let dtype = options.dtype.unwrap_or(DType::Float32);
+        let names = SurveyNames::new(geometry.offsets.is_some(), &options.vertical);
+        let mut shape = geometry.trace_shape();
+        shape.push(source.samples as u64);
+        let layout = match &options.layout {
+            Some(l) => l.clone(),
+            None => default_layout(&shape, dtype),
+        };
+        layout
+            .check(&shape)
+            .map_err(|what| StoreError::Unsupported {
+                path: store.clone(),
+                what,
+            })?;
+
+        Group::prepare_new(&store, options.overwrite)?;
+        let mut attributes = survey::group_attributes(&source, &geometry, &names, &layout, dtype);
+        Group::write(&store, &attributes)?;
+        let arrays = survey::create_arrays(
+            &store,
+            &source,
+            &geometry,
+            &names,
+            &layout,
+            dtype,
+            &options.compressors,
+        )?;
+        let tasks = task::plan(
+            &shape,
+            &layout,
+            dtype,
+            options.memory_limit,
+            options.parallelism.threads,
+        )
+        .map_err(|what| StoreError::Unsupported {
+            path: store.clone(),
+            what,
+        })?;
+        attributes.insert("cubeslab".into(), {
+            let mut c = attributes["cubeslab"].clone();
+            c["memory_limit"] = json!(options.memory_limit);
+            c
+        });
+        Ok(Self {
+            source,
+            geometry,
+            store,
+            arrays,
+            tasks,
+            next: 0,
+            parallelism: options.parallelism,
+            attributes,
+            bytes_read: 0,
+        })
+    }
+
+    /// Number of tasks in all.
+    pub fn total_tasks(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// Tasks done so far.
+    pub fn done_tasks(&self) -> usize {
+        self.next
+    }
+
+    /// Bytes of trace data in the source (what the progress bar counts).
+    pub fn total_bytes(&self) -> u64 {
+        self.geometry.live * self.source.trace_len
+    }
+
+    /// Source bytes read so far.
+    pub fn bytes_read(&self) -> u64 {
+        self.bytes_read
+    }
+
+    /// Run up to `max_tasks` more tasks in parallel; returns tasks left.
+    pub fn step(&mut self, max_tasks: usize) -> Result<usize> {
+        let end = self
+            .next
+            .saturating_add(max_tasks.max(1))
+            .min(self.tasks.len());
+        let batch = &self.tasks[self.next..end];
+        let (source, geometry, arrays) = (&self.source, &self.geometry, &self.arrays);
+        let read: u64 = self
+            .parallelism
+            .pool()
+            .install(|| {
+                batch
+                    .par_iter()
+                    .map(|t| t.run(source, geometry, arrays))
+                    .collect::<Result<Vec<u64>>>()
+            })?
+            .iter()
+            .sum();
+        self.bytes_read += read;
+        self.next = end;
+        Ok(self.tasks.len() - self.next)
+    }
+
+    /// Mark the store complete (atomically, last) and return its summary.
+    pub fn finish(mut self) -> Result<Value> {
+        while self.step(usize::MAX)? > 0 {}
+        let c = self.attributes.get_mut("cubeslab").expect("set at start");
+        c["state"] = json!("complete");
+        Group::write(&self.store, &self.attributes)?;
+        Ok(self.summary())
+    }
+
+    /// What was ingested, as JSON.
+    pub fn summary(&self) -> Value {
+        self.attributes["cubeslab"].clone()
+    }
+
+    /// The open amplitude array.
+    pub fn amplitude(&self) -> &ZarrArray {
+        &self.arrays.amplitude
+    }
+}

@@ -1,0 +1,254 @@
+//! The arrays and attributes of a seismic cube store, named as MDIO v1 names
+//! them so that MDIO users find their way around.
+
+use std::path::Path;
+
+use serde_json::{json, Map, Value};
+
+use super::{task::TaskArrays, Layout};
+use crate::{
+    error::Result,
+    segy::{binary_header_fields, Endian, Geometry, SegyFile, TextEncoding},
+    store::{ArraySpec, DType, ZarrArray},
+};
+
+/// The seismic data.
+pub const AMPLITUDE: &str = "amplitude";
+/// Which (inline, crossline[, offset]) cells hold a trace.
+pub const TRACE_MASK: &str = "trace_mask";
+/// The 240-byte trace headers as stored in the source.
+pub const RAW_HEADERS: &str = "raw_headers";
+/// Holds the textual and binary file headers as attributes.
+pub const FILE_HEADER: &str = "segy_file_header";
+
+/// Dimension names of a survey.
+#[derive(Debug, Clone)]
+pub struct SurveyNames {
+    /// Trace dimensions: inline, crossline[, offset].
+    pub trace_dims: Vec<String>,
+    /// Vertical dimension: time or depth.
+    pub vertical: String,
+}
+
+impl SurveyNames {
+    /// Names for a post-stack (3D) or pre-stack (4D) survey.
+    pub fn new(prestack: bool, vertical: &str) -> Self {
+        let mut trace_dims = vec!["inline".to_string(), "crossline".to_string()];
+        if prestack {
+            trace_dims.push("offset".into());
+        }
+        Self {
+            trace_dims,
+            vertical: vertical.to_string(),
+        }
+    }
+
+    fn amplitude_dims(&self) -> Vec<String> {
+        let mut d = self.trace_dims.clone();
+        d.push(self.vertical.clone());
+        d
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The group's attributes, with cubeslab's state set to "incomplete".
+pub(super) fn group_attributes(
+    source: &SegyFile,
+    geometry: &Geometry,
+    names: &SurveyNames,
+    layout: &Layout,
+    dtype: DType,
+) -> Map<String, Value> {
+    let prestack = geometry.offsets.is_some();
+    let template = match (prestack, names.vertical.as_str()) {
+        (false, "depth") => "PostStack3DDepth",
+        (false, _) => "PostStack3DTime",
+        (true, "depth") => "PreStackCdpOffsetGathers3DDepth",
+        (true, _) => "PreStackCdpOffsetGathers3DTime",
+    };
+    let mut attributes = Map::new();
+    attributes.insert(
+        "apiVersion".into(),
+        json!(concat!("cubeslab-", env!("CARGO_PKG_VERSION"))),
+    );
+    attributes.insert("name".into(), json!(template));
+    attributes.insert(
+        "attributes".into(),
+        json!({
+            "surveyType": "3D",
+            "gatherType": if prestack { "cdp_gathers" } else { "stacked" },
+            "defaultVariableName": AMPLITUDE,
+        }),
+    );
+    attributes.insert(
+        "cubeslab".into(),
+        json!({
+            "state": "incomplete",
+            "format_version": 1,
+            "source": source.path().display().to_string(),
+            "source_bytes": source.len,
+            "traces": source.traces,
+            "live_traces": geometry.live,
+            "missing_traces": geometry.missing(),
+            "sorting": geometry.sorting,
+            "dtype": dtype.name(),
+            "chunk_shape": layout.inner,
+            "shard_shape": layout.shard,
+            "warnings": source.warnings,
+        }),
+    );
+    attributes
+}
+
+/// Create every array of the store; write the coordinate arrays now, the
+/// trace-block arrays are written by the tasks.
+pub(super) fn create_arrays(
+    store: &Path,
+    source: &SegyFile,
+    geometry: &Geometry,
+    names: &SurveyNames,
+    layout: &Layout,
+    dtype: DType,
+    compressors: &[Value],
+) -> Result<TaskArrays> {
+    let trace_shape = geometry.trace_shape();
+    let nt = trace_shape.len();
+    let mut shape = trace_shape.clone();
+    shape.push(source.samples as u64);
+    let amplitude = ZarrArray::create(
+        store.join(AMPLITUDE),
+        &ArraySpec {
+            shape,
+            dtype,
+            chunk_shape: layout.shard.clone(),
+            inner_chunks: Some(layout.inner.clone()),
+            compressors: compressors.to_vec(),
+            dimension_names: names.amplitude_dims(),
+            fill_value: dtype.default_fill(),
+            attributes: json!({"coordinates": "cdp_x cdp_y"})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        },
+    )?;
+    // Trace-block arrays share the amplitude shards' grid over the trace dims.
+    let block = layout.shard[..nt].to_vec();
+    let per_trace =
+        |name: &str, dtype: DType, extra: Option<u64>, attributes: Value| -> Result<ZarrArray> {
+            let mut shape = trace_shape.clone();
+            let mut chunk = block.clone();
+            let mut dims = names.trace_dims.clone();
+            if let Some(n) = extra {
+                shape.push(n);
+                chunk.push(n);
+                dims.push("header_byte".into());
+            }
+            ZarrArray::create(
+                store.join(name),
+                &ArraySpec {
+                    shape,
+                    dtype,
+                    chunk_shape: chunk,
+                    inner_chunks: None,
+                    compressors: vec![
+                        json!({"name": "zstd", "configuration": {"level": 1, "checksum": false}}),
+                    ],
+                    dimension_names: dims,
+                    fill_value: dtype.default_fill(),
+                    attributes: attributes.as_object().cloned().unwrap_or_default(),
+                },
+            )
+        };
+    let arrays = TaskArrays {
+        trace_mask: per_trace(TRACE_MASK, DType::Bool, None, json!({}))?,
+        cdp_x: per_trace(
+            "cdp_x",
+            DType::Float64,
+            None,
+            json!({"unitsV1": {"length": "m"}}),
+        )?,
+        cdp_y: per_trace(
+            "cdp_y",
+            DType::Float64,
+            None,
+            json!({"unitsV1": {"length": "m"}}),
+        )?,
+        raw_headers: per_trace(
+            RAW_HEADERS,
+            DType::UInt8,
+            Some(240),
+            json!({"endianness": if source.endian() == Endian::Big { "big" } else { "little" }}),
+        )?,
+        amplitude,
+    };
+
+    // 1-D coordinates.
+    let coordinate = |name: &str, dtype: DType, bytes: Vec<u8>, n: usize| -> Result<()> {
+        let array = ZarrArray::create(
+            store.join(name),
+            &ArraySpec {
+                shape: vec![n as u64],
+                dtype,
+                chunk_shape: vec![(n as u64).max(1)],
+                inner_chunks: None,
+                compressors: Vec::new(),
+                dimension_names: vec![name.to_string()],
+                fill_value: dtype.default_fill(),
+                attributes: Map::new(),
+            },
+        )?;
+        array.write_all(&bytes)
+    };
+    let ints =
+        |v: &[i64]| -> Vec<u8> { v.iter().flat_map(|&x| (x as i32).to_ne_bytes()).collect() };
+    coordinate(
+        "inline",
+        DType::Int32,
+        ints(&geometry.inlines),
+        geometry.inlines.len(),
+    )?;
+    coordinate(
+        "crossline",
+        DType::Int32,
+        ints(&geometry.crosslines),
+        geometry.crosslines.len(),
+    )?;
+    if let Some(offsets) = &geometry.offsets {
+        coordinate("offset", DType::Int32, ints(offsets), offsets.len())?;
+    }
+    let axis: Vec<u8> = source
+        .sample_axis()
+        .iter()
+        .flat_map(|v| v.to_ne_bytes())
+        .collect();
+    coordinate(&names.vertical, DType::Float64, axis, source.samples)?;
+
+    // File headers: decoded for people, raw (hex) for an exact export.
+    let header_attributes = json!({
+        "textHeader": source.text(),
+        "binaryHeader": binary_header_fields(&source.binary),
+        "rawTextHeaderHex": hex(&source.text_raw),
+        "rawBinaryHeaderHex": hex(&source.binary.raw),
+        "textEncoding": if source.text_encoding == TextEncoding::Ebcdic { "ebcdic" } else { "ascii" },
+        "endianness": if source.endian() == Endian::Big { "big" } else { "little" },
+        "sampleFormat": source.format.code(),
+        "sampleIntervalUs": source.interval_us,
+    });
+    ZarrArray::create(
+        store.join(FILE_HEADER),
+        &ArraySpec {
+            shape: vec![],
+            dtype: DType::UInt8,
+            chunk_shape: vec![],
+            inner_chunks: None,
+            compressors: Vec::new(),
+            dimension_names: vec![],
+            fill_value: json!(0),
+            attributes: header_attributes.as_object().cloned().unwrap_or_default(),
+        },
+    )?;
+    Ok(arrays)
+}

@@ -1,0 +1,247 @@
+//! One unit of ingest work: a block of traces (one shard's extent over the
+//! trace dimensions) and a range of shards along the samples.
+
+use crate::{
+    error::Result,
+    segy::{header_field, Geometry, SegyFile, TRACE_HEADER_LEN},
+    store::{DType, ZarrArray},
+};
+
+use super::Layout;
+
+/// The arrays tasks write into.
+pub(crate) struct TaskArrays {
+    pub amplitude: ZarrArray,
+    pub trace_mask: ZarrArray,
+    pub cdp_x: ZarrArray,
+    pub cdp_y: ZarrArray,
+    pub raw_headers: ZarrArray,
+}
+
+/// A block of traces and the sample shards to build from them.
+#[derive(Debug, Clone)]
+pub(crate) struct IngestTask {
+    /// Shard index along each trace dimension.
+    block: Vec<u64>,
+    /// Shard indices along the sample dimension.
+    z_shards: std::ops::Range<u64>,
+    /// Full shard shape.
+    shard: Vec<u64>,
+    /// Amplitude array shape.
+    shape: Vec<u64>,
+    dtype: DType,
+}
+
+/// Buffers a task holds besides its shards, per trace of the block: the
+/// header (240), two coordinates (16) and the mask (1), plus encoding.
+const AUX_BYTES_PER_TRACE: u64 = 2 * (240 + 16 + 1);
+/// Largest single read of consecutive traces.
+const MAX_READ_BYTES: u64 = 8 << 20;
+/// Encoded shard plus the shard buffer, relative to the shard's bytes.
+const SHARD_MEMORY_FACTOR: f64 = 2.1;
+
+/// Cut the work into tasks whose buffers, `threads` at a time, fit `memory_limit`.
+pub(crate) fn plan(
+    shape: &[u64],
+    layout: &Layout,
+    dtype: DType,
+    memory_limit: u64,
+    threads: usize,
+) -> Result<Vec<IngestTask>, String> {
+    let nt = shape.len() - 1;
+    let shard_bytes = layout.shard.iter().product::<u64>() * dtype.size() as u64;
+    let block_traces: u64 = layout.shard[..nt].iter().product();
+    let fixed = block_traces * AUX_BYTES_PER_TRACE + MAX_READ_BYTES;
+    let per_task = memory_limit / threads.max(1) as u64;
+    let z_per_task =
+        (per_task.saturating_sub(fixed) as f64 / (SHARD_MEMORY_FACTOR * shard_bytes as f64)) as u64;
+    if z_per_task == 0 {
+        return Err(format!(
+            "a {} MiB shard does not fit a memory limit of {} MiB shared by {threads} threads; use smaller shards, fewer threads or a higher limit",
+            shard_bytes >> 20,
+            memory_limit >> 20
+        ));
+    }
+    let grid: Vec<u64> = shape
+        .iter()
+        .zip(&layout.shard)
+        .map(|(n, s)| n.div_ceil(*s))
+        .collect();
+    let n_blocks: u64 = grid[..nt].iter().product();
+    let nz = grid[nt];
+    let mut tasks = Vec::new();
+    for b in 0..n_blocks {
+        let block = unravel(b, &grid[..nt]);
+        let mut z = 0;
+        while z < nz {
+            let end = (z + z_per_task).min(nz);
+            tasks.push(IngestTask {
+                block: block.clone(),
+                z_shards: z..end,
+                shard: layout.shard.clone(),
+                shape: shape.to_vec(),
+                dtype,
+            });
+            z = end;
+        }
+    }
+    Ok(tasks)
+}
+
+fn unravel(mut i: u64, shape: &[u64]) -> Vec<u64> {
+    let mut idx = vec![0; shape.len()];
+    for d in (0..shape.len()).rev() {
+        idx[d] = i % shape[d];
+        i /= shape[d];
+    }
+    idx
+}
+
+/// A live trace of the block: where it goes in the block and where it is in the file.
+struct Placed {
+    local: usize,
+    trace: u64,
+}
+
+impl IngestTask {
+    /// Read, decode, encode and write; returns source bytes read.
+    pub fn run(&self, source: &SegyFile, geometry: &Geometry, arrays: &TaskArrays) -> Result<u64> {
+        let nt = self.shape.len() - 1;
+        let (trace_shape, block_shape) = (&self.shape[..nt], &self.shard[..nt]);
+        let lo: Vec<u64> = (0..nt).map(|d| self.block[d] * block_shape[d]).collect();
+        let extent: Vec<u64> = (0..nt)
+            .map(|d| block_shape[d].min(trace_shape[d] - lo[d]))
+            .collect();
+        let block_cells: u64 = block_shape.iter().product();
+
+        // Live traces of the block, in C order of the cells (which is file
+        // order for a file sorted that way, so reads coalesce).
+        let mut placed = Vec::new();
+        for i in 0..extent.iter().product::<u64>() {
+            let idx = unravel(i, &extent);
+            let (mut global, mut local) = (0u64, 0u64);
+            for d in 0..nt {
+                global = global * trace_shape[d] + lo[d] + idx[d];
+                local = local * block_shape[d] + idx[d];
+            }
+            let trace = geometry.trace_of_cell[global as usize];
+            if trace != crate::segy::MISSING_TRACE {
+                placed.push(Placed {
+                    local: local as usize,
+                    trace,
+                });
+            }
+        }
+
+        let elem = self.dtype.size();
+        let ns = self.shape[nt];
+        let sz = self.shard[nt];
+        let fill = arrays.amplitude.fill_bytes();
+        let shard_elems = self.shard.iter().product::<u64>() as usize;
+        let mut shards: Vec<Vec<u8>> = self
+            .z_shards
+            .clone()
+            .map(|_| fill.repeat(shard_elems))
+            .collect();
+        let first = self.z_shards.start == 0;
+        let mut aux = first.then(|| Aux::new(block_cells as usize));
+
+        let bps = source.format.bytes();
+        let trace_len = source.trace_len;
+        let max_run = (MAX_READ_BYTES / trace_len).max(1) as usize;
+        let mut buffer = Vec::new();
+        let mut bytes_read = 0u64;
+        let mut start = 0;
+        while start < placed.len() {
+            // A run of traces that are consecutive in the file.
+            let mut end = start + 1;
+            while end < placed.len()
+                && end - start < max_run
+                && placed[end].trace == placed[end - 1].trace + 1
+            {
+                end += 1;
+            }
+            let run = &placed[start..end];
+            buffer.resize(run.len() * trace_len as usize, 0);
+            source.read_at(&mut buffer, source.trace_offset(run[0].trace))?;
+            bytes_read += buffer.len() as u64;
+            for (k, p) in run.iter().enumerate() {
+                let trace = &buffer[k * trace_len as usize..(k + 1) * trace_len as usize];
+                let (header, samples) = trace.split_at(TRACE_HEADER_LEN);
+                for (j, z) in self.z_shards.clone().enumerate() {
+                    let (z0, z1) = (z * sz, ((z + 1) * sz).min(ns));
+                    let n = (z1 - z0) as usize;
+                    let at = p.local * sz as usize;
+                    source.format.decode(
+                        source.endian(),
+                        &samples[z0 as usize * bps..z1 as usize * bps],
+                        &mut shards[j][at * elem..(at + n) * elem],
+                        self.dtype,
+                    );
+                }
+                if let Some(aux) = aux.as_mut() {
+                    aux.record(p.local, header, source);
+                }
+            }
+            start = end;
+        }
+
+        for (j, z) in self.z_shards.clone().enumerate() {
+            let mut indices = self.block.clone();
+            indices.push(z);
+            arrays.amplitude.write_chunk(&indices, &shards[j])?;
+            shards[j] = Vec::new(); // release as soon as written
+        }
+        if let Some(aux) = aux {
+            arrays.trace_mask.write_chunk(&self.block, &aux.mask)?;
+            arrays
+                .cdp_x
+                .write_chunk(&self.block, &to_bytes(&aux.cdp_x))?;
+            arrays
+                .cdp_y
+                .write_chunk(&self.block, &to_bytes(&aux.cdp_y))?;
+            let mut header_indices = self.block.clone();
+            header_indices.push(0);
+            arrays
+                .raw_headers
+                .write_chunk(&header_indices, &aux.headers)?;
+        }
+        Ok(bytes_read)
+    }
+}
+
+/// Per-trace outputs of a block besides amplitudes.
+struct Aux {
+    mask: Vec<u8>,
+    cdp_x: Vec<f64>,
+    cdp_y: Vec<f64>,
+    headers: Vec<u8>,
+}
+
+impl Aux {
+    fn new(cells: usize) -> Self {
+        Self {
+            mask: vec![0; cells],
+            cdp_x: vec![f64::NAN; cells],
+            cdp_y: vec![f64::NAN; cells],
+            headers: vec![0; cells * TRACE_HEADER_LEN],
+        }
+    }
+
+    fn record(&mut self, local: usize, header: &[u8], source: &SegyFile) {
+        let e = source.endian();
+        self.mask[local] = 1;
+        // CDP X/Y (bytes 181/185) scaled by the coordinate scalar (byte 71).
+        let scalar = header_field(header, 71, 2, e);
+        self.cdp_x[local] =
+            crate::segy::apply_scalar(header_field(header, 181, 4, e) as f64, scalar);
+        self.cdp_y[local] =
+            crate::segy::apply_scalar(header_field(header, 185, 4, e) as f64, scalar);
+        self.headers[local * TRACE_HEADER_LEN..(local + 1) * TRACE_HEADER_LEN]
+            .copy_from_slice(header);
+    }
+}
+
+fn to_bytes(v: &[f64]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_ne_bytes()).collect()
+}

@@ -1,0 +1,23 @@
+//! The cubeslab engine.
+//!
+//! An N-D generic core — Zarr v3 arrays in shards of small chunks, read in
+//! parallel straight into the caller's buffer — with SEG-Y as one domain layer
+//! on top. Nothing here knows about Python.
+//!
+//! * [`window`]: which elements a read selects, and how they map to chunks.
+//! * [`store`]: Zarr v3 arrays on a filesystem: open, create, read, write.
+//! * [`segy`]: SEG-Y headers, sample formats and survey geometry.
+//! * [`ingest`]: SEG-Y → cube store, streaming within a memory bound.
+//! * [`export`]: cube store → SEG-Y.
+//! * [`config`]: threads and requests in flight.
+#![warn(missing_docs)]
+
+pub mod config;
+pub mod error;
+pub mod export;
+pub mod ingest;
+pub mod segy;
+pub mod store;
+pub mod window;
+
+pub use error::{Error, ErrorKind};

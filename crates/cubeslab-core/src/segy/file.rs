@@ -1,0 +1,415 @@
+//! An open SEG-Y file: its file headers parsed and checked, its trace layout
+//! known, and positioned reads of headers and traces.
+
+use std::{
+    fs::File,
+    os::unix::fs::FileExt,
+    path::{Path, PathBuf},
+};
+
+use super::{
+    binary::BinaryHeader,
+    sample::{SampleFormat, VALID_CODES},
+    text::{decode_text, TextEncoding},
+    SegyError,
+};
+use crate::{error::Result, Error};
+
+/// Bytes in a trace header.
+pub const TRACE_HEADER_LEN: usize = 240;
+const TEXT_LEN: u64 = 3200;
+const FILE_HEADER_LEN: u64 = 3600;
+
+/// Byte order of a SEG-Y file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endian {
+    /// Big endian, the standard's.
+    Big,
+    /// Little endian (allowed since rev 2, common from some writers).
+    Little,
+}
+
+/// Read a signed integer field of `len` bytes at 1-based position `byte` of `buf`.
+pub fn header_field(buf: &[u8], byte: usize, len: usize, endian: Endian) -> i64 {
+    let b = &buf[byte - 1..byte - 1 + len];
+    let mut be = [0u8; 8];
+    be[8 - len..].copy_from_slice(b);
+    if endian == Endian::Little {
+        be[8 - len..].reverse();
+    }
+    // Sign-extend from `len` bytes.
+    let shift = 64 - 8 * len as u32;
+    (i64::from_be_bytes(be) << shift) >> shift
+}
+
+/// How to read a SEG-Y file where its headers do not say (or say wrongly).
+#[derive(Debug, Clone)]
+pub struct SegyOptions {
+    /// Byte order; `None` detects it from the binary header.
+    pub endian: Option<Endian>,
+    /// Ingest the whole traces of a file whose last trace is cut short.
+    pub allow_truncated: bool,
+    /// Sample interval in microseconds, for files whose headers lack it.
+    pub sample_interval_us: Option<f64>,
+}
+
+impl Default for SegyOptions {
+    fn default() -> Self {
+        Self {
+            endian: None,
+            allow_truncated: false,
+            sample_interval_us: None,
+        }
+    }
+}
+
+/// An open SEG-Y file.
+#[derive(Debug)]
+pub struct SegyFile {
+    path: PathBuf,
+    file: File,
+    /// File length in bytes.
+    pub len: u64,
+    /// The textual header followed by any extended textual headers, as stored.
+    pub text_raw: Vec<u8>,
+    /// Character set of the textual header.
+    pub text_encoding: TextEncoding,
+    /// The binary header.
+    pub binary: BinaryHeader,
+    /// Sample format.
+    pub format: SampleFormat,
+    /// Samples per trace.
+    pub samples: usize,
+    /// Sample interval in microseconds (or depth units x 1000).
+    pub interval_us: f64,
+    /// First sample's time in ms (delay recording time, scaled), from trace 0.
+    pub first_sample_ms: f64,
+    /// Byte offset of the first trace.
+    pub data_start: u64,
+    /// Bytes per trace, header included.
+    pub trace_len: u64,
+    /// Number of whole traces.
+    pub traces: u64,
+    /// Things a user should know that did not stop the read.
+    pub warnings: Vec<String>,
+}
+
+impl SegyFile {
+    /// Open and check a SEG-Y file.
+    pub fn open(path: impl AsRef<Path>, options: &SegyOptions) -> Result<Self> {
+        let path = path.as_ref().to_path_buf();
+        let file = File::open(&path).map_err(|e| Error::io(&path, e))?;
+        let len = file.metadata().map_err(|e| Error::io(&path, e))?.len();
+        if len < FILE_HEADER_LEN {
+            return Err(SegyError::TooShort { path, len }.into());
+        }
+        let mut head = vec![0u8; FILE_HEADER_LEN as usize];
+        file.read_exact_at(&mut head, 0)
+            .map_err(|e| Error::io(&path, e))?;
+        let invalid =
+            |byte: u64, field: &'static str, value: i64, expected: String, hint: &str| -> Error {
+                SegyError::InvalidField {
+                    path: path.clone(),
+                    byte,
+                    field,
+                    value,
+                    expected,
+                    hint: hint.to_string(),
+                }
+                .into()
+            };
+        let bin_raw = head[TEXT_LEN as usize..].to_vec();
+        let endian = match options.endian {
+            Some(e) => e,
+            None => detect_endian(&bin_raw).ok_or_else(|| {
+                invalid(
+                    3225,
+                    "data sample format code",
+                    header_field(&bin_raw, 25, 2, Endian::Big),
+                    format!("{VALID_CODES} (read big endian; little endian gives {})", header_field(&bin_raw, 25, 2, Endian::Little)),
+                    "; if this is Seismic Unix data (no file headers) it is not supported yet; otherwise set the byte order (--endian)",
+                )
+            })?,
+        };
+        let binary = BinaryHeader {
+            raw: bin_raw,
+            endian,
+        };
+        let code = binary.int(3225, 2);
+        let format = SampleFormat::from_code(code).ok_or_else(|| {
+            invalid(
+                3225,
+                "data sample format code",
+                code,
+                VALID_CODES.into(),
+                "",
+            )
+        })?;
+        let mut warnings = Vec::new();
+        if format == SampleFormat::FixedPointGain {
+            warnings.push("sample format 4 (obsolete fixed point with gain) is read as 4-byte IEEE float, as segyio does".into());
+        }
+
+        // Extended textual headers: count checked against the file size
+        // before anything is allocated for them.
+        let ext_count = binary.int(3505, 2);
+        let ext_count: u64 = match ext_count {
+            n if n >= 0 => {
+                let n = n as u64;
+                if FILE_HEADER_LEN + n * TEXT_LEN > len {
+                    return Err(invalid(
+                        3505,
+                        "number of extended textual headers",
+                        n as i64,
+                        format!(
+                            "at most {} for a {len}-byte file",
+                            (len - FILE_HEADER_LEN) / TEXT_LEN
+                        ),
+                        "",
+                    ));
+                }
+                n
+            }
+            -1 => count_variable_stanzas(&file, &path, len)?,
+            n => {
+                return Err(invalid(
+                    3505,
+                    "number of extended textual headers",
+                    n,
+                    "-1 or a count >= 0".into(),
+                    "",
+                ))
+            }
+        };
+        let data_start = FILE_HEADER_LEN + ext_count * TEXT_LEN;
+        let mut text_raw = head[..TEXT_LEN as usize].to_vec();
+        if ext_count > 0 {
+            let mut ext = vec![0u8; (ext_count * TEXT_LEN) as usize];
+            file.read_exact_at(&mut ext, FILE_HEADER_LEN)
+                .map_err(|e| Error::io(&path, e))?;
+            text_raw.extend_from_slice(&ext);
+        }
+        let text_encoding = TextEncoding::detect(&text_raw[..TEXT_LEN as usize]);
+
+        // Samples per trace: binary header, else the first trace header; the
+        // one that divides the file into whole traces wins.
+        let mut first_header = [0u8; TRACE_HEADER_LEN];
+        let have_trace = len >= data_start + TRACE_HEADER_LEN as u64;
+        if have_trace {
+            file.read_exact_at(&mut first_header, data_start)
+                .map_err(|e| Error::io(&path, e))?;
+        }
+        let mut bin_samples = binary.u16(3221);
+        if bin_samples == 0 && binary.revision().0 >= 2 {
+            bin_samples = binary.int(3269, 4).max(0) as u64;
+        }
+        let trace_samples = if have_trace {
+            (header_field(&first_header, 115, 2, endian) as u16) as u64
+        } else {
+            0
+        };
+        let bps = format.bytes() as u64;
+        let fits =
+            |ns: u64| ns > 0 && (len - data_start) % (TRACE_HEADER_LEN as u64 + ns * bps) == 0;
+        let samples = if fits(bin_samples) {
+            bin_samples
+        } else if fits(trace_samples) {
+            if bin_samples != 0 {
+                warnings.push(format!(
+                    "binary header says {bin_samples} samples per trace (byte 3221) but traces hold {trace_samples} (trace header byte 115); using {trace_samples}"
+                ));
+            }
+            trace_samples
+        } else if bin_samples > 0 || trace_samples > 0 {
+            let ns = if bin_samples > 0 {
+                bin_samples
+            } else {
+                trace_samples
+            };
+            let trace_len = TRACE_HEADER_LEN as u64 + ns * bps;
+            let whole = (len - data_start) / trace_len;
+            if !options.allow_truncated || whole == 0 {
+                return Err(SegyError::Truncated {
+                    path,
+                    file_len: len,
+                    data_start,
+                    data_bytes: len - data_start,
+                    trace_len,
+                    samples: ns,
+                    sample_bytes: bps,
+                    last_trace: whole,
+                }
+                .into());
+            }
+            warnings.push(format!(
+                "last trace is cut short at byte {len}; ingesting the {whole} whole traces (allow_truncated)"
+            ));
+            ns
+        } else {
+            return Err(invalid(
+                3221,
+                "samples per trace",
+                0,
+                "a positive count (here and at trace header byte 115)".into(),
+                "",
+            ));
+        };
+        let trace_len = TRACE_HEADER_LEN as u64 + samples * bps;
+        let traces = (len - data_start) / trace_len;
+        if traces == 0 {
+            return Err(SegyError::Geometry {
+                path,
+                message: "the file holds no traces".into(),
+            }
+            .into());
+        }
+
+        // Sample interval: binary header, else trace header, else the option.
+        let bin_interval = binary.int(3217, 2);
+        let trace_interval = header_field(&first_header, 117, 2, endian);
+        let interval_us = match options.sample_interval_us {
+            Some(v) => v,
+            None if bin_interval > 0 => bin_interval as f64,
+            None if trace_interval > 0 => trace_interval as f64,
+            None => {
+                return Err(invalid(3217, "sample interval", bin_interval,
+                    format!("a positive number of microseconds (trace header byte 117 has {trace_interval})"),
+                    "; pass the interval (--sample-interval)"))
+            }
+        };
+        // Delay recording time (byte 109) scaled by byte 215, as segyio does.
+        let delay = header_field(&first_header, 109, 2, endian) as f64;
+        let scalar = header_field(&first_header, 215, 2, endian);
+        let first_sample_ms = apply_scalar(delay, scalar);
+
+        Ok(Self {
+            path,
+            file,
+            len,
+            text_raw,
+            text_encoding,
+            binary,
+            format,
+            samples: samples as usize,
+            interval_us,
+            first_sample_ms,
+            data_start,
+            trace_len,
+            traces,
+            warnings,
+        })
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Byte order.
+    pub fn endian(&self) -> Endian {
+        self.binary.endian
+    }
+
+    /// Byte offset of trace `i`.
+    pub fn trace_offset(&self, i: u64) -> u64 {
+        self.data_start + i * self.trace_len
+    }
+
+    /// Read `buf.len()` bytes at `offset`, naming the offset on failure.
+    pub fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        self.file.read_exact_at(buf, offset).map_err(|e| {
+            Error::io(
+                &self.path,
+                std::io::Error::new(
+                    e.kind(),
+                    format!("reading {} bytes at byte offset {offset}: {e}", buf.len()),
+                ),
+            )
+        })
+    }
+
+    /// The textual header (first 3200 bytes) as text.
+    pub fn text(&self) -> String {
+        decode_text(&self.text_raw[..TEXT_LEN as usize], self.text_encoding)
+    }
+
+    /// Sample times (or depths) in ms: first sample plus the interval.
+    pub fn sample_axis(&self) -> Vec<f64> {
+        (0..self.samples)
+            .map(|i| self.first_sample_ms + i as f64 * self.interval_us / 1000.0)
+            .collect()
+    }
+}
+
+/// Apply a SEG-Y scalar: positive multiplies, negative divides, zero is one.
+pub fn apply_scalar(value: f64, scalar: i64) -> f64 {
+    match scalar {
+        0 => value,
+        s if s > 0 => value * s as f64,
+        s => value / (-s) as f64,
+    }
+}
+
+/// Decide the byte order from the binary header: the rev 2 integer constant
+/// 0x01020304 if present, else whichever order gives a valid format code.
+fn detect_endian(bin: &[u8]) -> Option<Endian> {
+    match header_field(bin, 97, 4, Endian::Big) {
+        0x0102_0304 => return Some(Endian::Big),
+        0x0403_0201 => return Some(Endian::Little),
+        _ => {}
+    }
+    let valid = |e| SampleFormat::from_code(header_field(bin, 25, 2, e)).is_some();
+    if valid(Endian::Big) {
+        Some(Endian::Big)
+    } else if valid(Endian::Little) {
+        Some(Endian::Little)
+    } else {
+        None
+    }
+}
+
+/// Rev 2 "variable" extended headers: count 3200-byte stanzas up to and
+/// including the one that holds `((SEG: EndText))`, never past the file end.
+fn count_variable_stanzas(file: &File, path: &Path, len: u64) -> Result<u64> {
+    let mut block = vec![0u8; TEXT_LEN as usize];
+    let mut n = 0u64;
+    while FILE_HEADER_LEN + (n + 1) * TEXT_LEN <= len {
+        file.read_exact_at(&mut block, FILE_HEADER_LEN + n * TEXT_LEN)
+            .map_err(|e| Error::io(path, e))?;
+        n += 1;
+        let text = decode_text(&block, TextEncoding::detect(&block)).to_ascii_lowercase();
+        if text.contains("((seg: endtext))") || text.contains("((seg:endtext))") {
+            return Ok(n);
+        }
+    }
+    Err(SegyError::InvalidField {
+        path: path.to_path_buf(),
+        byte: 3505,
+        field: "number of extended textual headers",
+        value: -1,
+        expected: "a ((SEG: EndText)) stanza to end the variable-length headers".into(),
+        hint: String::new(),
+    }
+    .into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_sign_extend() {
+        let buf = [0xff, 0xfe, 0x00, 0x10];
+        assert_eq!(header_field(&buf, 1, 2, Endian::Big), -2);
+        assert_eq!(header_field(&buf, 3, 2, Endian::Big), 16);
+        assert_eq!(header_field(&buf, 3, 2, Endian::Little), 4096);
+        assert_eq!(header_field(&buf, 1, 4, Endian::Big), -131056);
+    }
+
+    #[test]
+    fn scalars() {
+        assert_eq!(apply_scalar(10000.0, -10), 1000.0);
+        assert_eq!(apply_scalar(5.0, 100), 500.0);
+        assert_eq!(apply_scalar(5.0, 0), 5.0);
+    }
+}

@@ -1,0 +1,210 @@
+//! Survey geometry from a parallel scan of the trace headers: the sorted
+//! inline, crossline (and offset) numbers, and which trace fills each cell.
+//! Traces may come in any order; cells no trace fills are recorded as missing.
+
+use rayon::prelude::*;
+
+use super::{file::header_field, SegyError, SegyFile, TRACE_HEADER_LEN};
+use crate::{config::Parallelism, error::Result};
+
+/// Marks a grid cell that no trace fills.
+pub const MISSING: u64 = u64::MAX;
+
+/// Where the geometry keys live in each trace header (1-based bytes, 4-byte integers).
+#[derive(Debug, Clone)]
+pub struct ScanOptions {
+    /// Inline number position (default 189).
+    pub inline_byte: usize,
+    /// Crossline number position (default 193).
+    pub crossline_byte: usize,
+    /// Offset position (default 37); used as a 4th dimension only when
+    /// (inline, crossline) pairs repeat with different offsets.
+    pub offset_byte: usize,
+}
+
+impl Default for ScanOptions {
+    fn default() -> Self {
+        Self {
+            inline_byte: 189,
+            crossline_byte: 193,
+            offset_byte: 37,
+        }
+    }
+}
+
+/// The regular grid the traces fill.
+#[derive(Debug, Clone)]
+pub struct Geometry {
+    /// Sorted distinct inline numbers.
+    pub inlines: Vec<i64>,
+    /// Sorted distinct crossline numbers.
+    pub crosslines: Vec<i64>,
+    /// Sorted distinct offsets, for pre-stack data.
+    pub offsets: Option<Vec<i64>>,
+    /// Trace index for each cell in C order over (inline, crossline[, offset]);
+    /// [`MISSING`] where no trace is.
+    pub trace_of_cell: Vec<u64>,
+    /// Number of traces placed.
+    pub live: u64,
+    /// Trace order in the file: "inline", "crossline" or "unsorted".
+    pub sorting: &'static str,
+}
+
+impl Geometry {
+    /// Shape of the trace grid: (inlines, crosslines[, offsets]).
+    pub fn trace_shape(&self) -> Vec<u64> {
+        let mut s = vec![self.inlines.len() as u64, self.crosslines.len() as u64];
+        if let Some(o) = &self.offsets {
+            s.push(o.len() as u64);
+        }
+        s
+    }
+
+    /// Cells with no trace.
+    pub fn missing(&self) -> u64 {
+        self.trace_of_cell.len() as u64 - self.live
+    }
+
+    /// Scan every trace header of `file`.
+    pub fn scan(file: &SegyFile, options: &ScanOptions, parallelism: Parallelism) -> Result<Self> {
+        let endian = file.endian();
+        let positions = [
+            options.inline_byte,
+            options.crossline_byte,
+            options.offset_byte,
+        ];
+        for (name, &byte) in ["inline", "crossline", "offset"].iter().zip(&positions) {
+            if byte == 0 || byte + 3 > TRACE_HEADER_LEN {
+                return Err(SegyError::Geometry {
+                    path: file.path().to_path_buf(),
+                    message: format!(
+                        "{name} byte position {byte} is outside the 240-byte trace header"
+                    ),
+                }
+                .into());
+            }
+        }
+        let keys: Vec<[i64; 3]> = parallelism.pool().install(|| {
+            (0..file.traces)
+                .into_par_iter()
+                .map_init(
+                    || [0u8; TRACE_HEADER_LEN],
+                    |header, i| {
+                        file.read_at(header, file.trace_offset(i))?;
+                        Ok(positions.map(|b| header_field(header, b, 4, endian)))
+                    },
+                )
+                .collect::<Result<_>>()
+        })?;
+        Self::from_keys(file, &keys, options)
+    }
+
+    fn from_keys(file: &SegyFile, keys: &[[i64; 3]], options: &ScanOptions) -> Result<Self> {
+        let path = file.path().to_path_buf();
+        let fail = |message: String| -> crate::Error {
+            SegyError::Geometry {
+                path: path.clone(),
+                message,
+            }
+            .into()
+        };
+        let distinct = |k: usize| {
+            let mut v: Vec<i64> = keys.iter().map(|key| key[k]).collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        let (inlines, crosslines, all_offsets) = (distinct(0), distinct(1), distinct(2));
+        let bytes = format!("bytes {}/{}", options.inline_byte, options.crossline_byte);
+        if keys.len() > 1 && inlines.len() == 1 && crosslines.len() == 1 {
+            return Err(fail(format!(
+                "all {} traces have inline {} and crossline {} ({bytes}): these headers hold no 3D geometry. \
+                 Check the byte locations (--inline-byte/--crossline-byte; 189/193 is the standard, 9/21 and 221/225 are common); \
+                 unstructured data such as shot gathers is not supported yet",
+                keys.len(), inlines[0], crosslines[0]
+            )));
+        }
+        // Do (inline, crossline) pairs repeat? Then offsets make the 4th dimension.
+        let mut pairs: Vec<(i64, i64, usize)> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (k[0], k[1], i))
+            .collect();
+        pairs.sort_unstable();
+        let repeated = pairs
+            .windows(2)
+            .find(|w| w[0].0 == w[1].0 && w[0].1 == w[1].1);
+        let offsets = match repeated {
+            Some(_) if all_offsets.len() > 1 => Some(all_offsets),
+            Some(w) => {
+                return Err(fail(format!(
+                    "traces {} and {} both have inline {} and crossline {} ({bytes}) and the same offset (byte {}): \
+                     duplicate traces. Check the byte locations, or remove the duplicates",
+                    w[0].2, w[1].2, w[0].0, w[0].1, options.offset_byte
+                )))
+            }
+            None => None,
+        };
+        let n_off = offsets.as_ref().map_or(1, Vec::len);
+        let cells = (inlines.len() as u128) * (crosslines.len() as u128) * n_off as u128;
+        let traces = keys.len() as u128;
+        if cells > 10 * traces && cells > 1000 {
+            return Err(fail(format!(
+                "{} traces would fill only {:.3}% of a {} x {} grid of inlines x crosslines{} ({bytes}): \
+                 the inline/crossline byte locations are probably wrong (--inline-byte/--crossline-byte)",
+                traces,
+                100.0 * traces as f64 / cells as f64,
+                inlines.len(),
+                crosslines.len(),
+                if n_off > 1 { format!(" x {n_off} offsets") } else { String::new() },
+            )));
+        }
+        let mut trace_of_cell = vec![MISSING; cells as usize];
+        let position = |v: &[i64], x: i64| {
+            v.binary_search(&x)
+                .expect("key is among the distinct values")
+        };
+        let mut previous_cell: Option<usize> = None;
+        let (mut inline_sorted, mut crossline_sorted) = (true, true);
+        for (i, k) in keys.iter().enumerate() {
+            let il = position(&inlines, k[0]);
+            let xl = position(&crosslines, k[1]);
+            let off = offsets.as_ref().map_or(0, |o| position(o, k[2]));
+            let cell = (il * crosslines.len() + xl) * n_off + off;
+            if trace_of_cell[cell] != MISSING {
+                return Err(fail(format!(
+                    "traces {} and {i} both have inline {}, crossline {}{} ({bytes}): duplicate traces",
+                    trace_of_cell[cell],
+                    k[0],
+                    k[1],
+                    if n_off > 1 { format!(", offset {}", k[2]) } else { String::new() },
+                )));
+            }
+            trace_of_cell[cell] = i as u64;
+            if let Some(p) = previous_cell {
+                inline_sorted &= cell > p;
+                let t = |c: usize| {
+                    let (ilx, o) = (c / n_off, c % n_off);
+                    ((ilx % crosslines.len()) * inlines.len() + ilx / crosslines.len()) * n_off + o
+                };
+                crossline_sorted &= t(cell) > t(p);
+            }
+            previous_cell = Some(cell);
+        }
+        let sorting = if inline_sorted {
+            "inline"
+        } else if crossline_sorted {
+            "crossline"
+        } else {
+            "unsorted"
+        };
+        Ok(Self {
+            inlines,
+            crosslines,
+            offsets,
+            trace_of_cell,
+            live: keys.len() as u64,
+            sorting,
+        })
+    }
+}

@@ -1,0 +1,19 @@
+//! SEG-Y: textual, binary and trace headers, sample formats, and the survey
+//! geometry that trace headers imply.
+//!
+//! Byte positions in this module are 1-based, as in the SEG-Y standard and
+//! in segyio, so that error messages match what users read in the spec.
+
+mod binary;
+mod error;
+mod file;
+mod geometry;
+mod sample;
+mod text;
+
+pub use binary::{binary_header_fields, BinaryHeader};
+pub use error::SegyError;
+pub use file::{apply_scalar, header_field, Endian, SegyFile, SegyOptions, TRACE_HEADER_LEN};
+pub use geometry::{Geometry, ScanOptions, MISSING as MISSING_TRACE};
+pub use sample::SampleFormat;
+pub use text::{decode_text, TextEncoding};

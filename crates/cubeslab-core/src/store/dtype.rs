@@ -1,0 +1,82 @@
+//! Element data types the engine reads and writes.
+
+/// A fixed-size element type, named as in the Zarr v3 core spec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum DType {
+    Bool,
+    Int8,
+    Int16,
+    Int32,
+    Int64,
+    UInt8,
+    UInt16,
+    UInt32,
+    UInt64,
+    Float32,
+    Float64,
+}
+
+impl DType {
+    /// Every supported type.
+    pub const ALL: [DType; 11] = [
+        DType::Bool,
+        DType::Int8,
+        DType::Int16,
+        DType::Int32,
+        DType::Int64,
+        DType::UInt8,
+        DType::UInt16,
+        DType::UInt32,
+        DType::UInt64,
+        DType::Float32,
+        DType::Float64,
+    ];
+
+    /// The Zarr v3 name (`"float32"`, ...), also numpy's.
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::Bool => "bool",
+            DType::Int8 => "int8",
+            DType::Int16 => "int16",
+            DType::Int32 => "int32",
+            DType::Int64 => "int64",
+            DType::UInt8 => "uint8",
+            DType::UInt16 => "uint16",
+            DType::UInt32 => "uint32",
+            DType::UInt64 => "uint64",
+            DType::Float32 => "float32",
+            DType::Float64 => "float64",
+        }
+    }
+
+    /// Parse a Zarr v3 / numpy name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|d| d.name() == name)
+    }
+
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            DType::Bool | DType::Int8 | DType::UInt8 => 1,
+            DType::Int16 | DType::UInt16 => 2,
+            DType::Int32 | DType::UInt32 | DType::Float32 => 4,
+            DType::Int64 | DType::UInt64 | DType::Float64 => 8,
+        }
+    }
+
+    /// Whether the type is a floating-point type.
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::Float32 | DType::Float64)
+    }
+
+    /// The fill value cubeslab uses for missing data: NaN for floats, 0 otherwise,
+    /// as JSON metadata.
+    pub fn default_fill(self) -> serde_json::Value {
+        match self {
+            DType::Float32 | DType::Float64 => "NaN".into(),
+            DType::Bool => false.into(),
+            _ => 0.into(),
+        }
+    }
+}

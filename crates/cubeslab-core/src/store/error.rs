@@ -1,0 +1,103 @@
+//! Errors of the store layer.
+
+use std::path::PathBuf;
+
+use crate::ErrorKind;
+
+/// What can go wrong with a store.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// No store (or array) at the path.
+    #[error("{path}: no Zarr store here (no zarr.json)")]
+    NotFound {
+        /// Where it was looked for.
+        path: PathBuf,
+    },
+    /// Refusing to replace an existing store.
+    #[error("{path} already exists; pass overwrite (--overwrite) to replace it")]
+    AlreadyExists {
+        /// The existing path.
+        path: PathBuf,
+    },
+    /// Refusing to delete something that is not a store.
+    #[error("{path} exists and is not a Zarr store; refusing to delete it")]
+    NotAStore {
+        /// The existing path.
+        path: PathBuf,
+    },
+    /// The ingest that wrote the store did not finish.
+    #[error("{path}: store is incomplete (state '{state}'): the ingest that wrote it did not finish; run the ingest again with --overwrite")]
+    Incomplete {
+        /// The store.
+        path: PathBuf,
+        /// The recorded state.
+        state: String,
+    },
+    /// `zarr.json` cannot be parsed or describes something impossible.
+    #[error("{path}: invalid metadata: {message}")]
+    Metadata {
+        /// The metadata file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// A chunk or shard index fails its crc32c check.
+    #[error("{array}: checksum mismatch in {what} of chunk '{key}' (stored {stored:#010x}, computed {computed:#010x})")]
+    Checksum {
+        /// The array directory.
+        array: PathBuf,
+        /// Chunk (shard) key.
+        key: String,
+        /// Which part: an inner chunk or the shard index.
+        what: String,
+        /// Checksum stored in the file.
+        stored: u32,
+        /// Checksum of the bytes read.
+        computed: u32,
+    },
+    /// A shard or chunk is structurally damaged (truncated, index out of range, ...).
+    #[error("{array}: chunk '{key}' is damaged: {message}")]
+    Corrupt {
+        /// The array directory.
+        array: PathBuf,
+        /// Chunk (shard) key.
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A codec failed to encode or decode.
+    #[error("{array}: codec error in chunk '{key}': {message}")]
+    Codec {
+        /// The array directory.
+        array: PathBuf,
+        /// Chunk key.
+        key: String,
+        /// The codec's message.
+        message: String,
+    },
+    /// A data type or feature the engine does not handle.
+    #[error("{path}: unsupported: {what}")]
+    Unsupported {
+        /// The array.
+        path: PathBuf,
+        /// What is not supported.
+        what: String,
+    },
+}
+
+impl StoreError {
+    pub(crate) fn kind(&self) -> ErrorKind {
+        match self {
+            StoreError::NotFound { .. } => ErrorKind::NotFound,
+            StoreError::AlreadyExists { .. } | StoreError::NotAStore { .. } => {
+                ErrorKind::AlreadyExists
+            }
+            StoreError::Incomplete { .. } => ErrorKind::Incomplete,
+            StoreError::Metadata { .. } | StoreError::Unsupported { .. } => ErrorKind::InvalidInput,
+            StoreError::Checksum { .. } | StoreError::Corrupt { .. } | StoreError::Codec { .. } => {
+                ErrorKind::Corrupt
+            }
+        }
+    }
+}

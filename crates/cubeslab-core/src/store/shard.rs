@@ -1,0 +1,146 @@
+//! One shard file of a `sharding_indexed` array: memory-mapped once, its index
+//! parsed and checked, then handing out the bytes of each inner chunk.
+//!
+//! Shard format (Zarr v3 sharding codec): inner chunks' encoded bytes, and an
+//! index of `(offset, nbytes)` little-endian u64 pairs, one per inner chunk in
+//! C order, `(2^64-1, 2^64-1)` for a chunk that is absent (all fill value),
+//! followed by a crc32c of the index when the index codecs include `crc32c`.
+
+use std::{fs::File, path::Path};
+
+use memmap2::{Advice, Mmap};
+
+use super::StoreError;
+use crate::{error::Result, Error};
+
+/// How a shard's index is laid out.
+#[derive(Debug, Clone)]
+pub(crate) struct ShardLayout {
+    /// Inner chunks per shard along each dimension.
+    pub chunks_per_shard: Vec<u64>,
+    /// Index after the chunks (`"end"`, the default) or before them.
+    pub index_at_end: bool,
+    /// Whether the index carries a crc32c.
+    pub index_crc: bool,
+}
+
+impl ShardLayout {
+    fn num_chunks(&self) -> usize {
+        self.chunks_per_shard.iter().product::<u64>() as usize
+    }
+
+    fn index_bytes(&self) -> usize {
+        self.num_chunks() * 16 + if self.index_crc { 4 } else { 0 }
+    }
+}
+
+/// An open shard.
+pub(crate) struct ShardFile {
+    /// The shard's key (for messages).
+    pub key: String,
+    map: Option<Mmap>,
+    /// `(offset, nbytes)` per inner chunk; `None` for absent chunks.
+    index: Vec<Option<(u64, u64)>>,
+}
+
+const ABSENT: u64 = u64::MAX;
+
+impl ShardFile {
+    /// Open the shard at `path`. A missing file is a shard of absent chunks.
+    pub fn open(array: &Path, path: &Path, key: &str, layout: &ShardLayout) -> Result<Self> {
+        let corrupt = |message: String| -> Error {
+            StoreError::Corrupt {
+                array: array.to_path_buf(),
+                key: key.to_string(),
+                message,
+            }
+            .into()
+        };
+        let file = match File::open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Self {
+                    key: key.to_string(),
+                    map: None,
+                    index: vec![None; layout.num_chunks()],
+                })
+            }
+            Err(e) => return Err(Error::io(path, e)),
+        };
+        let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+        let index_len = layout.index_bytes();
+        if len < index_len as u64 {
+            return Err(corrupt(format!(
+                "shard is {len} bytes, shorter than its {index_len}-byte index"
+            )));
+        }
+        // SAFETY: cubeslab replaces shard files by rename, never rewrites them
+        // in place, so the mapped bytes do not change under the reader.
+        let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+        let index_start = if layout.index_at_end {
+            map.len() - index_len
+        } else {
+            0
+        };
+        let raw = &map[index_start..index_start + index_len];
+        let entries = &raw[..layout.num_chunks() * 16];
+        if layout.index_crc {
+            let stored = u32::from_le_bytes(raw[entries.len()..].try_into().expect("4 bytes"));
+            let computed = crc32c::crc32c(entries);
+            if stored != computed {
+                return Err(StoreError::Checksum {
+                    array: array.to_path_buf(),
+                    key: key.to_string(),
+                    what: "shard index".into(),
+                    stored,
+                    computed,
+                }
+                .into());
+            }
+        }
+        let mut index = Vec::with_capacity(layout.num_chunks());
+        for (i, pair) in entries.chunks_exact(16).enumerate() {
+            let offset = u64::from_le_bytes(pair[..8].try_into().expect("8 bytes"));
+            let nbytes = u64::from_le_bytes(pair[8..].try_into().expect("8 bytes"));
+            if offset == ABSENT && nbytes == ABSENT {
+                index.push(None);
+                continue;
+            }
+            match offset.checked_add(nbytes) {
+                Some(end) if end <= len => index.push(Some((offset, nbytes))),
+                _ => {
+                    return Err(corrupt(format!(
+                        "index entry {i} points at bytes {offset}..+{nbytes}, past the end of the {len}-byte shard"
+                    )))
+                }
+            }
+        }
+        Ok(Self {
+            key: key.to_string(),
+            map: Some(map),
+            index,
+        })
+    }
+
+    /// Byte range of inner chunk `i` in the file, if present.
+    pub fn range(&self, i: usize) -> Option<(u64, u64)> {
+        self.index[i]
+    }
+
+    /// Encoded bytes of inner chunk `i`, if present.
+    pub fn chunk(&self, i: usize) -> Option<&[u8]> {
+        let (offset, nbytes) = self.index[i]?;
+        let map = self.map.as_ref()?;
+        Some(&map[offset as usize..(offset + nbytes) as usize])
+    }
+
+    /// Ask the kernel to start reading `len` bytes at `offset` now, without
+    /// waiting: this is how the engine keeps many requests in flight with few
+    /// threads.
+    pub fn prefetch(&self, offset: u64, len: u64) {
+        if let Some(map) = &self.map {
+            // Advice is a hint; failure only costs speed.
+            let _ = map.advise_range(Advice::WillNeed, offset as usize, len as usize);
+        }
+    }
+}

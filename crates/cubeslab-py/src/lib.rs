@@ -1,0 +1,233 @@
+//! Python bindings of the cubeslab engine: conversion only.
+//!
+//! Every call into the engine goes through [`engine`], which releases the
+//! GIL, turns a panic into an exception and maps engine errors to the
+//! classes of `cubeslab.errors`.
+
+mod errors;
+mod options;
+
+use std::path::PathBuf;
+
+use cubeslab_core::{
+    config::Parallelism,
+    export::export_segy,
+    ingest::Ingest as CoreIngest,
+    store::{ArraySpec, DType, ReadOptions, ZarrArray as CoreArray},
+    window::{DimRange, Window},
+};
+use pyo3::{buffer::PyBuffer, prelude::*};
+
+use errors::engine;
+
+/// An open Zarr v3 array.
+#[pyclass(frozen)]
+struct ZarrArray {
+    inner: CoreArray,
+}
+
+#[pymethods]
+impl ZarrArray {
+    #[new]
+    fn open(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
+        Ok(Self {
+            inner: engine(py, || CoreArray::open(&path))?,
+        })
+    }
+
+    /// Create an array from a JSON spec and return it open.
+    #[staticmethod]
+    fn create(py: Python<'_>, path: PathBuf, spec: &str) -> PyResult<Self> {
+        let spec: ArraySpec = options::array_spec(spec)?;
+        Ok(Self {
+            inner: engine(py, || CoreArray::create(&path, &spec))?,
+        })
+    }
+
+    #[getter]
+    fn shape(&self) -> Vec<u64> {
+        self.inner.shape().to_vec()
+    }
+
+    #[getter]
+    fn dtype(&self) -> &'static str {
+        self.inner.dtype().name()
+    }
+
+    #[getter]
+    fn chunk_shape(&self) -> Vec<u64> {
+        self.inner.chunk_shape().to_vec()
+    }
+
+    #[getter]
+    fn inner_chunk_shape(&self) -> Option<Vec<u64>> {
+        self.inner.inner_chunk_shape().map(<[u64]>::to_vec)
+    }
+
+    #[getter]
+    fn metadata_json(&self) -> String {
+        self.inner.metadata().to_string()
+    }
+
+    /// Read the window (start, stop, step per dimension) into `out`, a
+    /// writable C-contiguous buffer of bytes (`ndarray.view(np.uint8)`).
+    #[pyo3(signature = (starts, stops, steps, out, threads=None, in_flight=None, verify=true))]
+    #[allow(clippy::too_many_arguments)]
+    fn read_into(
+        &self,
+        py: Python<'_>,
+        starts: Vec<u64>,
+        stops: Vec<u64>,
+        steps: Vec<u64>,
+        out: PyBuffer<u8>,
+        threads: Option<usize>,
+        in_flight: Option<usize>,
+        verify: bool,
+    ) -> PyResult<()> {
+        if out.readonly() || !out.is_c_contiguous() {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "out must be a writable C-contiguous buffer",
+            ));
+        }
+        let window = window(&starts, &stops, &steps)?;
+        let options = ReadOptions {
+            parallelism: Parallelism::resolve(threads, in_flight),
+            verify,
+        };
+        let (ptr, len) = (out.buf_ptr() as usize, out.len_bytes());
+        engine(py, move || {
+            // SAFETY: the buffer is held (and so kept alive and unmoved) by
+            // `out` for the duration of the call; it is writable and contiguous.
+            let slice = unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, len) };
+            self.inner.read_into(&window, slice, &options)
+        })
+    }
+
+    /// Write the whole array from a C-contiguous buffer of its bytes.
+    #[pyo3(signature = (data, threads=None))]
+    fn write_array(
+        &self,
+        py: Python<'_>,
+        data: PyBuffer<u8>,
+        threads: Option<usize>,
+    ) -> PyResult<()> {
+        if !data.is_c_contiguous() {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "data must be C-contiguous",
+            ));
+        }
+        let (ptr, len) = (data.buf_ptr() as usize, data.len_bytes());
+        let parallelism = Parallelism::resolve(threads, None);
+        engine(py, move || {
+            // SAFETY: `data` keeps the buffer alive for the call; it is only read.
+            let slice = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
+            self.inner.write_array(slice, parallelism)
+        })
+    }
+}
+
+fn window(starts: &[u64], stops: &[u64], steps: &[u64]) -> PyResult<Window> {
+    if starts.len() != stops.len() || starts.len() != steps.len() {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "starts, stops and steps differ in length",
+        ));
+    }
+    Ok(Window {
+        dims: starts
+            .iter()
+            .zip(stops)
+            .zip(steps)
+            .map(|((&start, &stop), &step)| DimRange { start, stop, step })
+            .collect(),
+    })
+}
+
+/// A SEG-Y ingest in progress; Python drives it step by step.
+#[pyclass]
+struct Ingest {
+    inner: Option<CoreIngest>,
+}
+
+impl Ingest {
+    fn get(&mut self) -> PyResult<&mut CoreIngest> {
+        self.inner
+            .as_mut()
+            .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("ingest already finished"))
+    }
+}
+
+#[pymethods]
+impl Ingest {
+    #[new]
+    fn start(py: Python<'_>, source: PathBuf, store: PathBuf, options: &str) -> PyResult<Self> {
+        let options = options::ingest_options(options)?;
+        Ok(Self {
+            inner: Some(engine(py, || CoreIngest::start(&source, &store, &options))?),
+        })
+    }
+
+    #[getter]
+    fn total_tasks(&mut self) -> PyResult<usize> {
+        Ok(self.get()?.total_tasks())
+    }
+
+    #[getter]
+    fn done_tasks(&mut self) -> PyResult<usize> {
+        Ok(self.get()?.done_tasks())
+    }
+
+    #[getter]
+    fn total_bytes(&mut self) -> PyResult<u64> {
+        Ok(self.get()?.total_bytes())
+    }
+
+    #[getter]
+    fn bytes_read(&mut self) -> PyResult<u64> {
+        Ok(self.get()?.bytes_read())
+    }
+
+    /// Run up to `max_tasks` tasks; returns the number left.
+    fn step(&mut self, py: Python<'_>, max_tasks: usize) -> PyResult<usize> {
+        let ingest = self.get()?;
+        engine(py, || ingest.step(max_tasks))
+    }
+
+    /// Finish and mark the store complete; returns the summary as JSON.
+    fn finish(&mut self, py: Python<'_>) -> PyResult<String> {
+        let ingest = self
+            .inner
+            .take()
+            .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("ingest already finished"))?;
+        Ok(engine(py, || ingest.finish())?.to_string())
+    }
+}
+
+/// Export a store to SEG-Y; returns the number of traces written.
+#[pyfunction]
+fn export(py: Python<'_>, store: PathBuf, output: PathBuf, options: &str) -> PyResult<u64> {
+    let options = options::export_options(options)?;
+    engine(py, || export_segy(&store, &output, &options))
+}
+
+/// Default parallelism as (threads, in_flight).
+#[pyfunction]
+fn default_parallelism() -> (usize, usize) {
+    let p = Parallelism::default();
+    (p.threads, p.in_flight)
+}
+
+/// Names of the supported element types.
+#[pyfunction]
+fn dtypes() -> Vec<&'static str> {
+    DType::ALL.iter().map(|d| d.name()).collect()
+}
+
+#[pymodule]
+fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<ZarrArray>()?;
+    m.add_class::<Ingest>()?;
+    m.add_function(wrap_pyfunction!(export, m)?)?;
+    m.add_function(wrap_pyfunction!(default_parallelism, m)?)?;
+    m.add_function(wrap_pyfunction!(dtypes, m)?)?;
+    Ok(())
+}

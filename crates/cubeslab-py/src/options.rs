@@ -1,0 +1,155 @@
+//! JSON option documents from Python → engine option structs.
+
+use cubeslab_core::{
+    config::Parallelism,
+    export::ExportOptions,
+    ingest::{IngestOptions, Layout},
+    segy::{Endian, SampleFormat, ScanOptions, SegyOptions},
+    store::{ArraySpec, DType},
+};
+use pyo3::{exceptions::PyValueError, PyResult};
+use serde_json::{Map, Value};
+
+fn parse(text: &str) -> PyResult<Map<String, Value>> {
+    match serde_json::from_str(text) {
+        Ok(Value::Object(m)) => Ok(m),
+        _ => Err(PyValueError::new_err("options must be a JSON object")),
+    }
+}
+
+fn u64s(v: &Value, name: &str) -> PyResult<Vec<u64>> {
+    v.as_array()
+        .and_then(|a| a.iter().map(Value::as_u64).collect())
+        .ok_or_else(|| {
+            PyValueError::new_err(format!("{name} must be a list of non-negative integers"))
+        })
+}
+
+fn dtype(v: &Value) -> PyResult<DType> {
+    v.as_str()
+        .and_then(DType::from_name)
+        .ok_or_else(|| PyValueError::new_err(format!("unsupported dtype {v}")))
+}
+
+fn usize_opt(m: &Map<String, Value>, key: &str) -> Option<usize> {
+    m.get(key).and_then(Value::as_u64).map(|v| v as usize)
+}
+
+fn parallelism(m: &Map<String, Value>) -> Parallelism {
+    Parallelism::resolve(usize_opt(m, "threads"), usize_opt(m, "in_flight"))
+}
+
+/// `{"shape", "dtype", "chunk_shape", "inner_chunks"?, "compressors"?, "dimension_names"?, "fill_value"?, "attributes"?}`
+pub fn array_spec(text: &str) -> PyResult<ArraySpec> {
+    let m = parse(text)?;
+    let shape = u64s(m.get("shape").unwrap_or(&Value::Null), "shape")?;
+    let dt = dtype(m.get("dtype").unwrap_or(&Value::Null))?;
+    Ok(ArraySpec {
+        chunk_shape: u64s(m.get("chunk_shape").unwrap_or(&Value::Null), "chunk_shape")?,
+        inner_chunks: match m.get("inner_chunks") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(u64s(v, "inner_chunks")?),
+        },
+        compressors: m
+            .get("compressors")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default(),
+        dimension_names: match m.get("dimension_names").and_then(Value::as_array) {
+            Some(names) => names
+                .iter()
+                .map(|n| n.as_str().unwrap_or("").to_string())
+                .collect(),
+            None => (0..shape.len()).map(|d| format!("dim_{d}")).collect(),
+        },
+        fill_value: m
+            .get("fill_value")
+            .cloned()
+            .unwrap_or_else(|| dt.default_fill()),
+        attributes: m
+            .get("attributes")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default(),
+        shape,
+        dtype: dt,
+    })
+}
+
+fn endian(m: &Map<String, Value>) -> PyResult<Option<Endian>> {
+    match m.get("endian").and_then(Value::as_str) {
+        None | Some("auto") => Ok(None),
+        Some("big") => Ok(Some(Endian::Big)),
+        Some("little") => Ok(Some(Endian::Little)),
+        Some(other) => Err(PyValueError::new_err(format!(
+            "endian must be auto, big or little, not {other}"
+        ))),
+    }
+}
+
+/// Ingest options; every key optional.
+pub fn ingest_options(text: &str) -> PyResult<IngestOptions> {
+    let m = parse(text)?;
+    let defaults = IngestOptions::default();
+    let scan_defaults = ScanOptions::default();
+    let layout = match (m.get("chunks"), m.get("shards")) {
+        (Some(c), Some(s)) if !c.is_null() && !s.is_null() => Some(Layout {
+            inner: u64s(c, "chunks")?,
+            shard: u64s(s, "shards")?,
+        }),
+        _ => None,
+    };
+    Ok(IngestOptions {
+        segy: SegyOptions {
+            endian: endian(&m)?,
+            allow_truncated: m
+                .get("allow_truncated")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            sample_interval_us: m.get("sample_interval_us").and_then(Value::as_f64),
+        },
+        scan: ScanOptions {
+            inline_byte: usize_opt(&m, "inline_byte").unwrap_or(scan_defaults.inline_byte),
+            crossline_byte: usize_opt(&m, "crossline_byte").unwrap_or(scan_defaults.crossline_byte),
+            offset_byte: usize_opt(&m, "offset_byte").unwrap_or(scan_defaults.offset_byte),
+        },
+        dtype: match m.get("dtype") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(dtype(v)?),
+        },
+        layout,
+        compressors: m
+            .get("compressors")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default(),
+        memory_limit: m
+            .get("memory_limit")
+            .and_then(Value::as_u64)
+            .unwrap_or(defaults.memory_limit),
+        parallelism: parallelism(&m),
+        overwrite: m.get("overwrite").and_then(Value::as_bool).unwrap_or(false),
+        vertical: m
+            .get("vertical")
+            .and_then(Value::as_str)
+            .unwrap_or("time")
+            .to_string(),
+    })
+}
+
+/// Export options; every key optional.
+pub fn export_options(text: &str) -> PyResult<ExportOptions> {
+    let m = parse(text)?;
+    let format =
+        match m.get("format").and_then(Value::as_i64) {
+            None => None,
+            Some(code) => Some(SampleFormat::from_code(code).ok_or_else(|| {
+                PyValueError::new_err(format!("unknown SEG-Y sample format {code}"))
+            })?),
+        };
+    Ok(ExportOptions {
+        format,
+        overwrite: m.get("overwrite").and_then(Value::as_bool).unwrap_or(false),
+        parallelism: parallelism(&m),
+    })
+}

@@ -1,0 +1,229 @@
+"""`Array`: any Zarr v3 array, read by the engine with numpy-style indexing."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _engine
+from .errors import SelectionError
+
+
+@dataclass(frozen=True)
+class ReadSettings:
+    """How reads run. ``None`` means the engine default (environment, then built-in).
+
+    threads: worker threads (default: number of cores; env ``CUBESLAB_THREADS``).
+    in_flight: byte-range requests handed to the kernel ahead of the workers
+        (default 32; env ``CUBESLAB_IN_FLIGHT``).
+    verify: check each chunk's crc32c (default on). Off, uncompressed chunks are
+        read only where a selection touches them, which is faster for planes.
+    """
+
+    threads: int | None = None
+    in_flight: int | None = None
+    verify: bool = True
+
+
+Window = tuple[list[int], list[int], list[int]]
+
+
+def normalize_key(key, shape: Sequence[int]) -> tuple[Window, list[int], list[int]]:
+    """Turn a numpy basic index into (starts, stops, steps), the dimensions to
+    drop (integer indices) and the dimensions to reverse (negative steps).
+
+    >>> normalize_key((1, slice(None, None, 2)), (3, 5))
+    (([1, 0], [2, 5], [1, 2]), [0], [])
+    """
+    if not isinstance(key, tuple):
+        key = (key,)
+    if sum(k is Ellipsis for k in key) > 1:
+        raise SelectionError("an index can only have a single ellipsis ('...')")
+    if Ellipsis in key:
+        i = key.index(Ellipsis)
+        key = key[:i] + (slice(None),) * (len(shape) - len(key) + 1) + key[i + 1 :]
+    if len(key) > len(shape):
+        raise SelectionError(f"too many indices: {len(key)} for an array of {len(shape)} dimensions")
+    key = key + (slice(None),) * (len(shape) - len(key))
+    starts, stops, steps, drop, reverse = [], [], [], [], []
+    for dim, (k, n) in enumerate(zip(key, shape, strict=True)):
+        if isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+            i = int(k) + n if k < 0 else int(k)
+            if not 0 <= i < n:
+                raise SelectionError(f"index {int(k)} is out of bounds for dimension {dim} of size {n}")
+            starts.append(i), stops.append(i + 1), steps.append(1), drop.append(dim)
+        elif isinstance(k, slice):
+            start, stop, step = k.indices(n)
+            count = len(range(start, stop, step))
+            if step < 0:
+                reverse.append(dim)
+                step = -step
+                start = start - (count - 1) * step if count else 0
+                stop = start + (count - 1) * step + 1 if count else 0
+            elif count == 0:
+                start = stop = 0
+            starts.append(start), stops.append(max(start, stop)), steps.append(step)
+        else:
+            raise SelectionError(
+                f"unsupported index {k!r} for dimension {dim}: use integers and slices "
+                "(then numpy indexing on the result)"
+            )
+    return (starts, stops, steps), drop, reverse
+
+
+class Array:
+    """A Zarr v3 array on disk, read in parallel straight into numpy arrays.
+
+    Indexing follows numpy's basic indexing and returns an ``ndarray``::
+
+        a = cubeslab.Array("survey.zarr/amplitude")
+        a[10]            # one inline
+        a[:, 5, ::2]     # a crossline, every other sample
+    """
+
+    def __init__(self, path: str | os.PathLike, settings: ReadSettings | None = None):
+        self.path = os.fspath(path)
+        self.settings = settings or ReadSettings()
+        self._engine = _engine.ZarrArray(self.path)
+        self.shape: tuple[int, ...] = tuple(self._engine.shape)
+        self.dtype = np.dtype(self._engine.dtype)
+        self.metadata: dict = json.loads(self._engine.metadata_json)
+
+    @classmethod
+    def create(
+        cls,
+        path: str | os.PathLike,
+        shape: Sequence[int],
+        dtype,
+        *,
+        chunks: Sequence[int],
+        shards: Sequence[int] | None = None,
+        compress: str | None = None,
+        dimension_names: Sequence[str] | None = None,
+        attributes: dict | None = None,
+    ) -> Array:
+        """Create an empty array. With ``shards``, chunks are inner chunks inside shards."""
+        from .codecs import compressors
+
+        dtype = np.dtype(dtype)
+        spec = {
+            "shape": list(shape),
+            "dtype": dtype.name,
+            "chunk_shape": list(shards if shards is not None else chunks),
+            "inner_chunks": list(chunks) if shards is not None else None,
+            "compressors": compressors(compress, dtype.itemsize),
+            "attributes": attributes or {},
+        }
+        if dimension_names is not None:
+            spec["dimension_names"] = list(dimension_names)
+        _engine.ZarrArray.create(os.fspath(path), json.dumps(spec))
+        return cls(path)
+
+    @classmethod
+    def from_numpy(cls, path: str | os.PathLike, data: np.ndarray, **create_options) -> Array:
+        """Write ``data`` as a new array (see :meth:`create` for the options)."""
+        array = cls.create(path, data.shape, data.dtype, **create_options)
+        array.write(data)
+        return array
+
+    def write(self, data: np.ndarray) -> None:
+        """Write the whole array (every chunk, in parallel)."""
+        data = np.ascontiguousarray(data, dtype=self.dtype)
+        if data.shape != self.shape:
+            raise SelectionError(f"data shape {data.shape} differs from the array's {self.shape}")
+        self._engine.write_array(data.reshape(-1).view(np.uint8), self.settings.threads)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape))
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    @property
+    def chunks(self) -> tuple[int, ...]:
+        """Inner chunk shape (the unit of decoding), or the chunk shape of an unsharded array."""
+        inner = self._engine.inner_chunk_shape
+        return tuple(inner if inner is not None else self._engine.chunk_shape)
+
+    @property
+    def shards(self) -> tuple[int, ...] | None:
+        """Shard shape (the unit of files), or ``None`` for an unsharded array."""
+        return tuple(self._engine.chunk_shape) if self._engine.inner_chunk_shape is not None else None
+
+    @property
+    def dimension_names(self) -> list[str] | None:
+        return self.metadata.get("dimension_names")
+
+    @property
+    def attributes(self) -> dict:
+        return self.metadata.get("attributes", {})
+
+    def read(
+        self,
+        window=(),
+        out: np.ndarray | None = None,
+        *,
+        threads: int | None = None,
+        in_flight: int | None = None,
+        verify: bool | None = None,
+    ) -> np.ndarray:
+        """Read a window (a basic index: integers and slices) into ``out`` or a new array.
+
+        ``out`` must be C-contiguous, writable, of the array's dtype and of the
+        window's shape with integer-indexed dimensions kept as length 1 when
+        given in that form, or dropped.
+        """
+        (starts, stops, steps), drop, reverse = normalize_key(window, self.shape)
+        full_shape = tuple(len(range(a, b, s)) for a, b, s in zip(starts, stops, steps, strict=True))
+        shape = tuple(n for d, n in enumerate(full_shape) if d not in drop)
+        if out is None:
+            out = np.empty(shape, dtype=self.dtype)
+        elif out.dtype != self.dtype or out.shape not in (shape, full_shape) or not out.flags.c_contiguous:
+            raise SelectionError(
+                f"out must be a C-contiguous {self.dtype} array of shape {shape}; got {out.dtype} {out.shape}"
+            )
+        if out.size:
+            self._engine.read_into(
+                starts,
+                stops,
+                steps,
+                out.reshape(-1).view(np.uint8),
+                threads if threads is not None else self.settings.threads,
+                in_flight if in_flight is not None else self.settings.in_flight,
+                self.settings.verify if verify is None else verify,
+            )
+        if reverse:
+            kept = [d - sum(1 for x in drop if x < d) for d in reverse if d not in drop]
+            out = np.flip(out, axis=kept)
+        return out
+
+    def __getitem__(self, key) -> np.ndarray:
+        return self.read(key)
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        data = self.read()
+        return data if dtype is None else data.astype(dtype, copy=False)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        layout = f"chunks={self.chunks}" + (f", shards={self.shards}" if self.shards else "")
+        return f"<cubeslab.Array {self.path!r} shape={self.shape} dtype={self.dtype} {layout}>"
+
+    # Dask and multiprocessing move arrays between processes by path.
+    def __getstate__(self) -> dict:
+        return {"path": self.path, "settings": self.settings}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["path"], state["settings"])

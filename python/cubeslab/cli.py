@@ -1,0 +1,256 @@
+"""The ``cubeslab`` command: ingest, info, read, export, demo.
+
+Exit codes: 0 success, 1 a cubeslab error (the message says what and where),
+2 bad command-line usage, 130 interrupted (Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
+from rich.table import Table
+
+from .errors import CubeslabError, SelectionError
+
+app = typer.Typer(help="Make huge N-D volumes instantly sliceable.", no_args_is_help=True, add_completion=False)
+console = Console()
+errors = Console(stderr=True)
+
+
+def parse_size(text: str) -> int:
+    """'1GiB', '512MiB', '2e9' → bytes."""
+    units = {"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "kb": 10**3, "mb": 10**6, "gb": 10**9, "b": 1}
+    t = text.strip().lower()
+    for unit, factor in units.items():
+        if t.endswith(unit):
+            return int(float(t[: -len(unit)]) * factor)
+    return int(float(t))
+
+
+def parse_shape(text: str | None) -> list[int] | None:
+    return [int(x) for x in text.split(",")] if text else None
+
+
+class Endian(str, Enum):
+    auto = "auto"
+    big = "big"
+    little = "little"
+
+
+@app.command()
+def ingest(
+    source: Annotated[Path, typer.Argument(help="SEG-Y file")],
+    store: Annotated[Path, typer.Argument(help="Zarr store to create (a folder)")],
+    overwrite: Annotated[bool, typer.Option(help="Replace an existing store")] = False,
+    dtype: Annotated[str, typer.Option(help="float32, another numpy type, or 'native'")] = "float32",
+    compress: Annotated[str, typer.Option(help="none, zstd[:level], gzip[:level], blosc-lz4, blosc-zstd")] = "none",
+    chunks: Annotated[str | None, typer.Option(help="Inner chunk shape, e.g. 16,16,16")] = None,
+    shards: Annotated[str | None, typer.Option(help="Shard shape, e.g. 128,128,256")] = None,
+    memory_limit: Annotated[str, typer.Option(help="Bound on ingest buffers, e.g. 1GiB")] = "1GiB",
+    threads: Annotated[int | None, typer.Option(help="Worker threads (default: all cores)")] = None,
+    endian: Annotated[Endian, typer.Option(help="Byte order of the SEG-Y file")] = Endian.auto,
+    inline_byte: Annotated[int, typer.Option(help="Trace header byte of the inline number")] = 189,
+    crossline_byte: Annotated[int, typer.Option(help="Trace header byte of the crossline number")] = 193,
+    offset_byte: Annotated[int, typer.Option(help="Trace header byte of the offset (pre-stack)")] = 37,
+    allow_truncated: Annotated[bool, typer.Option(help="Ingest the whole traces of a cut-short file")] = False,
+    sample_interval: Annotated[float | None, typer.Option(help="Sample interval in µs, if headers lack it")] = None,
+    depth: Annotated[bool, typer.Option(help="The vertical axis is depth, not time")] = False,
+) -> None:
+    """Reorganise a SEG-Y file into a sharded Zarr v3 cube store."""
+    from . import ingest as run_ingest
+
+    if (chunks is None) != (shards is None):
+        raise typer.BadParameter("give both --chunks and --shards, or neither")
+    columns = (*Progress.get_default_columns()[:1], BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=errors, transient=False) as bar:
+        task = bar.add_task(f"ingest {source.name}", total=None)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        summary = run_ingest(
+            source, store, overwrite=overwrite, dtype=None if dtype == "float32" else dtype,
+            compress=compress, chunks=parse_shape(chunks), shards=parse_shape(shards),
+            memory_limit=parse_size(memory_limit), threads=threads, endian=endian.value,
+            inline_byte=inline_byte, crossline_byte=crossline_byte, offset_byte=offset_byte,
+            allow_truncated=allow_truncated, sample_interval_us=sample_interval,
+            vertical="depth" if depth else "time", progress=progress,
+        )  # fmt: skip
+    for warning in summary.get("warnings", []):
+        errors.print(f"[yellow]warning:[/] {warning}")
+    console.print(
+        f"[green]ingested[/] {summary['live_traces']} traces ({summary['missing_traces']} missing) into {store}"
+    )
+
+
+def store_size(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+@app.command()
+def info(
+    store: Annotated[Path, typer.Argument(help="Cube store")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+) -> None:
+    """Geometry, layout, size, compression ratio and completeness of a store."""
+    from .cube import _read_node
+
+    node = _read_node(store)
+    state = node.get("attributes", {}).get("cubeslab", {}).get("state", "foreign (not written by cubeslab)")
+    report: dict = {"store": str(store), "state": state}
+    if state not in ("complete", "foreign (not written by cubeslab)"):
+        report["hint"] = "the ingest did not finish; run it again with --overwrite"
+    else:
+        from . import open as open_cube
+
+        cube = open_cube(store)
+        size = store_size(store)
+        amplitude = cube.amplitude
+        report.update(
+            {
+                "dims": dict(zip(cube.dims, cube.shape, strict=True)),
+                "dtype": str(cube.dtype),
+                "chunks": list(amplitude.chunks),
+                "shards": list(amplitude.shards) if amplitude.shards else None,
+                "codecs": [c["name"] for c in amplitude.metadata.get("codecs", [])],
+                "size_bytes": size,
+                "data_bytes": amplitude.nbytes,
+                "compression_ratio": round(amplitude.nbytes / size, 3) if size else None,
+                "ranges": {d: [float(v[0]), float(v[-1])] for d, v in cube.coords.items() if len(v)},
+            }
+        )
+        extra = cube.attributes.get("cubeslab", {})
+        for key in ("live_traces", "missing_traces", "sorting", "source", "warnings"):
+            if key in extra:
+                report[key] = extra[key]
+    if as_json:
+        console.print_json(json.dumps(report))
+        return
+    table = Table(show_header=False, box=None)
+    for key, value in report.items():
+        table.add_row(f"[bold]{key}[/]", str(value))
+    console.print(table)
+
+
+@app.command()
+def read(
+    store: Annotated[Path, typer.Argument(help="Cube store")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Output .npy or .png")],
+    inline: Annotated[float | None, typer.Option(help="Inline number")] = None,
+    crossline: Annotated[float | None, typer.Option(help="Crossline number")] = None,
+    time: Annotated[float | None, typer.Option("--time", "--depth", help="Sample time (ms) or depth")] = None,
+    window: Annotated[str | None, typer.Option(help="Positions, numpy style: '0:10,5,::2'")] = None,
+) -> None:
+    """Read a plane (by survey label) or a window (by position) to .npy or .png."""
+    from . import open as open_cube
+
+    chosen = [x is not None for x in (inline, crossline, time, window)]
+    if sum(chosen) != 1:
+        raise typer.BadParameter("give exactly one of --inline, --crossline, --time, --window")
+    cube = open_cube(store)
+    if inline is not None:
+        data, title = cube.inline[inline], f"inline {inline:g}"
+    elif crossline is not None:
+        data, title = cube.crossline[crossline], f"crossline {crossline:g}"
+    elif time is not None:
+        data, title = cube.time_slice[time], f"{cube.vertical} {time:g}"
+    else:
+        data, title = cube[parse_window(window)], f"window {window}"
+    if output.suffix == ".png":
+        save_png(data, output, title)
+    else:
+        np.save(output, data)
+    console.print(f"wrote {data.shape} {data.dtype} to {output}")
+
+
+def parse_window(text: str) -> tuple:
+    def part(p: str):
+        p = p.strip()
+        if ":" not in p:
+            return int(p)
+        return slice(*(int(x) if x.strip() else None for x in p.split(":")))
+
+    try:
+        return tuple(part(p) for p in text.split(","))
+    except ValueError:
+        raise SelectionError(f"cannot parse window {text!r}; use e.g. '0:10,5,::2'") from None
+
+
+def save_png(data: np.ndarray, path: Path, title: str) -> None:
+    """A seismic-style picture: grey scale clipped at the 99th percentile, samples downward."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if data.ndim != 2:
+        raise SelectionError(f"a picture needs a 2-D plane; this selection is {data.ndim}-D {data.shape}")
+    finite = data[np.isfinite(data)] if data.dtype.kind == "f" else data
+    clip = float(np.percentile(np.abs(finite), 99)) if finite.size else 1.0
+    fig, ax = plt.subplots(figsize=(8, 5), dpi=100)
+    ax.imshow(data.T, cmap="gray", aspect="auto", vmin=-clip, vmax=clip, interpolation="nearest")
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+@app.command()
+def export(
+    store: Annotated[Path, typer.Argument(help="Cube store")],
+    output: Annotated[Path, typer.Argument(help="SEG-Y file to write")],
+    format: Annotated[int | None, typer.Option(help="Sample format code (default: the source's)")] = None,  # noqa: A002
+    overwrite: Annotated[bool, typer.Option(help="Replace an existing file")] = False,
+) -> None:
+    """Write a survey store back to SEG-Y."""
+    from . import export as run_export
+
+    n = run_export(store, output, format=format, overwrite=overwrite)
+    console.print(f"wrote {n} traces to {output}")
+
+
+@app.command()
+def demo(
+    directory: Annotated[Path, typer.Option("--dir", help="Where to put the demo data")] = Path("demo-data"),
+    size: Annotated[str, typer.Option(help="small (tests) or full (~300 MB)")] = "full",
+    repeats: Annotated[int, typer.Option(help="Timed repeats per plane")] = 5,
+) -> None:
+    """Generate a synthetic survey, ingest it, time plane reads beside segyio, write PNGs."""
+    from .demo import run_demo
+
+    run_demo(directory, size=size, repeats=repeats, console=console)
+
+
+def main() -> None:
+    try:
+        app(standalone_mode=False)
+    except CubeslabError as error:
+        errors.print(f"[red]error:[/] {error}", highlight=False, soft_wrap=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        errors.print("[yellow]interrupted[/]; a store being written stays marked incomplete")
+        sys.exit(130)
+    except typer.Exit as exit_:
+        sys.exit(exit_.exit_code)
+    except (typer.BadParameter, typer.Abort) as error:
+        errors.print(f"[red]usage error:[/] {error}")
+        sys.exit(2)
+    except Exception as error:  # click's usage errors
+        import click
+
+        if isinstance(error, click.ClickException):
+            error.show()
+            sys.exit(error.exit_code)
+        raise
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""`cubeslab demo`: a synthetic survey, ingested and read beside segyio."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+SIZES = {"small": (40, 50, 60), "full": (300, 400, 600)}
+
+
+def timed(fn, repeats: int) -> tuple[float, object]:
+    """Median seconds of ``repeats`` calls (after one warm-up call), and the last result."""
+    result = fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), result
+
+
+def run_demo(directory: Path, *, size: str = "full", repeats: int = 5, console: Console | None = None) -> dict:
+    """Run the demo; returns the timings (seconds) per plane and tool."""
+    import cubeslab
+    from cubeslab.cli import save_png
+    from cubeslab.synthetic import SyntheticSurvey, write_segy
+
+    console = console or Console()
+    directory.mkdir(parents=True, exist_ok=True)
+    shape = SIZES[size]
+    survey = SyntheticSurvey(*shape)
+    sgy = directory / f"synthetic-{size}.sgy"
+    if not sgy.exists():
+        console.print(f"writing synthetic survey {shape} to {sgy} ...")
+        write_segy(sgy, survey)
+    store = directory / f"synthetic-{size}.zarr"
+    t0 = time.perf_counter()
+    cubeslab.ingest(sgy, store, overwrite=True)
+    ingest_s = time.perf_counter() - t0
+    mb = sgy.stat().st_size / 1e6
+    console.print(f"ingested {mb:.0f} MB in {ingest_s:.2f} s ({mb / ingest_s:.0f} MB/s)")
+
+    cube = cubeslab.open(store)
+    il = int(cube.coords["inline"][shape[0] // 2])
+    xl = int(cube.coords["crossline"][shape[1] // 2])
+    t = float(cube.coords["time"][shape[2] // 2])
+    planes = {
+        "inline": (lambda: cube.inline[il], f"inline {il}"),
+        "crossline": (lambda: cube.crossline[xl], f"crossline {xl}"),
+        "time slice": (lambda: cube.time_slice[t], f"time {t:g} ms"),
+    }
+    results: dict = {"ingest_s": ingest_s, "planes": {}}
+    try:
+        import segyio
+    except ImportError:
+        segyio = None
+    handle = segyio.open(sgy) if segyio else None
+    segyio_reads = {
+        "inline": lambda: handle.iline[il],
+        "crossline": lambda: handle.xline[xl],
+        "time slice": lambda: handle.depth_slice[shape[2] // 2],
+    }
+    table = Table(title=f"plane reads, median of {repeats} (warm page cache)")
+    table.add_column("plane")
+    table.add_column("cubeslab ms", justify="right")
+    table.add_column("segyio ms", justify="right")
+    table.add_column("speed-up", justify="right")
+    for name, (read, title) in planes.items():
+        ours, data = timed(read, repeats)
+        theirs = timed(segyio_reads[name], max(1, repeats // 2))[0] if handle else float("nan")
+        results["planes"][name] = {"cubeslab_s": ours, "segyio_s": theirs}
+        table.add_row(name, f"{ours * 1e3:.2f}", f"{theirs * 1e3:.2f}", f"{theirs / ours:.0f}x")
+        png = directory / f"{name.replace(' ', '_')}.png"
+        save_png(data, png, title)
+    console.print(table)
+    console.print(f"pictures of the three planes in {directory}/")
+    if handle:
+        handle.close()
+    return results

@@ -1,0 +1,70 @@
+"""The exceptions cubeslab raises.
+
+Every one derives from :class:`CubeslabError` and also from the builtin a
+caller would catch without knowing cubeslab (``ValueError``, ``OSError``,
+``FileNotFoundError``, ``IndexError``, ...). The Rust engine raises them by
+name (``crates/cubeslab-py/src/errors.rs``), so rename with care.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CorruptDataError",
+    "CubeslabError",
+    "CubeslabIOError",
+    "GeometryError",
+    "IncompleteStoreError",
+    "InternalError",
+    "InvalidInputError",
+    "LabelError",
+    "SelectionError",
+    "StoreExistsError",
+    "StoreNotFoundError",
+]
+
+
+class CubeslabError(Exception):
+    """Base of every cubeslab error."""
+
+
+class InvalidInputError(CubeslabError, ValueError):
+    """Malformed or unsupported input: a SEG-Y header field, a store's metadata."""
+
+
+class GeometryError(InvalidInputError):
+    """Trace headers that do not describe a regular survey (duplicates, wrong byte locations, ...)."""
+
+
+class StoreNotFoundError(CubeslabError, FileNotFoundError):
+    """No store or file at the given path."""
+
+
+class StoreExistsError(CubeslabError, FileExistsError):
+    """The target exists; pass ``overwrite=True`` (``--overwrite``) to replace it."""
+
+
+class IncompleteStoreError(CubeslabError, OSError):
+    """The ingest that wrote the store did not finish."""
+
+
+class CorruptDataError(CubeslabError, OSError):
+    """Stored bytes fail their checksum or are structurally damaged."""
+
+
+class SelectionError(CubeslabError, IndexError):
+    """A selection outside the array."""
+
+
+class LabelError(CubeslabError, KeyError):
+    """A survey label (inline, crossline, time) that the survey does not have."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class CubeslabIOError(CubeslabError, OSError):
+    """An operating-system I/O failure."""
+
+
+class InternalError(CubeslabError, RuntimeError):
+    """A bug in cubeslab; please report it with the message."""

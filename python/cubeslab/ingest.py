@@ -1,0 +1,96 @@
+"""SEG-Y ⇄ cube store: `ingest` and `export`, thin drivers of the engine."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from . import _engine
+from .codecs import compressors
+
+ProgressCallback = Callable[[int, int], None]
+"""Called as ``progress(bytes_read, total_bytes)`` between steps."""
+
+
+def ingest(
+    source: str | os.PathLike,
+    store: str | os.PathLike,
+    *,
+    overwrite: bool = False,
+    dtype: str | None = None,
+    compress: str | None = None,
+    chunks: Sequence[int] | None = None,
+    shards: Sequence[int] | None = None,
+    memory_limit: int | None = None,
+    threads: int | None = None,
+    endian: str = "auto",
+    inline_byte: int = 189,
+    crossline_byte: int = 193,
+    offset_byte: int = 37,
+    allow_truncated: bool = False,
+    sample_interval_us: float | None = None,
+    vertical: str = "time",
+    progress: ProgressCallback | None = None,
+) -> dict:
+    """Reorganise a SEG-Y file into a cube store; returns the ingest summary.
+
+    dtype: element type of the amplitudes: ``"float32"`` (default), another
+        numpy name, or ``"native"`` for the type that holds the source's
+        sample format exactly (int16 for format 3, ...).
+    compress: ``"none"`` (default) or a name from :mod:`cubeslab.codecs`.
+    chunks, shards: layout; both or neither (default: the engine's balanced layout).
+    memory_limit: bound in bytes on the ingest's buffers (default 1 GiB).
+
+    The store is marked complete last; if the ingest stops before, the store
+    stays marked incomplete and :func:`cubeslab.open` refuses it.
+    """
+    from .segy_formats import native_dtype
+
+    if dtype == "native":
+        dtype = native_dtype(source, endian)
+    options = {
+        "overwrite": overwrite,
+        "dtype": np.dtype(dtype).name if dtype else None,
+        "compressors": compressors(compress, np.dtype(dtype or "float32").itemsize),
+        "chunks": list(chunks) if chunks else None,
+        "shards": list(shards) if shards else None,
+        "threads": threads,
+        "endian": endian,
+        "inline_byte": inline_byte,
+        "crossline_byte": crossline_byte,
+        "offset_byte": offset_byte,
+        "allow_truncated": allow_truncated,
+        "sample_interval_us": sample_interval_us,
+        "vertical": vertical,
+    }
+    if memory_limit is not None:
+        options["memory_limit"] = int(memory_limit)
+    job = _engine.Ingest(os.fspath(source), os.fspath(store), json.dumps(options))
+    step = 2 * (threads or _engine.default_parallelism()[0])
+    while True:
+        left = job.step(step)
+        if progress is not None:
+            progress(job.bytes_read, job.total_bytes)
+        if left == 0:
+            break
+    return json.loads(job.finish())
+
+
+def export(
+    store: str | os.PathLike,
+    output: str | os.PathLike,
+    *,
+    format: int | None = None,  # noqa: A002 - the SEG-Y term
+    overwrite: bool = False,
+    threads: int | None = None,
+) -> int:
+    """Write a survey store back to SEG-Y (its live traces, inline by inline).
+
+    format: SEG-Y sample format code of the output (default: the source's).
+    Returns the number of traces written.
+    """
+    options = {"format": format, "overwrite": overwrite, "threads": threads}
+    return _engine.export(os.fspath(store), os.fspath(output), json.dumps(options))
