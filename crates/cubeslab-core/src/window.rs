@@ -209,30 +209,43 @@ pub struct Placement<'a> {
 }
 
 impl Placement<'_> {
-    /// Call `run(src_elem, dst_elem, count)` for every innermost run of the
-    /// selection; the source advances by `steps[last]` per element, the
-    /// destination by one.
+    /// The dimension walked by the innermost loop: the last one, unless it
+    /// selects a single element (a time slice), then the last that selects
+    /// more — so a run is as long as possible and per-run overhead is paid
+    /// once per run, not once per element.
     #[inline]
-    fn for_each_run(&self, spans: &[ChunkSpan], mut run: impl FnMut(u64, u64, u64)) {
+    fn inner_dim(&self, spans: &[ChunkSpan]) -> usize {
+        (0..self.ndim)
+            .rev()
+            .find(|&d| spans[d].count > 1)
+            .unwrap_or(self.ndim - 1)
+    }
+
+    /// Call `run(src_elem, dst_elem)` at the start of every innermost run of
+    /// the selection along dimension `inner`.
+    #[inline]
+    fn for_each_run(&self, spans: &[ChunkSpan], inner: usize, mut run: impl FnMut(u64, u64)) {
         let nd = self.ndim;
-        let last = nd - 1;
         let mut counter = [0u64; MAX_DIMS];
         loop {
             let mut src = 0u64;
             let mut dst = 0u64;
             for d in 0..nd {
-                let i = if d == last { 0 } else { counter[d] };
+                let i = if d == inner { 0 } else { counter[d] };
                 src += (spans[d].first + i * self.steps[d]) * self.src_strides[d];
                 dst += (spans[d].out_first + i) * self.dst_strides[d];
             }
-            run(src, dst, spans[last].count);
-            // Advance the odometer over the outer dimensions.
-            let mut d = last;
+            run(src, dst);
+            // Advance the odometer over the other dimensions.
+            let mut d = nd;
             loop {
                 if d == 0 {
                     return;
                 }
                 d -= 1;
+                if d == inner {
+                    continue;
+                }
                 counter[d] += 1;
                 if counter[d] < spans[d].count {
                     break;
@@ -250,16 +263,20 @@ impl Placement<'_> {
     /// `src` must hold the whole chunk described by `src_strides`.
     pub unsafe fn copy(&self, spans: &[ChunkSpan], src: &[u8], dst: *mut u8) {
         let e = self.elem;
-        let step = self.steps[self.ndim - 1] as usize;
-        self.for_each_run(spans, |s, d, count| {
-            let (s, d, count) = (s as usize * e, d as usize * e, count as usize);
-            debug_assert!(s + ((count - 1) * step + 1) * e <= src.len());
+        let inner = self.inner_dim(spans);
+        let count = spans[inner].count as usize;
+        let src_step = (self.steps[inner] * self.src_strides[inner]) as usize * e;
+        let dst_step = self.dst_strides[inner] as usize * e;
+        let contiguous = src_step == e && dst_step == e;
+        self.for_each_run(spans, inner, |s, d| {
+            let (s, d) = (s as usize * e, d as usize * e);
+            debug_assert!(s + (count - 1) * src_step + e <= src.len());
             let sp = src.as_ptr().add(s);
             let dp = dst.add(d);
-            if step == 1 {
+            if contiguous {
                 std::ptr::copy_nonoverlapping(sp, dp, count * e);
             } else {
-                copy_strided(sp, dp, count, step * e, e);
+                copy_strided(sp, dp, count, src_step, dst_step, e);
             }
         });
     }
@@ -270,27 +287,36 @@ impl Placement<'_> {
     /// As for [`Placement::copy`].
     pub unsafe fn fill(&self, spans: &[ChunkSpan], value: &[u8], dst: *mut u8) {
         let e = self.elem;
-        self.for_each_run(spans, |_, d, count| {
+        let inner = self.inner_dim(spans);
+        let count = spans[inner].count as usize;
+        let dst_step = self.dst_strides[inner] as usize * e;
+        self.for_each_run(spans, inner, |_, d| {
             let mut p = dst.add(d as usize * e);
             for _ in 0..count {
                 std::ptr::copy_nonoverlapping(value.as_ptr(), p, e);
-                p = p.add(e);
+                p = p.add(dst_step);
             }
         });
     }
 }
 
-/// Gather `count` elements of `elem` bytes, `src_step` bytes apart, into a
-/// contiguous run. Specialised for the common element sizes so the compiler
-/// emits plain loads and stores.
+/// Copy `count` elements of `elem` bytes, `src_step` bytes apart, to
+/// `dst_step` bytes apart. Specialised for the common element sizes so the
+/// compiler emits plain loads and stores.
 #[inline]
-unsafe fn copy_strided(src: *const u8, dst: *mut u8, count: usize, src_step: usize, elem: usize) {
+unsafe fn copy_strided(
+    src: *const u8,
+    dst: *mut u8,
+    count: usize,
+    src_step: usize,
+    dst_step: usize,
+    elem: usize,
+) {
     macro_rules! gather {
         ($t:ty) => {{
-            let dst = dst as *mut $t;
             for i in 0..count {
                 let v = std::ptr::read_unaligned(src.add(i * src_step) as *const $t);
-                std::ptr::write_unaligned(dst.add(i), v);
+                std::ptr::write_unaligned(dst.add(i * dst_step) as *mut $t, v);
             }
         }};
     }
@@ -301,7 +327,7 @@ unsafe fn copy_strided(src: *const u8, dst: *mut u8, count: usize, src_step: usi
         8 => gather!(u64),
         _ => {
             for i in 0..count {
-                std::ptr::copy_nonoverlapping(src.add(i * src_step), dst.add(i * elem), elem);
+                std::ptr::copy_nonoverlapping(src.add(i * src_step), dst.add(i * dst_step), elem);
             }
         }
     }

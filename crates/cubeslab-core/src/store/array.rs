@@ -699,89 +699,112 @@ impl ZarrArray {
         let chunk_bytes = path.inner_shape.iter().product::<u64>() as usize * elem;
         let raw_partial = matches!(path.decode, InnerDecode::Raw { .. }) && !options.verify;
 
-        // Group tasks so that each group hands at most `in_flight` coalesced
-        // byte ranges to the kernel; the next group's ranges are requested
-        // while the current group is copied.
-        let groups = plan_groups(n_tasks, options.parallelism.in_flight, |t| {
+        // Byte range each task needs: the whole chunk, or for an unverified
+        // raw chunk only the span between its first and last selected element.
+        let range_of = |t: u64| -> Option<(usize, u64, u64)> {
             let (slot, inner, task_spans) = locate(t);
             let (offset, nbytes) = shards[slot].range(inner)?;
             if raw_partial {
-                // Only the bytes between the first and last selected element.
                 let (lo, hi) = selected_extent(&task_spans[..nd], &steps, &chunk_strides);
                 Some((slot, offset + lo * elem as u64, (hi - lo + 1) * elem as u64))
             } else {
                 Some((slot, offset, nbytes))
             }
-        });
-        let prefetch = |g: &TaskGroup| {
-            for &(slot, offset, len) in &g.ranges {
-                shards[slot].prefetch(offset, len);
-            }
         };
+        // Prefetching pays for cold data and costs a system call per range
+        // for warm data, so probe a few ranges first.
+        let probes = [0, n_tasks / 2, n_tasks - 1];
+        let warm = probes
+            .iter()
+            .filter_map(|&t| range_of(t))
+            .all(|(slot, offset, len)| shards[slot].is_resident(offset, len));
+        let threads = options.parallelism.threads.max(1) as u64;
+        // Each worker keeps `lookahead` tasks' ranges requested ahead of the
+        // one it copies, so about `in_flight` requests are outstanding.
+        let lookahead = (options.parallelism.in_flight as u64).div_ceil(threads);
+        let piece = n_tasks.div_ceil(threads * 4).max(1);
         let out_ptr = SendPtr(out.as_mut_ptr());
-        if let Some(first) = groups.first() {
-            prefetch(first);
-        }
-        for (g, group) in groups.iter().enumerate() {
-            if let Some(next) = groups.get(g + 1) {
-                prefetch(next);
-            }
-            (group.tasks.clone()).into_par_iter().try_for_each(|t| {
-                let (slot, inner, task_spans) = locate(t);
-                let shard = &shards[slot];
-                let task_spans = &task_spans[..nd];
-                let dst = out_ptr.get();
-                let Some(bytes) = shard.chunk(inner) else {
-                    // SAFETY: tasks cover disjoint parts of `out`.
-                    unsafe { placement.fill(task_spans, &self.fill, dst) };
-                    return Ok(());
-                };
-                match &path.decode {
-                    InnerDecode::Raw { crc } => {
-                        let data = if *crc {
-                            let Some(split) = bytes.len().checked_sub(4) else {
-                                return Err(self.corrupt(
-                                    shard,
-                                    inner,
-                                    "chunk shorter than its checksum",
-                                ));
-                            };
-                            if options.verify {
-                                self.check_crc(shard, inner, &bytes[..split], &bytes[split..])?;
+        (0..n_tasks.div_ceil(piece))
+            .into_par_iter()
+            .try_for_each(|p| {
+                let (first, last) = (p * piece, ((p + 1) * piece).min(n_tasks));
+                let mut prefetch = Prefetcher::default();
+                let mut requested = first;
+                for t in first..last {
+                    if !warm {
+                        while requested < last && requested <= t + lookahead {
+                            if let Some(range) = range_of(requested) {
+                                prefetch.add(range, &shards);
                             }
-                            &bytes[..split]
-                        } else {
-                            bytes
-                        };
-                        if data.len() != chunk_bytes {
-                            return Err(self.corrupt(
-                                shard,
-                                inner,
-                                &format!(
-                                    "chunk holds {} bytes, expected {chunk_bytes}",
-                                    data.len()
-                                ),
-                            ));
+                            requested += 1;
                         }
-                        // SAFETY: disjoint output parts; `data` is a whole chunk.
-                        unsafe { placement.copy(task_spans, data, dst) };
+                        prefetch.flush(&shards);
                     }
-                    InnerDecode::Chain(chain) => {
-                        let decoded =
-                            self.decode_chain(chain, path, shard, inner, bytes, options.verify)?;
-                        if decoded.len() != chunk_bytes {
-                            return Err(self.corrupt(
-                                shard,
-                                inner,
-                                "decoded chunk has the wrong size",
-                            ));
-                        }
-                        // SAFETY: as above.
-                        unsafe { placement.copy(task_spans, &decoded, dst) };
-                    }
+                    let (slot, inner, task_spans) = locate(t);
+                    self.read_task(
+                        path,
+                        &shards[slot],
+                        inner,
+                        &task_spans[..nd],
+                        &placement,
+                        chunk_bytes,
+                        options.verify,
+                        out_ptr.get(),
+                    )?;
                 }
                 Ok(())
-            })?;
+            })
+    }
+
+    /// Copy one inner chunk's selected elements into the output.
+    #[allow(clippy::too_many_arguments)]
+    fn read_task(
+        &self,
+        path: &ShardedPath,
+        shard: &ShardFile,
+        inner: usize,
+        task_spans: &[ChunkSpan],
+        placement: &Placement<'_>,
+        chunk_bytes: usize,
+        verify: bool,
+        dst: *mut u8,
+    ) -> Result<()> {
+        let Some(bytes) = shard.chunk(inner) else {
+            // SAFETY: tasks cover disjoint parts of the output.
+            unsafe { placement.fill(task_spans, &self.fill, dst) };
+            return Ok(());
+        };
+        match &path.decode {
+            InnerDecode::Raw { crc } => {
+                let data = if *crc {
+                    let Some(split) = bytes.len().checked_sub(4) else {
+                        return Err(self.corrupt(shard, inner, "chunk shorter than its checksum"));
+                    };
+                    if verify {
+                        self.check_crc(shard, inner, &bytes[..split], &bytes[split..])?;
+                    }
+                    &bytes[..split]
+                } else {
+                    bytes
+                };
+                if data.len() != chunk_bytes {
+                    return Err(self.corrupt(
+                        shard,
+                        inner,
+                        &format!("chunk holds {} bytes, expected {chunk_bytes}", data.len()),
+                    ));
+                }
+                // SAFETY: disjoint output parts; `data` is a whole chunk.
+                unsafe { placement.copy(task_spans, data, dst) };
+            }
+            InnerDecode::Chain(chain) => {
+                let decoded = self.decode_chain(chain, path, shard, inner, bytes, verify)?;
+                if decoded.len() != chunk_bytes {
+                    return Err(self.corrupt(shard, inner, "decoded chunk has the wrong size"));
+                }
+                // SAFETY: as above.
+                unsafe { placement.copy(task_spans, &decoded, dst) };
+            }
         }
         Ok(())
     }
@@ -892,56 +915,33 @@ fn selected_extent(
     (lo, hi)
 }
 
-/// A run of consecutive tasks and the coalesced byte ranges they need.
-struct TaskGroup {
-    tasks: std::ops::Range<u64>,
-    ranges: Vec<(usize, u64, u64)>,
-}
-
 /// Ranges closer than this are requested as one: the kernel then issues
 /// fewer, larger reads, which every device serves faster.
 const COALESCE_GAP: u64 = 64 * 1024;
 
-fn plan_groups(
-    n_tasks: u64,
-    in_flight: usize,
-    range_of: impl Fn(u64) -> Option<(usize, u64, u64)>,
-) -> Vec<TaskGroup> {
-    let mut groups = Vec::new();
-    let mut current = TaskGroup {
-        tasks: 0..0,
-        ranges: Vec::new(),
-    };
-    for t in 0..n_tasks {
-        if let Some((slot, offset, len)) = range_of(t) {
-            let merged = match current.ranges.last_mut() {
-                Some((s, o, l))
-                    if *s == slot && offset >= *o && offset <= *o + *l + COALESCE_GAP =>
-                {
-                    *l = (*l).max(offset + len - *o);
-                    true
-                }
-                _ => false,
-            };
-            if !merged {
-                if current.ranges.len() == in_flight {
-                    current.tasks.end = t;
-                    let start = t;
-                    groups.push(std::mem::replace(
-                        &mut current,
-                        TaskGroup {
-                            tasks: start..start,
-                            ranges: Vec::new(),
-                        },
-                    ));
-                }
-                current.ranges.push((slot, offset, len));
+/// Merges neighbouring byte ranges of a shard before asking the kernel for them.
+#[derive(Default)]
+struct Prefetcher {
+    pending: Option<(usize, u64, u64)>,
+}
+
+impl Prefetcher {
+    fn add(&mut self, (slot, offset, len): (usize, u64, u64), shards: &[Arc<ShardFile>]) {
+        if let Some((s, o, l)) = &mut self.pending {
+            if *s == slot && offset >= *o && offset <= *o + *l + COALESCE_GAP {
+                *l = (*l).max(offset + len - *o);
+                return;
             }
         }
+        self.flush(shards);
+        self.pending = Some((slot, offset, len));
     }
-    current.tasks.end = n_tasks;
-    groups.push(current);
-    groups
+
+    fn flush(&mut self, shards: &[Arc<ShardFile>]) {
+        if let Some((slot, offset, len)) = self.pending.take() {
+            shards[slot].prefetch(offset, len);
+        }
+    }
 }
 
 /// The output pointer, shared by worker threads that write disjoint parts.

@@ -143,4 +143,27 @@ impl ShardFile {
             let _ = map.advise_range(Advice::WillNeed, offset as usize, len as usize);
         }
     }
+
+    /// Whether every page of the range is in the page cache (so reading it
+    /// costs memory bandwidth only).
+    pub fn is_resident(&self, offset: u64, len: u64) -> bool {
+        let Some(map) = &self.map else { return true };
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as usize;
+        let start = offset as usize / page * page;
+        let end = ((offset + len) as usize).min(map.len());
+        if end <= start {
+            return true;
+        }
+        let mut pages = vec![0u8; (end - start).div_ceil(page)];
+        // SAFETY: the range lies inside the mapping and starts on a page boundary.
+        let ok = unsafe {
+            libc::mincore(
+                map.as_ptr().add(start) as *mut libc::c_void,
+                end - start,
+                pages.as_mut_ptr(),
+            )
+        };
+        ok == 0 && pages.iter().all(|p| p & 1 == 1)
+    }
 }
