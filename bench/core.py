@@ -109,14 +109,17 @@ def accesses(shape):
     n_il, n_xl, ns = shape
     il, xl, k = n_il // 2, n_xl // 2, ns // 2
     item = 4
-    s64 = tuple(slice(c, c + 64) for c in (n_il // 3, n_xl // 3, ns // 3))
-    s256 = tuple(slice(c, c + min(256, n)) for c, n in zip((n_il // 4, n_xl // 4, ns // 4), shape, strict=True))
+    def cube_at(side: int, fraction: int) -> tuple[slice, ...]:
+        sides = [min(side, n) for n in shape]
+        return tuple(slice(min(n // fraction, n - s), min(n // fraction, n - s) + s) for n, s in zip(shape, sides, strict=True))
+
+    s64, s256 = cube_at(64, 3), cube_at(256, 4)
     return {
         "inline": ((il, slice(None), slice(None)), n_xl * ns * item),
         "crossline": ((slice(None), xl, slice(None)), n_il * ns * item),
         "time slice": ((slice(None), slice(None), k), n_il * n_xl * item),
         "trace": ((il, xl, slice(None)), ns * item),
-        "subvolume 64^3": (s64, 64**3 * item),
+        "subvolume 64^3": (s64, int(np.prod([s.stop - s.start for s in s64])) * item),
         "subvolume 256^3": (s256, int(np.prod([s.stop - s.start for s in s256])) * item),
     }
 

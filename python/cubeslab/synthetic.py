@@ -51,8 +51,8 @@ class SyntheticSurvey:
         depth = t - 0.25 * x - 0.12 * y + 0.04 * np.sin(5 * x) * np.cos(3 * y)
         depth = depth + np.where(x + 0.5 * y > 0.8, np.float32(0.05), np.float32(0.0))  # the fault's throw
         data = np.interp(depth, self._grid, self._model).astype(np.float32)
-        noise = np.random.default_rng(self._seed + i0).standard_normal(data.shape, dtype=np.float32)
-        data += 0.03 * noise
+        for row, i in enumerate(range(i0, i1)):  # noise seeded per inline: any block gives the same values
+            data[row] += 0.03 * np.random.default_rng((self._seed, i)).standard_normal(data.shape[1:], np.float32)
         return data * np.float32(1000.0)
 
     def blocks(self, inlines_per_block: int = 16) -> Iterator[tuple[int, np.ndarray]]:
