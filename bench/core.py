@@ -25,9 +25,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
-
 import cubeslab
+import numpy as np
 from cubeslab.synthetic import SyntheticSurvey, write_segy
 
 ROOT = Path(__file__).resolve().parent
@@ -50,7 +49,12 @@ def evict(paths: list[Path]) -> None:
 
 
 def stats(times: list[float]) -> dict:
-    return {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times), "runs": len(times)}
+    return {
+        "median_s": statistics.median(times),
+        "min_s": min(times),
+        "max_s": max(times),
+        "runs": len(times),
+    }
 
 
 def warm_runs(read: Callable[[], object], repeats: int) -> dict:
@@ -109,9 +113,13 @@ def accesses(shape):
     n_il, n_xl, ns = shape
     il, xl, k = n_il // 2, n_xl // 2, ns // 2
     item = 4
+
     def cube_at(side: int, fraction: int) -> tuple[slice, ...]:
         sides = [min(side, n) for n in shape]
-        return tuple(slice(min(n // fraction, n - s), min(n // fraction, n - s) + s) for n, s in zip(shape, sides, strict=True))
+        return tuple(
+            slice(min(n // fraction, n - s), min(n // fraction, n - s) + s)
+            for n, s in zip(shape, sides, strict=True)
+        )
 
     s64, s256 = cube_at(64, 3), cube_at(256, 4)
     return {
@@ -128,7 +136,7 @@ def segyio_reader(path: Path, shape):
     import segyio
 
     f = segyio.open(path, "r")
-    n_il, n_xl, ns = shape
+    n_xl = shape[1]
 
     def read(key):
         il, xl, k = key
@@ -271,12 +279,15 @@ def main() -> None:
             reader = open_tool(tool)
             warm = warm_runs(lambda reader=reader, key=key: reader(key), args.warm)
             del reader
-            cold = cold_runs(lambda tool=tool, key=key: (lambda r=open_tool(tool): r(key)), paths, args.cold)
+
+            def opener(tool=tool, key=key):
+                reader = open_tool(tool)
+                return lambda: reader(key)
+
+            cold = cold_runs(opener, paths, args.cold)
             reads[access][tool] = {"warm": warm, "cold": cold}
-            print(
-                f"{access:16s} {tool:20s} warm {warm['median_s'] * 1e3:9.2f} ms   cold {cold['median_s'] * 1e3:9.2f} ms",
-                flush=True,
-            )
+            w, c = warm["median_s"] * 1e3, cold["median_s"] * 1e3
+            print(f"{access:16s} {tool:20s} warm {w:9.2f} ms   cold {c:9.2f} ms", flush=True)
     results["reads"] = reads
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "core.json").write_text(json.dumps(results, indent=2))
@@ -285,16 +296,17 @@ def main() -> None:
 
 
 def markdown(results: dict, tools: list[str]) -> str:
-    bw = results["bandwidth"]
+    bw, machine = results["bandwidth"], results["machine"]
+    volume = " x ".join(map(str, results["shape"]))
     lines = [
         "# Core benchmark",
         "",
-        f"Volume {' x '.join(map(str, results['shape']))} float32; machine: {results['machine']['cores']} cores, "
-        f"{results['machine']['memory_gib']} GiB; memory copy {bw['memory_copy_Bps'] / 1e9:.1f} GB/s (one thread), "
+        f"Volume {volume} float32; machine: {machine['cores']} cores, {machine['memory_gib']} GiB; "
+        f"memory copy {bw['memory_copy_Bps'] / 1e9:.1f} GB/s (one thread), "
         f"disk sequential read {bw['disk_read_Bps'] / 1e9:.2f} GB/s (cold).",
         "Medians in ms (min–max in core.json). Warm: page cache warm. Cold: files evicted with "
-        "posix_fadvise(DONTNEED) and handles reopened before each run. Bound: bytes that must move ÷ bandwidth "
-        "(memory for warm, disk for cold); ×bound: cubeslab's time over the bound.",
+        "posix_fadvise(DONTNEED) and handles reopened before each run. Bound: bytes that must move ÷ "
+        "bandwidth (memory for warm, disk for cold); ×bound: cubeslab's time over the bound.",
         "",
         "## Ingest",
         "",
@@ -305,7 +317,9 @@ def markdown(results: dict, tools: list[str]) -> str:
         lines.append(f"| {name} | {r['seconds']:.2f} | {r['MBps']:.0f} |")
     for mode in ("warm", "cold"):
         lines += ["", f"## Reads, {mode}", ""]
-        lines.append("| access | bound | " + " | ".join(tools) + " | ×bound (cubeslab) | best peer ÷ cubeslab |")
+        lines.append(
+            "| access | bound | " + " | ".join(tools) + " | ×bound (cubeslab) | best peer ÷ cubeslab |"
+        )
         lines.append("|---|---:|" + "---:|" * len(tools) + "---:|---:|")
         for access, r in results["reads"].items():
             bound = r[f"bound_{mode}_s"]

@@ -8,9 +8,8 @@ import subprocess
 import sys
 import textwrap
 
-import numpy as np
-
 import cubeslab
+import numpy as np
 from cubeslab.synthetic import SyntheticSurvey, write_segy
 
 MEASURE = textwrap.dedent(
@@ -45,7 +44,9 @@ def test_ingest_of_a_file_twice_the_memory_bound_stays_within_the_bound(tmp_path
     measured = json.loads(result.stdout)
     assert measured["state"] == "complete"
     used = measured["peak"] - measured["baseline"]
-    assert used <= bound, f"ingest used {used / 2**20:.1f} MiB over the baseline, bound {bound / 2**20:.0f} MiB"
+    assert used <= bound, (
+        f"ingest used {used / 2**20:.1f} MiB over the baseline, bound {bound / 2**20:.0f} MiB"
+    )
     # And the data is right (the synthetic survey is its own oracle).
     cube = cubeslab.open(tmp_path / "big.zarr")
     assert np.array_equal(cube.inline[int(survey.inlines[77])], survey.block(77, 78)[0])

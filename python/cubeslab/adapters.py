@@ -12,7 +12,9 @@ def to_dask(array: Array, chunks=None):
     import dask.array as da
 
     chunks = chunks or array.shards or array.chunks
-    return da.from_array(array, chunks=chunks, lock=False, asarray=False, meta=np.empty((0,) * array.ndim, array.dtype))
+    return da.from_array(
+        array, chunks=chunks, lock=False, asarray=False, meta=np.empty((0,) * array.ndim, array.dtype)
+    )
 
 
 def _lazy(array: Array):
@@ -46,4 +48,6 @@ def to_xarray(cube):
                 data_vars[name] = values
             else:
                 coords[name] = values
-    return xr.Dataset(data_vars, coords=coords, attrs={k: v for k, v in cube.attributes.items() if k != "cubeslab"})
+    return xr.Dataset(
+        data_vars, coords=coords, attrs={k: v for k, v in cube.attributes.items() if k != "cubeslab"}
+    )

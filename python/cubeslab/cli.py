@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -20,7 +20,9 @@ from rich.table import Table
 
 from .errors import CubeslabError, SelectionError
 
-app = typer.Typer(help="Make huge N-D volumes instantly sliceable.", no_args_is_help=True, add_completion=False)
+app = typer.Typer(
+    help="Make huge N-D volumes instantly sliceable.", no_args_is_help=True, add_completion=False
+)
 console = Console()
 errors = Console(stderr=True)
 
@@ -39,7 +41,7 @@ def parse_shape(text: str | None) -> list[int] | None:
     return [int(x) for x in text.split(",")] if text else None
 
 
-class Endian(str, Enum):
+class Endian(StrEnum):
     auto = "auto"
     big = "big"
     little = "little"
@@ -51,7 +53,9 @@ def ingest(
     store: Annotated[Path, typer.Argument(help="Zarr store to create (a folder)")],
     overwrite: Annotated[bool, typer.Option(help="Replace an existing store")] = False,
     dtype: Annotated[str, typer.Option(help="float32, another numpy type, or 'native'")] = "float32",
-    compress: Annotated[str, typer.Option(help="none, zstd[:level], gzip[:level], blosc-lz4, blosc-zstd")] = "none",
+    compress: Annotated[
+        str, typer.Option(help="none, zstd[:level], gzip[:level], blosc-lz4, blosc-zstd")
+    ] = "none",
     chunks: Annotated[str | None, typer.Option(help="Inner chunk shape, e.g. 16,16,16")] = None,
     shards: Annotated[str | None, typer.Option(help="Shard shape, e.g. 128,128,256")] = None,
     memory_limit: Annotated[str, typer.Option(help="Bound on ingest buffers, e.g. 1GiB")] = "1GiB",
@@ -60,8 +64,12 @@ def ingest(
     inline_byte: Annotated[int, typer.Option(help="Trace header byte of the inline number")] = 189,
     crossline_byte: Annotated[int, typer.Option(help="Trace header byte of the crossline number")] = 193,
     offset_byte: Annotated[int, typer.Option(help="Trace header byte of the offset (pre-stack)")] = 37,
-    allow_truncated: Annotated[bool, typer.Option(help="Ingest the whole traces of a cut-short file")] = False,
-    sample_interval: Annotated[float | None, typer.Option(help="Sample interval in µs, if headers lack it")] = None,
+    allow_truncated: Annotated[
+        bool, typer.Option(help="Ingest the whole traces of a cut-short file")
+    ] = False,
+    sample_interval: Annotated[
+        float | None, typer.Option(help="Sample interval in µs, if headers lack it")
+    ] = None,
     depth: Annotated[bool, typer.Option(help="The vertical axis is depth, not time")] = False,
 ) -> None:
     """Reorganise a SEG-Y file into a sharded Zarr v3 cube store."""
@@ -69,7 +77,13 @@ def ingest(
 
     if (chunks is None) != (shards is None):
         raise typer.BadParameter("give both --chunks and --shards, or neither")
-    columns = (*Progress.get_default_columns()[:1], BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
+    columns = (
+        *Progress.get_default_columns()[:1],
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+    )
     with Progress(*columns, console=errors, transient=False) as bar:
         task = bar.add_task(f"ingest {source.name}", total=None)
 
@@ -86,9 +100,8 @@ def ingest(
         )  # fmt: skip
     for warning in summary.get("warnings", []):
         errors.print(f"[yellow]warning:[/] {warning}")
-    console.print(
-        f"[green]ingested[/] {summary['live_traces']} traces ({summary['missing_traces']} missing) into {store}"
-    )
+    live, missing = summary["live_traces"], summary["missing_traces"]
+    console.print(f"[green]ingested[/] {live} traces ({missing} missing) into {store}")
 
 
 def store_size(path: Path) -> int:
@@ -207,7 +220,7 @@ def save_png(data: np.ndarray, path: Path, title: str) -> None:
 def export(
     store: Annotated[Path, typer.Argument(help="Cube store")],
     output: Annotated[Path, typer.Argument(help="SEG-Y file to write")],
-    format: Annotated[int | None, typer.Option(help="Sample format code (default: the source's)")] = None,  # noqa: A002
+    format: Annotated[int | None, typer.Option(help="Sample format code (default: the source's)")] = None,
     overwrite: Annotated[bool, typer.Option(help="Replace an existing file")] = False,
 ) -> None:
     """Write a survey store back to SEG-Y."""

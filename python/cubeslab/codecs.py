@@ -24,7 +24,9 @@ def compressors(spec: str | None, itemsize: int = 4) -> list[dict]:
     except ValueError:
         raise InvalidInputError(f"compression level must be an integer in {spec!r}") from None
     if name == "zstd":
-        return [{"name": "zstd", "configuration": {"level": 3 if level is None else level, "checksum": False}}]
+        return [
+            {"name": "zstd", "configuration": {"level": 3 if level is None else level, "checksum": False}}
+        ]
     if name == "gzip":
         return [{"name": "gzip", "configuration": {"level": 5 if level is None else level}}]
     if name in ("blosc-lz4", "blosc-zstd"):

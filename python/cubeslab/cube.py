@@ -43,7 +43,9 @@ class LabelAxis:
             hits = np.flatnonzero(self.labels == label)
         if hits.size == 0:
             lo, hi = (self.labels[0], self.labels[-1]) if self.labels.size else (None, None)
-            raise LabelError(f"{self.name} {label} is not in this survey ({self.labels.size} values, {lo}..{hi})")
+            raise LabelError(
+                f"{self.name} {label} is not in this survey ({self.labels.size} values, {lo}..{hi})"
+            )
         return int(hits[0])
 
     def __getitem__(self, label) -> np.ndarray:
@@ -81,7 +83,9 @@ class Headers:
             return cube._array(field)[...]
         if isinstance(field, str):
             if field not in TRACE_FIELDS:
-                raise LabelError(f"unknown trace header field {field!r}; see cubeslab.trace_fields.TRACE_FIELDS")
+                raise LabelError(
+                    f"unknown trace header field {field!r}; see cubeslab.trace_fields.TRACE_FIELDS"
+                )
             byte, size = TRACE_FIELDS[field]
         else:
             if int(field) not in FIELD_BY_BYTE:
@@ -251,6 +255,6 @@ class Cube:
         )
 
 
-def open(path: str | os.PathLike, *, threads=None, in_flight=None, verify: bool = True) -> Cube:  # noqa: A001
+def open(path: str | os.PathLike, *, threads=None, in_flight=None, verify: bool = True) -> Cube:
     """Open a cube store (cubeslab, MDIO v1, or a plain Zarr v3 array)."""
     return Cube(path, ReadSettings(threads=threads, in_flight=in_flight, verify=verify))

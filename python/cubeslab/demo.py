@@ -23,7 +23,9 @@ def timed(fn, repeats: int) -> tuple[float, object]:
     return statistics.median(times), result
 
 
-def run_demo(directory: Path, *, size: str = "full", repeats: int = 5, console: Console | None = None) -> dict:
+def run_demo(
+    directory: Path, *, size: str = "full", repeats: int = 5, console: Console | None = None
+) -> dict:
     """Run the demo; returns the timings (seconds) per plane and tool."""
     import cubeslab
     from cubeslab.cli import save_png

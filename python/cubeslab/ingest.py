@@ -83,7 +83,7 @@ def export(
     store: str | os.PathLike,
     output: str | os.PathLike,
     *,
-    format: int | None = None,  # noqa: A002 - the SEG-Y term
+    format: int | None = None,
     overwrite: bool = False,
     threads: int | None = None,
 ) -> int:

@@ -29,13 +29,17 @@ def ricker(frequency_hz: float, dt_s: float, half_length: int = 30) -> np.ndarra
 class SyntheticSurvey:
     """A survey of ``n_inlines x n_crosslines x n_samples`` defined everywhere by formula."""
 
-    def __init__(self, n_inlines: int, n_crosslines: int, n_samples: int, *, dt_us: int = 4000, seed: int = 7):
+    def __init__(
+        self, n_inlines: int, n_crosslines: int, n_samples: int, *, dt_us: int = 4000, seed: int = 7
+    ):
         self.shape = (n_inlines, n_crosslines, n_samples)
         self.dt_us = dt_us
         rng = np.random.default_rng(seed)
         fine = 4 * n_samples
         reflectivity = rng.standard_normal(fine) * (rng.random(fine) < 0.08)
-        self._model = np.convolve(reflectivity, ricker(25.0, dt_us * 1e-6 / 2), mode="same").astype(np.float32)
+        self._model = np.convolve(reflectivity, ricker(25.0, dt_us * 1e-6 / 2), mode="same").astype(
+            np.float32
+        )
         self._model /= np.abs(self._model).max() or 1.0
         self._grid = np.linspace(-1.0, 3.0, fine, dtype=np.float32)
         self._seed = seed
@@ -52,7 +56,9 @@ class SyntheticSurvey:
         depth = depth + np.where(x + 0.5 * y > 0.8, np.float32(0.05), np.float32(0.0))  # the fault's throw
         data = np.interp(depth, self._grid, self._model).astype(np.float32)
         for row, i in enumerate(range(i0, i1)):  # noise seeded per inline: any block gives the same values
-            data[row] += 0.03 * np.random.default_rng((self._seed, i)).standard_normal(data.shape[1:], np.float32)
+            data[row] += 0.03 * np.random.default_rng((self._seed, i)).standard_normal(
+                data.shape[1:], np.float32
+            )
         return data * np.float32(1000.0)
 
     def blocks(self, inlines_per_block: int = 16) -> Iterator[tuple[int, np.ndarray]]:
@@ -89,13 +95,15 @@ def write_segy(
 
     sample_format: 5 (IEEE float32), 1 (IBM float) or 3 (int16, rounded).
     """
-    n_il, n_xl, ns = survey.shape
+    _, n_xl, ns = survey.shape
     sample_dtype = {5: ">f4", 1: ">u4", 3: ">i2"}[sample_format]
     trace = np.dtype([("header", "V240"), ("samples", sample_dtype, (ns,))])
     binary = np.zeros(400, dtype=np.uint8)
 
     def put(buffer: np.ndarray, byte: int, value: int, size: int) -> None:
-        buffer[byte - 1 : byte - 1 + size] = np.frombuffer(int(value).to_bytes(size, "big", signed=True), np.uint8)
+        buffer[byte - 1 : byte - 1 + size] = np.frombuffer(
+            int(value).to_bytes(size, "big", signed=True), np.uint8
+        )
 
     put(binary, 3217 - 3200, survey.dt_us, 2)
     put(binary, 3221 - 3200, ns, 2)

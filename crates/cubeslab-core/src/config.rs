@@ -64,8 +64,11 @@ fn env_usize(name: &str) -> Option<usize> {
 /// Pools are built once per size and reused. The owning process id is kept
 /// beside them because a forked child inherits the pool object but not its
 /// threads: a child that reused it would wait forever, so it builds its own.
+/// The pools of one process: its id and a pool per size.
+type Pools = (u32, HashMap<usize, Arc<ThreadPool>>);
+
 fn thread_pool(threads: usize) -> Arc<ThreadPool> {
-    static POOLS: OnceLock<Mutex<(u32, HashMap<usize, Arc<ThreadPool>>)>> = OnceLock::new();
+    static POOLS: OnceLock<Mutex<Pools>> = OnceLock::new();
     let pools = POOLS.get_or_init(|| Mutex::new((std::process::id(), HashMap::new())));
     let mut guard = pools
         .lock()

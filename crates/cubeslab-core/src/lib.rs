@@ -11,6 +11,8 @@
 //! * [`export`]: cube store → SEG-Y.
 //! * [`config`]: threads and requests in flight.
 #![warn(missing_docs)]
+// N-D index arithmetic reads best as loops over dimension numbers.
+#![allow(clippy::needless_range_loop)]
 
 pub mod config;
 pub mod error;

@@ -4,7 +4,8 @@
 use crate::{
     error::Result,
     segy::{header_field, Geometry, SegyFile, TRACE_HEADER_LEN},
-    store::{DType, ZarrArray},
+    store::{DType, ShardBuilder, ZarrArray},
+    window::strides,
 };
 
 use super::Layout;
@@ -136,13 +137,20 @@ impl IngestTask {
         let elem = self.dtype.size();
         let ns = self.shape[nt];
         let sz = self.shard[nt];
-        let fill = arrays.amplitude.fill_bytes();
-        let shard_elems = self.shard.iter().product::<u64>() as usize;
-        let mut shards: Vec<Vec<u8>> = self
+        let mut shards: Vec<ShardBuilder> = self
             .z_shards
             .clone()
-            .map(|_| fill.repeat(shard_elems))
-            .collect();
+            .map(|z| {
+                let mut indices = self.block.clone();
+                indices.push(z);
+                arrays.amplitude.shard_builder(&indices)
+            })
+            .collect::<Result<_>>()?;
+        let (inner, cps) = (
+            shards[0].inner_shape().to_vec(),
+            shards[0].chunks_per_shard().to_vec(),
+        );
+        let (chunk_strides, elem_strides) = (strides(&cps), strides(&inner));
         let first = self.z_shards.start == 0;
         let mut aux = first.then(|| Aux::new(block_cells as usize));
 
@@ -150,6 +158,7 @@ impl IngestTask {
         let trace_len = source.trace_len;
         let max_run = (MAX_READ_BYTES / trace_len).max(1) as usize;
         let mut buffer = Vec::new();
+        let mut decoded = vec![0u8; ns as usize * elem];
         let mut bytes_read = 0u64;
         let mut start = 0;
         while start < placed.len() {
@@ -168,16 +177,37 @@ impl IngestTask {
             for (k, p) in run.iter().enumerate() {
                 let trace = &buffer[k * trace_len as usize..(k + 1) * trace_len as usize];
                 let (header, samples) = trace.split_at(TRACE_HEADER_LEN);
+                // The trace's place: which inner chunk column, and where in each chunk.
+                let local = unravel(p.local as u64, block_shape);
+                let (mut chunk_base, mut elem_base) = (0u64, 0u64);
+                for d in 0..nt {
+                    chunk_base += local[d] / inner[d] * chunk_strides[d];
+                    elem_base += local[d] % inner[d] * elem_strides[d];
+                }
+                // Decode the samples this task needs in one call, then place
+                // them chunk by chunk (runs of one chunk's depth).
+                let (t0, t1) = (self.z_shards.start * sz, (self.z_shards.end * sz).min(ns));
+                let wanted = &mut decoded[t0 as usize * elem..t1 as usize * elem];
+                source.format.decode(
+                    source.endian(),
+                    &samples[t0 as usize * bps..t1 as usize * bps],
+                    wanted,
+                    self.dtype,
+                );
                 for (j, z) in self.z_shards.clone().enumerate() {
-                    let (z0, z1) = (z * sz, ((z + 1) * sz).min(ns));
-                    let n = (z1 - z0) as usize;
-                    let at = p.local * sz as usize;
-                    source.format.decode(
-                        source.endian(),
-                        &samples[z0 as usize * bps..z1 as usize * bps],
-                        &mut shards[j][at * elem..(at + n) * elem],
-                        self.dtype,
-                    );
+                    for kz in 0..cps[nt] {
+                        let z0 = z * sz + kz * inner[nt];
+                        if z0 >= ns {
+                            break;
+                        }
+                        let n = ((z0 + inner[nt]).min(ns) - z0) as usize;
+                        let at = elem_base as usize * elem;
+                        if let Some(chunk) = shards[j].chunk_mut((chunk_base + kz) as usize) {
+                            let from = z0 as usize * elem;
+                            chunk[at..at + n * elem]
+                                .copy_from_slice(&decoded[from..from + n * elem]);
+                        }
+                    }
                 }
                 if let Some(aux) = aux.as_mut() {
                     aux.record(p.local, header, source);
@@ -186,11 +216,8 @@ impl IngestTask {
             start = end;
         }
 
-        for (j, z) in self.z_shards.clone().enumerate() {
-            let mut indices = self.block.clone();
-            indices.push(z);
-            arrays.amplitude.write_chunk(&indices, &shards[j])?;
-            shards[j] = Vec::new(); // release as soon as written
+        for shard in shards {
+            arrays.amplitude.write_shard(shard)?;
         }
         if let Some(aux) = aux {
             arrays.trace_mask.write_chunk(&self.block, &aux.mask)?;

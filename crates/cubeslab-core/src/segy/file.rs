@@ -43,7 +43,7 @@ pub fn header_field(buf: &[u8], byte: usize, len: usize, endian: Endian) -> i64 
 }
 
 /// How to read a SEG-Y file where its headers do not say (or say wrongly).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct SegyOptions {
     /// Byte order; `None` detects it from the binary header.
     pub endian: Option<Endian>,
@@ -51,16 +51,6 @@ pub struct SegyOptions {
     pub allow_truncated: bool,
     /// Sample interval in microseconds, for files whose headers lack it.
     pub sample_interval_us: Option<f64>,
-}
-
-impl Default for SegyOptions {
-    fn default() -> Self {
-        Self {
-            endian: None,
-            allow_truncated: false,
-            sample_interval_us: None,
-        }
-    }
 }
 
 /// An open SEG-Y file.
@@ -209,8 +199,9 @@ impl SegyFile {
             0
         };
         let bps = format.bytes() as u64;
-        let fits =
-            |ns: u64| ns > 0 && (len - data_start) % (TRACE_HEADER_LEN as u64 + ns * bps) == 0;
+        let fits = |ns: u64| {
+            ns > 0 && (len - data_start).is_multiple_of(TRACE_HEADER_LEN as u64 + ns * bps)
+        };
         let samples = if fits(bin_samples) {
             bin_samples
         } else if fits(trace_samples) {

@@ -9,15 +9,19 @@
 //! MDIO's unsharded blosc arrays) is read through `zarrs` itself.
 
 mod array;
-pub use array::ArraySpec;
 mod atomic;
 mod dtype;
 mod error;
 mod group;
 mod shard;
+mod shard_builder;
+mod sharded;
+mod spec;
 
 pub use array::{ReadOptions, ZarrArray};
 pub use atomic::{write_atomic, write_json_atomic};
 pub use dtype::DType;
 pub use error::StoreError;
 pub use group::{Group, StoreState};
+pub use shard_builder::ShardBuilder;
+pub use spec::ArraySpec;

@@ -1,0 +1,180 @@
+//! Building a shard in memory in its final byte layout, so that an ingest
+//! decodes samples straight into the place they will have on disk: inner
+//! chunks in C order, each followed by its crc32c, then the index. Raw
+//! chunks need no further copy; compressed ones are encoded chunk by chunk.
+
+use std::{borrow::Cow, num::NonZeroU64};
+
+use zarrs::array::{ArrayBytes, ArrayToBytesCodecTraits, CodecOptions};
+
+use super::{array::unravel, sharded::InnerCodecs, write_atomic, StoreError, ZarrArray};
+use crate::error::Result;
+
+/// Marks an absent inner chunk in a shard index.
+const ABSENT: u64 = u64::MAX;
+
+/// One shard under construction.
+pub struct ShardBuilder {
+    indices: Vec<u64>,
+    inner_shape: Vec<u64>,
+    chunks_per_shard: Vec<u64>,
+    chunk_bytes: usize,
+    /// Where each inner chunk's elements start in `data`; `None` for chunks
+    /// wholly outside the array (they are left out of the shard).
+    slots: Vec<Option<usize>>,
+    data: Vec<u8>,
+}
+
+impl ShardBuilder {
+    /// Inner chunk shape.
+    pub fn inner_shape(&self) -> &[u64] {
+        &self.inner_shape
+    }
+
+    /// Inner chunks per shard along each dimension.
+    pub fn chunks_per_shard(&self) -> &[u64] {
+        &self.chunks_per_shard
+    }
+
+    /// The elements (native-endian, C order) of inner chunk `i`, pre-filled
+    /// with the fill value; `None` if the chunk lies outside the array.
+    pub fn chunk_mut(&mut self, i: usize) -> Option<&mut [u8]> {
+        let start = self.slots[i]?;
+        Some(&mut self.data[start..start + self.chunk_bytes])
+    }
+}
+
+impl ZarrArray {
+    /// Start building the shard at `indices`.
+    pub fn shard_builder(&self, indices: &[u64]) -> Result<ShardBuilder> {
+        let sharded = self
+            .sharded
+            .as_ref()
+            .ok_or_else(|| StoreError::Unsupported {
+                path: self.dir.clone(),
+                what:
+                    "building shards of an array that is not sharded with a known chunk codec chain"
+                        .into(),
+            })?;
+        let cps = sharded.layout.chunks_per_shard.clone();
+        let inner = sharded.inner_shape.clone();
+        let elems = inner.iter().product::<u64>() as usize;
+        let chunk_bytes = elems * self.dtype.size();
+        let gap = match sharded.codecs {
+            InnerCodecs::Raw { crc: true } => 4,
+            _ => 0,
+        };
+        let n: u64 = cps.iter().product();
+        let mut slots = Vec::with_capacity(n as usize);
+        let mut next = 0usize;
+        for i in 0..n {
+            let pos = unravel(i, &cps);
+            let inside =
+                (0..inner.len()).all(|d| (indices[d] * cps[d] + pos[d]) * inner[d] < self.shape[d]);
+            slots.push(inside.then(|| {
+                let at = next;
+                next += chunk_bytes + gap;
+                at
+            }));
+        }
+        // Room for the index too, so finishing the shard never reallocates.
+        let mut data = Vec::with_capacity(next + slots.len() * 16 + 4);
+        let template = self.fill.repeat(elems);
+        for slot in &slots {
+            if slot.is_some() {
+                data.extend_from_slice(&template);
+                data.extend_from_slice(&[0u8; 4][..gap]);
+            }
+        }
+        Ok(ShardBuilder {
+            indices: indices.to_vec(),
+            inner_shape: inner,
+            chunks_per_shard: cps,
+            chunk_bytes,
+            slots,
+            data,
+        })
+    }
+
+    /// Finish the shard (checksums, compression, index) and write it atomically.
+    pub fn write_shard(&self, builder: ShardBuilder) -> Result<()> {
+        let sharded = self
+            .sharded
+            .as_ref()
+            .expect("a builder exists only for sharded arrays");
+        let key = self.array.chunk_key(&builder.indices);
+        let mut index: Vec<u8> = Vec::with_capacity(builder.slots.len() * 16 + 4);
+        let mut entry = |offset: u64, nbytes: u64| {
+            index.extend_from_slice(&offset.to_le_bytes());
+            index.extend_from_slice(&nbytes.to_le_bytes());
+        };
+        let mut shard = match &sharded.codecs {
+            InnerCodecs::Raw { crc } => {
+                let mut data = builder.data;
+                let gap = if *crc { 4 } else { 0 };
+                for slot in &builder.slots {
+                    match *slot {
+                        Some(at) => {
+                            if *crc {
+                                let sum = crc32c::crc32c(&data[at..at + builder.chunk_bytes]);
+                                data[at + builder.chunk_bytes..at + builder.chunk_bytes + 4]
+                                    .copy_from_slice(&sum.to_le_bytes());
+                            }
+                            entry(at as u64, (builder.chunk_bytes + gap) as u64);
+                        }
+                        None => entry(ABSENT, ABSENT),
+                    }
+                }
+                data
+            }
+            InnerCodecs::Chain(chain) => {
+                let shape: Vec<NonZeroU64> = builder
+                    .inner_shape
+                    .iter()
+                    .map(|&c| NonZeroU64::new(c).expect("chunk sides are positive"))
+                    .collect();
+                let options = CodecOptions::default().with_concurrent_target(1);
+                let mut out = Vec::with_capacity(builder.data.len() / 2);
+                for slot in &builder.slots {
+                    match *slot {
+                        Some(at) => {
+                            let chunk = &builder.data[at..at + builder.chunk_bytes];
+                            let encoded = chain
+                                .encode(
+                                    ArrayBytes::new_flen(Cow::Borrowed(chunk)),
+                                    &shape,
+                                    self.array.data_type(),
+                                    self.array.fill_value(),
+                                    &options,
+                                )
+                                .map_err(|e| StoreError::Codec {
+                                    array: self.dir.clone(),
+                                    key: key.as_str().to_string(),
+                                    message: e.to_string(),
+                                })?;
+                            entry(out.len() as u64, encoded.len() as u64);
+                            out.extend_from_slice(&encoded);
+                        }
+                        None => entry(ABSENT, ABSENT),
+                    }
+                }
+                out
+            }
+        };
+        if !sharded.layout.index_at_end {
+            return Err(StoreError::Unsupported {
+                path: self.dir.clone(),
+                what: "writing shards with the index at the start".into(),
+            }
+            .into());
+        }
+        if sharded.layout.index_crc {
+            let sum = crc32c::crc32c(&index);
+            index.extend_from_slice(&sum.to_le_bytes());
+        }
+        shard.extend_from_slice(&index);
+        write_atomic(&self.dir.join(key.as_str()), &shard)?;
+        self.forget_shard(&builder.indices);
+        Ok(())
+    }
+}

@@ -1,0 +1,66 @@
+//! The description of a new array: shape, type, chunking and codecs, as a
+//! Zarr v3 `zarr.json` document.
+
+use serde_json::{json, Map, Value};
+
+use super::DType;
+
+/// What a new array looks like.
+#[derive(Debug, Clone)]
+pub struct ArraySpec {
+    /// Array shape.
+    pub shape: Vec<u64>,
+    /// Element type.
+    pub dtype: DType,
+    /// Shape of a chunk of the regular grid (a shard, when `inner_chunks` is set).
+    pub chunk_shape: Vec<u64>,
+    /// Inner chunk shape inside each shard; `None` for an unsharded array.
+    pub inner_chunks: Option<Vec<u64>>,
+    /// Bytes-to-bytes codecs (compressors) as Zarr v3 JSON, applied before
+    /// the crc32c that every chunk gets.
+    pub compressors: Vec<Value>,
+    /// Names of the dimensions.
+    pub dimension_names: Vec<String>,
+    /// Fill value as Zarr v3 JSON (`"NaN"`, `0`, ...).
+    pub fill_value: Value,
+    /// User attributes.
+    pub attributes: Map<String, Value>,
+}
+
+impl ArraySpec {
+    /// The `zarr.json` document of this spec. Every chunk and every shard
+    /// index carries a crc32c.
+    pub fn metadata(&self) -> Value {
+        let mut chunk_codecs =
+            vec![json!({"name": "bytes", "configuration": {"endian": "little"}})];
+        chunk_codecs.extend(self.compressors.iter().cloned());
+        chunk_codecs.push(json!({"name": "crc32c"}));
+        let codecs = match &self.inner_chunks {
+            Some(inner) => vec![json!({
+                "name": "sharding_indexed",
+                "configuration": {
+                    "chunk_shape": inner,
+                    "codecs": chunk_codecs,
+                    "index_codecs": [
+                        {"name": "bytes", "configuration": {"endian": "little"}},
+                        {"name": "crc32c"}
+                    ],
+                    "index_location": "end"
+                }
+            })],
+            None => chunk_codecs,
+        };
+        json!({
+            "zarr_format": 3,
+            "node_type": "array",
+            "shape": self.shape,
+            "data_type": self.dtype.name(),
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": self.chunk_shape}},
+            "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+            "fill_value": self.fill_value,
+            "codecs": codecs,
+            "attributes": self.attributes,
+            "dimension_names": self.dimension_names,
+        })
+    }
+}
