@@ -99,3 +99,16 @@ def test_fancy_indices_are_refused_with_a_clear_error(tmp_path):
         array[[0, 2]]
     with pytest.raises(IndexError, match="out of bounds"):
         array[4]
+
+
+@pytest.mark.parametrize("compress", [None, "zstd:1", "zstd:-3", "gzip:2", "blosc-lz4"])
+@pytest.mark.parametrize("sharded", [True, False])
+def test_zarr_python_reads_what_the_engine_writes(tmp_path, compress, sharded):
+    import zarr
+
+    expected = random_data((23, 18, 75), np.dtype("float32"), 3)
+    shards = (16, 16, 32) if sharded else None
+    cubeslab.Array.from_numpy(
+        tmp_path / "a.zarr", expected, chunks=(8, 8, 16), shards=shards, compress=compress
+    )
+    assert np.array_equal(zarr.open_array(tmp_path / "a.zarr", mode="r")[...], expected)

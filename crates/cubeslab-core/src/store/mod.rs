@@ -17,6 +17,7 @@ mod shard;
 mod shard_builder;
 mod sharded;
 mod spec;
+mod zstd_chunk;
 
 pub use array::{ReadOptions, ZarrArray};
 pub use atomic::{write_atomic, write_json_atomic};

@@ -7,7 +7,9 @@ use std::{borrow::Cow, num::NonZeroU64};
 
 use zarrs::array::{ArrayBytes, ArrayToBytesCodecTraits, CodecOptions};
 
-use super::{array::unravel, sharded::InnerCodecs, write_atomic, StoreError, ZarrArray};
+use super::{
+    array::unravel, sharded::InnerCodecs, write_atomic, zstd_chunk, StoreError, ZarrArray,
+};
 use crate::error::Result;
 
 /// Marks an absent inner chunk in a shard index.
@@ -126,6 +128,38 @@ impl ZarrArray {
                     }
                 }
                 data
+            }
+            InnerCodecs::Zstd {
+                level,
+                checksum,
+                crc,
+            } => {
+                let mut out = Vec::with_capacity(builder.data.len() + builder.slots.len() * 16 + 4);
+                for slot in &builder.slots {
+                    match *slot {
+                        Some(at) => {
+                            let start = out.len();
+                            zstd_chunk::compress_into(
+                                &builder.data[at..at + builder.chunk_bytes],
+                                *level,
+                                *checksum,
+                                &mut out,
+                            )
+                            .map_err(|message| StoreError::Codec {
+                                array: self.dir.clone(),
+                                key: key.as_str().to_string(),
+                                message,
+                            })?;
+                            if *crc {
+                                let sum = crc32c::crc32c(&out[start..]);
+                                out.extend_from_slice(&sum.to_le_bytes());
+                            }
+                            entry(start as u64, (out.len() - start) as u64);
+                        }
+                        None => entry(ABSENT, ABSENT),
+                    }
+                }
+                out
             }
             InnerCodecs::Chain(chain) => {
                 let shape: Vec<NonZeroU64> = builder

@@ -15,7 +15,7 @@ use zarrs::{
 use super::{
     array::{metadata_error, u64_list, unravel},
     shard::{ShardFile, ShardLayout},
-    ReadOptions, StoreError, ZarrArray,
+    zstd_chunk, ReadOptions, StoreError, ZarrArray,
 };
 use crate::{
     error::Result,
@@ -28,6 +28,13 @@ pub(super) enum InnerCodecs {
     /// `bytes` (little endian), optionally followed by `crc32c`: the stored
     /// bytes are the elements themselves.
     Raw { crc: bool },
+    /// `bytes` (little endian), `zstd`, optionally `crc32c`: zstd with a
+    /// context reused per thread (see `zstd_chunk`).
+    Zstd {
+        level: i32,
+        checksum: bool,
+        crc: bool,
+    },
     /// Any other chain, decoded by `zarrs`.
     Chain(Arc<CodecChain>),
 }
@@ -78,6 +85,7 @@ impl ShardedCodecs {
                     == "little"
         };
         let is_crc = |c: &Value| c.get("name").and_then(Value::as_str) == Some("crc32c");
+        let is_zstd = |c: &Value| c.get("name").and_then(Value::as_str) == Some("zstd");
         let index_codecs = conf
             .get("index_codecs")
             .and_then(Value::as_array)
@@ -96,6 +104,23 @@ impl ShardedCodecs {
         let decode = match inner_codecs.as_slice() {
             [b] if is_bytes_le(b) => InnerCodecs::Raw { crc: false },
             [b, c] if is_bytes_le(b) && is_crc(c) => InnerCodecs::Raw { crc: true },
+            [b, z, rest @ ..]
+                if is_bytes_le(b)
+                    && is_zstd(z)
+                    && (rest.is_empty() || (rest.len() == 1 && is_crc(&rest[0]))) =>
+            {
+                InnerCodecs::Zstd {
+                    level: z
+                        .pointer("/configuration/level")
+                        .and_then(Value::as_i64)
+                        .unwrap_or(0) as i32,
+                    checksum: z
+                        .pointer("/configuration/checksum")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false),
+                    crc: !rest.is_empty(),
+                }
+            }
             _ => {
                 let metas: Vec<MetadataV3> = serde_json::from_value(Value::Array(inner_codecs))
                     .map_err(|e| metadata_error(dir, e.to_string()))?;
@@ -289,17 +314,7 @@ impl ZarrArray {
         };
         match &path.codecs {
             InnerCodecs::Raw { crc } => {
-                let data = if *crc {
-                    let Some(split) = bytes.len().checked_sub(4) else {
-                        return Err(self.corrupt(shard, inner, "chunk shorter than its checksum"));
-                    };
-                    if verify {
-                        self.check_crc(shard, inner, &bytes[..split], &bytes[split..])?;
-                    }
-                    &bytes[..split]
-                } else {
-                    bytes
-                };
+                let data = self.checked(shard, inner, bytes, *crc, verify)?;
                 if data.len() != chunk_bytes {
                     return Err(self.corrupt(
                         shard,
@@ -309,6 +324,14 @@ impl ZarrArray {
                 }
                 // SAFETY: disjoint output parts; `data` is a whole chunk.
                 unsafe { placement.copy(task_spans, data, dst) };
+            }
+            InnerCodecs::Zstd { crc, .. } => {
+                let frame = self.checked(shard, inner, bytes, *crc, verify)?;
+                zstd_chunk::with_decompressed(frame, chunk_bytes, |data| {
+                    // SAFETY: disjoint output parts; `data` is a whole chunk.
+                    unsafe { placement.copy(task_spans, data, dst) }
+                })
+                .map_err(|message| self.codec_error(shard, inner, message))?;
             }
             InnerCodecs::Chain(chain) => {
                 let decoded = self.decode_chain(chain, path, shard, inner, bytes, verify)?;
@@ -369,6 +392,36 @@ impl ZarrArray {
                     .into()
                 }
             })
+    }
+
+    /// The chunk's bytes without their trailing crc32c, checked if `verify`.
+    fn checked<'a>(
+        &self,
+        shard: &ShardFile,
+        inner: usize,
+        bytes: &'a [u8],
+        crc: bool,
+        verify: bool,
+    ) -> Result<&'a [u8]> {
+        if !crc {
+            return Ok(bytes);
+        }
+        let Some(split) = bytes.len().checked_sub(4) else {
+            return Err(self.corrupt(shard, inner, "chunk shorter than its checksum"));
+        };
+        if verify {
+            self.check_crc(shard, inner, &bytes[..split], &bytes[split..])?;
+        }
+        Ok(&bytes[..split])
+    }
+
+    fn codec_error(&self, shard: &ShardFile, inner: usize, message: String) -> Error {
+        StoreError::Codec {
+            array: self.dir.clone(),
+            key: inner_key(shard, inner),
+            message,
+        }
+        .into()
     }
 
     fn check_crc(&self, shard: &ShardFile, inner: usize, data: &[u8], stored: &[u8]) -> Result<()> {
