@@ -82,6 +82,11 @@ impl ShardFile {
         } else {
             0
         };
+        // Faults must not read around: the device's read-ahead window (often
+        // megabytes) would turn every scattered chunk into a large read. The
+        // reader asks the kernel for exactly the ranges it needs instead.
+        let _ = map.advise(Advice::Random);
+        let _ = map.advise_range(Advice::WillNeed, index_start, index_len);
         let raw = &map[index_start..index_start + index_len];
         let entries = &raw[..layout.num_chunks() * 16];
         if layout.index_crc {

@@ -257,26 +257,23 @@ impl ZarrArray {
             .filter_map(|&t| range_of(t))
             .all(|(slot, offset, len)| shards[slot].is_resident(offset, len));
         let threads = options.parallelism.threads.max(1) as u64;
-        // Each worker keeps `lookahead` tasks' ranges requested ahead of the
-        // one it copies, so about `in_flight` requests are outstanding.
-        let lookahead = (options.parallelism.in_flight as u64).div_ceil(threads);
+        // Each worker keeps its share of `in_flight` merged requests
+        // outstanding ahead of the chunk it copies.
+        let outstanding = options
+            .parallelism
+            .in_flight
+            .div_ceil(threads as usize)
+            .max(1);
         let piece = n_tasks.div_ceil(threads * 4).max(1);
         let out_ptr = SendPtr(out.as_mut_ptr());
         (0..n_tasks.div_ceil(piece))
             .into_par_iter()
             .try_for_each(|p| {
                 let (first, last) = (p * piece, ((p + 1) * piece).min(n_tasks));
-                let mut prefetch = Prefetcher::default();
-                let mut requested = first;
+                let mut ahead = Prefetcher::new(first, last, outstanding);
                 for t in first..last {
                     if !warm {
-                        while requested < last && requested <= t + lookahead {
-                            if let Some(range) = range_of(requested) {
-                                prefetch.add(range, &shards);
-                            }
-                            requested += 1;
-                        }
-                        prefetch.flush(&shards);
+                        ahead.advance(t, &range_of, &shards);
                     }
                     let (slot, inner, task_spans) = locate(t);
                     self.read_task(
@@ -475,27 +472,66 @@ fn selected_extent(
 /// fewer, larger reads, which every device serves faster.
 const COALESCE_GAP: u64 = 64 * 1024;
 
-/// Merges neighbouring byte ranges of a shard before asking the kernel for them.
-#[derive(Default)]
+/// Largest single request handed to the kernel.
+const MAX_REQUEST: u64 = 8 << 20;
+
+/// One worker's read-ahead over its run of tasks: merges neighbouring byte
+/// ranges into requests and keeps `outstanding` of them issued ahead of the
+/// task being copied.
 struct Prefetcher {
-    pending: Option<(usize, u64, u64)>,
+    /// Next task whose range has not been requested.
+    scan: u64,
+    last: u64,
+    outstanding: usize,
+    /// For each issued request, the task after the last one it covers.
+    issued: std::collections::VecDeque<u64>,
 }
 
 impl Prefetcher {
-    fn add(&mut self, (slot, offset, len): (usize, u64, u64), shards: &[Arc<ShardFile>]) {
-        if let Some((s, o, l)) = &mut self.pending {
-            if *s == slot && offset >= *o && offset <= *o + *l + COALESCE_GAP {
-                *l = (*l).max(offset + len - *o);
-                return;
-            }
+    fn new(first: u64, last: u64, outstanding: usize) -> Self {
+        Self {
+            scan: first,
+            last,
+            outstanding,
+            issued: Default::default(),
         }
-        self.flush(shards);
-        self.pending = Some((slot, offset, len));
     }
 
-    fn flush(&mut self, shards: &[Arc<ShardFile>]) {
-        if let Some((slot, offset, len)) = self.pending.take() {
-            shards[slot].prefetch(offset, len);
+    /// Called before copying task `t`.
+    fn advance(
+        &mut self,
+        t: u64,
+        range_of: &impl Fn(u64) -> Option<(usize, u64, u64)>,
+        shards: &[Arc<ShardFile>],
+    ) {
+        while self.issued.front().is_some_and(|&end| end <= t) {
+            self.issued.pop_front();
+        }
+        while self.issued.len() < self.outstanding && self.scan < self.last {
+            let mut request: Option<(usize, u64, u64)> = None;
+            while self.scan < self.last {
+                let Some((slot, offset, len)) = range_of(self.scan) else {
+                    self.scan += 1;
+                    continue;
+                };
+                match &mut request {
+                    None => request = Some((slot, offset, len)),
+                    Some((s, o, l))
+                        if *s == slot
+                            && offset >= *o
+                            && offset <= *o + *l + COALESCE_GAP
+                            && *l < MAX_REQUEST =>
+                    {
+                        *l = (*l).max(offset + len - *o);
+                    }
+                    Some(_) => break,
+                }
+                self.scan += 1;
+            }
+            if let Some((slot, offset, len)) = request {
+                shards[slot].prefetch(offset, len);
+                self.issued.push_back(self.scan);
+            }
         }
     }
 }
