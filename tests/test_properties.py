@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import itertools
 
-import cubeslab
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+import cubeslab
 
 DTYPES = ["int8", "int16", "int32", "uint8", "uint16", "uint32", "float32", "float64"]
 

@@ -8,8 +8,9 @@ import subprocess
 import sys
 import textwrap
 
-import cubeslab
 import numpy as np
+
+import cubeslab
 from cubeslab.synthetic import SyntheticSurvey, write_segy
 
 MEASURE = textwrap.dedent(

@@ -15,6 +15,7 @@ from typing import Annotated
 import numpy as np
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 from rich.table import Table
 
@@ -85,7 +86,7 @@ def ingest(
         TimeRemainingColumn(),
     )
     with Progress(*columns, console=errors, transient=False) as bar:
-        task = bar.add_task(f"ingest {source.name}", total=None)
+        task = bar.add_task(f"ingest {escape(source.name)}", total=None)
 
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
@@ -99,9 +100,9 @@ def ingest(
             vertical="depth" if depth else "time", progress=progress,
         )  # fmt: skip
     for warning in summary.get("warnings", []):
-        errors.print(f"[yellow]warning:[/] {warning}")
+        errors.print(f"[yellow]warning:[/] {escape(warning)}")
     live, missing = summary["live_traces"], summary["missing_traces"]
-    console.print(f"[green]ingested[/] {live} traces ({missing} missing) into {store}")
+    console.print(f"[green]ingested[/] {live} traces ({missing} missing) into {escape(str(store))}")
 
 
 def store_size(path: Path) -> int:
@@ -149,7 +150,7 @@ def info(
         return
     table = Table(show_header=False, box=None)
     for key, value in report.items():
-        table.add_row(f"[bold]{key}[/]", str(value))
+        table.add_row(f"[bold]{key}[/]", escape(str(value)))
     console.print(table)
 
 
@@ -181,7 +182,7 @@ def read(
         save_png(data, output, title)
     else:
         np.save(output, data)
-    console.print(f"wrote {data.shape} {data.dtype} to {output}")
+    console.print(f"wrote {data.shape} {data.dtype} to {escape(str(output))}")
 
 
 def parse_window(text: str) -> tuple:
@@ -227,7 +228,7 @@ def export(
     from . import export as run_export
 
     n = run_export(store, output, format=format, overwrite=overwrite)
-    console.print(f"wrote {n} traces to {output}")
+    console.print(f"wrote {n} traces to {escape(str(output))}")
 
 
 @app.command()
@@ -246,7 +247,7 @@ def main() -> None:
     try:
         app(standalone_mode=False)
     except CubeslabError as error:
-        errors.print(f"[red]error:[/] {error}", highlight=False, soft_wrap=True)
+        errors.print(f"[red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
         sys.exit(1)
     except KeyboardInterrupt:
         errors.print("[yellow]interrupted[/]; a store being written stays marked incomplete")
@@ -254,7 +255,7 @@ def main() -> None:
     except typer.Exit as exit_:
         sys.exit(exit_.exit_code)
     except (typer.BadParameter, typer.Abort) as error:
-        errors.print(f"[red]usage error:[/] {error}")
+        errors.print(f"[red]usage error:[/] {escape(str(error))}")
         sys.exit(2)
     except Exception as error:  # click's usage errors
         import click

@@ -10,17 +10,23 @@ from pathlib import Path
 import numpy as np
 
 from .array import Array, ReadSettings
-from .errors import IncompleteStoreError, LabelError, StoreNotFoundError
+from .errors import IncompleteStoreError, InvalidInputError, LabelError, StoreNotFoundError
 from .trace_fields import FIELD_BY_BYTE, TRACE_FIELDS
 
 VERTICAL_NAMES = ("time", "depth", "sample")
 
 
 def _read_node(path: Path) -> dict:
+    file = path / "zarr.json"
     try:
-        return json.loads((path / "zarr.json").read_text())
-    except FileNotFoundError:
+        node = json.loads(file.read_bytes())
+    except (FileNotFoundError, NotADirectoryError):
         raise StoreNotFoundError(f"{path}: no Zarr store here (no zarr.json)") from None
+    except ValueError as error:  # JSONDecodeError, UnicodeDecodeError
+        raise InvalidInputError(f"{file}: invalid metadata: not valid JSON: {error}") from None
+    if not isinstance(node, dict):
+        raise InvalidInputError(f"{file}: invalid metadata: not a JSON object but a {type(node).__name__}")
+    return node
 
 
 class LabelAxis:

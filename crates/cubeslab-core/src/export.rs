@@ -116,8 +116,11 @@ pub fn export_segy(store: &Path, output: &Path, options: &ExportOptions) -> Resu
     let per_inline: usize = shape[1..nt].iter().product::<u64>() as usize;
 
     let mut bytes = Vec::new();
-    bytes.extend_from_slice(&text);
+    // Textual header, binary header, then any extended textual headers.
+    let split = text.len().min(3200);
+    bytes.extend_from_slice(&text[..split]);
     bytes.extend_from_slice(&binary);
+    bytes.extend_from_slice(&text[split..]);
     let tmp = output.with_extension("sgy.partial");
     let file = File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
     let mut writer = BufWriter::with_capacity(8 << 20, file);

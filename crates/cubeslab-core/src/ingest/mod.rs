@@ -118,18 +118,21 @@ impl Ingest {
                 what,
             })?;
 
-        Group::prepare_new(&store, options.overwrite)?;
-        let mut attributes = survey::group_attributes(&source, &geometry, &names, &layout, dtype);
-        Group::write(&store, &attributes)?;
-        let arrays = survey::create_arrays(
-            &store,
-            &source,
-            &geometry,
-            &names,
-            &layout,
-            dtype,
-            &options.compressors,
-        )?;
+        if !dtype_holds(dtype, source.format) {
+            return Err(StoreError::Unsupported {
+                path: store.clone(),
+                what: format!(
+                    "dtype {} cannot hold every sample of format {} exactly; use float32, float64 or native",
+                    dtype.name(),
+                    source.format.code()
+                ),
+            }
+            .into());
+        }
+        let unsupported = |what| StoreError::Unsupported {
+            path: store.clone(),
+            what,
+        };
         let tasks = task::plan(
             &shape,
             &layout,
@@ -137,15 +140,17 @@ impl Ingest {
             options.memory_limit,
             options.parallelism.threads,
         )
-        .map_err(|what| StoreError::Unsupported {
-            path: store.clone(),
-            what,
-        })?;
-        attributes.insert("cubeslab".into(), {
-            let mut c = attributes["cubeslab"].clone();
-            c["memory_limit"] = json!(options.memory_limit);
-            c
-        });
+        .map_err(unsupported)?;
+        let amplitude = survey::amplitude_spec(shape, &names, &layout, dtype, &options.compressors);
+        amplitude.validate(&store.join(AMPLITUDE))?;
+
+        // Everything that can be checked has been: only now touch the disk.
+        Group::prepare_new(&store, options.overwrite)?;
+        let mut attributes = survey::group_attributes(&source, &geometry, &names, &layout, dtype);
+        attributes["cubeslab"]["memory_limit"] = json!(options.memory_limit);
+        Group::write(&store, &attributes)?;
+        let arrays =
+            survey::create_arrays(&store, &source, &geometry, &names, &layout, &amplitude)?;
         Ok(Self {
             source,
             geometry,
@@ -221,4 +226,39 @@ impl Ingest {
     pub fn amplitude(&self) -> &ZarrArray {
         &self.arrays.amplitude
     }
+}
+
+/// Whether `dtype` holds every value of `format` exactly: floats hold what
+/// they are asked to (float32 is the documented default, lossless for the
+/// common formats), integers only formats whose whole range they cover.
+fn dtype_holds(dtype: DType, format: crate::segy::SampleFormat) -> bool {
+    use DType::*;
+    if dtype.is_float() {
+        return true;
+    }
+    let native = format.native_dtype();
+    if native.is_float() {
+        return false;
+    }
+    let range = |d: DType| -> (i128, i128) {
+        match d {
+            Int8 => (i8::MIN as i128, i8::MAX as i128),
+            Int16 => (i16::MIN as i128, i16::MAX as i128),
+            Int32 => (i32::MIN as i128, i32::MAX as i128),
+            Int64 => (i64::MIN as i128, i64::MAX as i128),
+            UInt8 | Bool => (0, u8::MAX as i128),
+            UInt16 => (0, u16::MAX as i128),
+            UInt32 => (0, u32::MAX as i128),
+            UInt64 => (0, u64::MAX as i128),
+            Float32 | Float64 => (i128::MIN, i128::MAX),
+        }
+    };
+    // 24-bit formats are narrower than their native 32-bit holder.
+    let source = match format {
+        crate::segy::SampleFormat::Int24 => (-(1 << 23), (1 << 23) - 1),
+        crate::segy::SampleFormat::UInt24 => (0, (1 << 24) - 1),
+        _ => range(native),
+    };
+    let target = range(dtype);
+    target.0 <= source.0 && source.1 <= target.1
 }

@@ -103,6 +103,29 @@ pub(super) fn group_attributes(
     attributes
 }
 
+/// The amplitude array of a survey.
+pub(super) fn amplitude_spec(
+    shape: Vec<u64>,
+    names: &SurveyNames,
+    layout: &Layout,
+    dtype: DType,
+    compressors: &[Value],
+) -> ArraySpec {
+    ArraySpec {
+        shape,
+        dtype,
+        chunk_shape: layout.shard.clone(),
+        inner_chunks: Some(layout.inner.clone()),
+        compressors: compressors.to_vec(),
+        dimension_names: names.amplitude_dims(),
+        fill_value: dtype.default_fill(),
+        attributes: json!({"coordinates": "cdp_x cdp_y"})
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+    }
+}
+
 /// Create every array of the store; write the coordinate arrays now, the
 /// trace-block arrays are written by the tasks.
 pub(super) fn create_arrays(
@@ -111,29 +134,13 @@ pub(super) fn create_arrays(
     geometry: &Geometry,
     names: &SurveyNames,
     layout: &Layout,
-    dtype: DType,
-    compressors: &[Value],
+    amplitude: &ArraySpec,
 ) -> Result<TaskArrays> {
     let trace_shape = geometry.trace_shape();
     let nt = trace_shape.len();
     let mut shape = trace_shape.clone();
     shape.push(source.samples as u64);
-    let amplitude = ZarrArray::create(
-        store.join(AMPLITUDE),
-        &ArraySpec {
-            shape,
-            dtype,
-            chunk_shape: layout.shard.clone(),
-            inner_chunks: Some(layout.inner.clone()),
-            compressors: compressors.to_vec(),
-            dimension_names: names.amplitude_dims(),
-            fill_value: dtype.default_fill(),
-            attributes: json!({"coordinates": "cdp_x cdp_y"})
-                .as_object()
-                .cloned()
-                .unwrap_or_default(),
-        },
-    )?;
+    let amplitude = ZarrArray::create(store.join(AMPLITUDE), amplitude)?;
     // Trace-block arrays share the amplitude shards' grid over the trace dims.
     let block = layout.shard[..nt].to_vec();
     let per_trace =

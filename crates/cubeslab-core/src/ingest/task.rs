@@ -58,9 +58,10 @@ pub(crate) fn plan(
         (per_task.saturating_sub(fixed) as f64 / (SHARD_MEMORY_FACTOR * shard_bytes as f64)) as u64;
     if z_per_task == 0 {
         return Err(format!(
-            "a {} MiB shard does not fit a memory limit of {} MiB shared by {threads} threads; use smaller shards, fewer threads or a higher limit",
-            shard_bytes >> 20,
-            memory_limit >> 20
+            "a shard of {:.1} MiB (plus {:.1} MiB of trace buffers per task) does not fit a memory limit of {:.1} MiB shared by {threads} threads; use smaller shards, fewer threads or a higher limit",
+            shard_bytes as f64 / 1048576.0,
+            fixed as f64 / 1048576.0,
+            memory_limit as f64 / 1048576.0
         ));
     }
     let grid: Vec<u64> = shape

@@ -33,7 +33,7 @@ pub enum SegyError {
         hint: String,
     },
     /// The trace data does not divide into whole traces.
-    #[error("{path}: trace count inconsistent: {data_bytes} bytes of trace data after byte {data_start} is not a whole number of {trace_len}-byte traces (240-byte header + {samples} samples x {sample_bytes} bytes); the last trace, number {last_trace}, is cut at byte {file_len}. Pass allow_truncated (--allow-truncated) to ingest the {last_trace} whole traces")]
+    #[error("{path}: trace count inconsistent: {data_bytes} bytes of trace data after byte {data_start} is not a whole number of {trace_len}-byte traces (240-byte header + {samples} samples x {sample_bytes} bytes); the last trace, number {last_trace}, is cut at byte {file_len}{hint}")]
     Truncated {
         /// The file.
         path: PathBuf,
@@ -51,6 +51,8 @@ pub enum SegyError {
         sample_bytes: u64,
         /// Index of the cut trace (= number of whole traces).
         last_trace: u64,
+        /// What the user can do (starts with ". ").
+        hint: String,
     },
     /// The trace headers do not describe a regular survey.
     #[error("{path}: {message}")]

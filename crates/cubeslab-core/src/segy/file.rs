@@ -199,17 +199,36 @@ impl SegyFile {
             0
         };
         let bps = format.bytes() as u64;
-        let fits = |ns: u64| {
+        // A count fits if the file divides into whole traces of it and the
+        // second trace's header (byte 115) agrees, or leaves the field unset.
+        let second_trace_samples = |ns: u64| -> Option<u64> {
+            let mut h = [0u8; TRACE_HEADER_LEN];
+            let at = data_start + TRACE_HEADER_LEN as u64 + ns * bps;
+            (at + TRACE_HEADER_LEN as u64 <= len && file.read_exact_at(&mut h, at).is_ok())
+                .then(|| (header_field(&h, 115, 2, endian) as u16) as u64)
+        };
+        let divides = |ns: u64| {
             ns > 0 && (len - data_start).is_multiple_of(TRACE_HEADER_LEN as u64 + ns * bps)
         };
-        let samples = if fits(bin_samples) {
+        let agrees = |ns: u64| second_trace_samples(ns).is_none_or(|next| next == ns || next == 0);
+        let disagree = |used: u64| {
+            format!(
+                "samples per trace: the binary header (byte 3221) says {bin_samples}, the first trace header \
+                 (byte 115) says {trace_samples}; using {used}, which divides the file into whole traces"
+            )
+        };
+        let samples = if divides(bin_samples) && agrees(bin_samples) {
             bin_samples
-        } else if fits(trace_samples) {
+        } else if divides(trace_samples) && agrees(trace_samples) {
             if bin_samples != 0 {
-                warnings.push(format!(
-                    "binary header says {bin_samples} samples per trace (byte 3221) but traces hold {trace_samples} (trace header byte 115); using {trace_samples}"
-                ));
+                warnings.push(disagree(trace_samples));
             }
+            trace_samples
+        } else if divides(bin_samples) {
+            warnings.push(disagree(bin_samples));
+            bin_samples
+        } else if divides(trace_samples) {
+            warnings.push(disagree(trace_samples));
             trace_samples
         } else if bin_samples > 0 || trace_samples > 0 {
             let ns = if bin_samples > 0 {
@@ -229,6 +248,11 @@ impl SegyFile {
                     samples: ns,
                     sample_bytes: bps,
                     last_trace: whole,
+                    hint: if whole == 0 {
+                        ". No whole trace is left; check samples per trace (bytes 3221 and 115) and the sample format (byte 3225)".into()
+                    } else {
+                        format!(". Pass allow_truncated (--allow-truncated) to ingest the {whole} whole traces")
+                    },
                 }
                 .into());
             }

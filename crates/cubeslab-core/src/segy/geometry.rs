@@ -148,7 +148,7 @@ impl Geometry {
         let n_off = offsets.as_ref().map_or(1, Vec::len);
         let cells = (inlines.len() as u128) * (crosslines.len() as u128) * n_off as u128;
         let traces = keys.len() as u128;
-        if cells > 10 * traces && cells > 1000 {
+        if cells > 10 * traces {
             return Err(fail(format!(
                 "{} traces would fill only {:.3}% of a {} x {} grid of inlines x crosslines{} ({bytes}): \
                  the inline/crossline byte locations are probably wrong (--inline-byte/--crossline-byte)",

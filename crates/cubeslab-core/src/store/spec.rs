@@ -1,9 +1,13 @@
 //! The description of a new array: shape, type, chunking and codecs, as a
 //! Zarr v3 `zarr.json` document.
 
-use serde_json::{json, Map, Value};
+use std::path::Path;
 
-use super::DType;
+use serde_json::{json, Map, Value};
+use zarrs::array::{ArrayMetadata, CodecChain};
+
+use super::{DType, StoreError};
+use crate::error::Result;
 
 /// What a new array looks like.
 #[derive(Debug, Clone)]
@@ -62,5 +66,20 @@ impl ArraySpec {
             "attributes": self.attributes,
             "dimension_names": self.dimension_names,
         })
+    }
+
+    /// Check the spec as `zarrs` would when opening the array — metadata and
+    /// codec chain — without writing anything; `path` is for messages.
+    pub fn validate(&self, path: &Path) -> Result<()> {
+        let invalid = |message: String| StoreError::Metadata {
+            path: path.join("zarr.json"),
+            message,
+        };
+        let metadata: ArrayMetadata =
+            serde_json::from_value(self.metadata()).map_err(|e| invalid(e.to_string()))?;
+        if let ArrayMetadata::V3(v3) = &metadata {
+            CodecChain::from_metadata(&v3.codecs).map_err(|e| invalid(e.to_string()))?;
+        }
+        Ok(())
     }
 }
