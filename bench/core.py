@@ -25,8 +25,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import cubeslab
 import numpy as np
+
+import cubeslab
 from cubeslab.synthetic import SyntheticSurvey, write_segy
 
 ROOT = Path(__file__).resolve().parent
