@@ -47,13 +47,14 @@ def run_demo(
     console.print(f"ingested {mb:.0f} MB in {ingest_s:.2f} s ({mb / ingest_s:.0f} MB/s)")
 
     cube = cubeslab.open(store)
+    unverified = cubeslab.open(store, verify=False)
     il = int(cube.coords["inline"][shape[0] // 2])
     xl = int(cube.coords["crossline"][shape[1] // 2])
     t = float(cube.coords["time"][shape[2] // 2])
     planes = {
-        "inline": (lambda: cube.inline[il], f"inline {il}"),
-        "crossline": (lambda: cube.crossline[xl], f"crossline {xl}"),
-        "time slice": (lambda: cube.time_slice[t], f"time {t:g} ms"),
+        "inline": (lambda c: c.inline[il], f"inline {il}"),
+        "crossline": (lambda c: c.crossline[xl], f"crossline {xl}"),
+        "time slice": (lambda c: c.time_slice[t], f"time {t:g} ms"),
     }
     results: dict = {"ingest_s": ingest_s, "planes": {}}
     try:
@@ -69,16 +70,23 @@ def run_demo(
     table = Table(title=f"plane reads, median of {repeats} (warm page cache)")
     table.add_column("plane")
     table.add_column("cubeslab ms", justify="right")
+    table.add_column("verify off ms", justify="right")
     table.add_column("segyio ms", justify="right")
-    table.add_column("speed-up", justify="right")
+    table.add_column("segyio ÷ cubeslab", justify="right")
     for name, (read, title) in planes.items():
-        ours, data = timed(read, repeats)
+        ours, data = timed(lambda read=read: read(cube), repeats)
+        fast = timed(lambda read=read: read(unverified), repeats)[0]
         theirs = timed(segyio_reads[name], max(1, repeats // 2))[0] if handle else float("nan")
-        results["planes"][name] = {"cubeslab_s": ours, "segyio_s": theirs}
-        table.add_row(name, f"{ours * 1e3:.2f}", f"{theirs * 1e3:.2f}", f"{theirs / ours:.0f}x")
+        results["planes"][name] = {"cubeslab_s": ours, "cubeslab_unverified_s": fast, "segyio_s": theirs}
+        row = (f"{ours * 1e3:.2f}", f"{fast * 1e3:.2f}", f"{theirs * 1e3:.2f}", f"{theirs / ours:.1f}x")
+        table.add_row(name, *row)
         png = directory / f"{name.replace(' ', '_')}.png"
         save_png(data, png, title)
     console.print(table)
+    console.print(
+        "cubeslab checks every chunk's crc32c by default, reading whole 16^3 chunks; with verify off it "
+        "touches only the plane's bytes. segyio reads inlines fast (one run of traces), time slices slowly."
+    )
     console.print(f"pictures of the three planes in {directory}/")
     if handle:
         handle.close()
