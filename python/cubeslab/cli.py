@@ -170,16 +170,19 @@ def read(
     if sum(chosen) != 1:
         raise typer.BadParameter("give exactly one of --inline, --crossline, --time, --window")
     cube = open_cube(store)
+    axes = None
     if inline is not None:
-        data, title = cube.inline[inline], f"inline {inline:g}"
+        data, title, kept = cube.inline[inline], f"inline {inline:g}", (1, cube.ndim - 1)
     elif crossline is not None:
-        data, title = cube.crossline[crossline], f"crossline {crossline:g}"
+        data, title, kept = cube.crossline[crossline], f"crossline {crossline:g}", (0, cube.ndim - 1)
     elif time is not None:
-        data, title = cube.time_slice[time], f"{cube.vertical} {time:g}"
+        data, title, kept = cube.time_slice[time], f"{cube.vertical} {time:g}", (0, 1)
     else:
-        data, title = cube[parse_window(window)], f"window {window}"
+        data, title, kept = cube[parse_window(window)], f"window {window}", None
+    if kept is not None and cube.ndim == 3:
+        axes = tuple((cube.dims[d], cube.coords[cube.dims[d]]) for d in kept)
     if output.suffix == ".png":
-        save_png(data, output, title)
+        save_png(data, output, title, axes)
     else:
         np.save(output, data)
     console.print(f"wrote {data.shape} {data.dtype} to {escape(str(output))}")
@@ -198,8 +201,11 @@ def parse_window(text: str) -> tuple:
         raise SelectionError(f"cannot parse window {text!r}; use e.g. '0:10,5,::2'") from None
 
 
-def save_png(data: np.ndarray, path: Path, title: str) -> None:
-    """A seismic-style picture: grey scale clipped at the 99th percentile, samples downward."""
+def save_png(data: np.ndarray, path: Path, title: str, axes=None) -> None:
+    """A seismic-style picture: grey scale clipped at the 99th percentile, the second axis downward.
+
+    axes: ((name, labels), (name, labels)) for the plane's two dimensions, to label the picture.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -210,7 +216,15 @@ def save_png(data: np.ndarray, path: Path, title: str) -> None:
     finite = data[np.isfinite(data)] if data.dtype.kind == "f" else data
     clip = float(np.percentile(np.abs(finite), 99)) if finite.size else 1.0
     fig, ax = plt.subplots(figsize=(8, 5), dpi=100)
-    ax.imshow(data.T, cmap="gray", aspect="auto", vmin=-clip, vmax=clip, interpolation="nearest")
+    extent = None
+    if axes is not None:
+        (xname, xs), (yname, ys) = axes
+        extent = (float(xs[0]), float(xs[-1]), float(ys[-1]), float(ys[0]))
+        ax.set_xlabel(xname)
+        ax.set_ylabel(yname)
+    ax.imshow(
+        data.T, cmap="gray", aspect="auto", vmin=-clip, vmax=clip, interpolation="nearest", extent=extent
+    )
     ax.set_title(title)
     fig.tight_layout()
     fig.savefig(path)

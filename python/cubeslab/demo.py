@@ -52,9 +52,9 @@ def run_demo(
     xl = int(cube.coords["crossline"][shape[1] // 2])
     t = float(cube.coords["time"][shape[2] // 2])
     planes = {
-        "inline": (lambda c: c.inline[il], f"inline {il}"),
-        "crossline": (lambda c: c.crossline[xl], f"crossline {xl}"),
-        "time slice": (lambda c: c.time_slice[t], f"time {t:g} ms"),
+        "inline": (lambda c: c.inline[il], f"inline {il}", ("crossline", "time")),
+        "crossline": (lambda c: c.crossline[xl], f"crossline {xl}", ("inline", "time")),
+        "time slice": (lambda c: c.time_slice[t], f"time {t:g} ms", ("inline", "crossline")),
     }
     results: dict = {"ingest_s": ingest_s, "planes": {}}
     try:
@@ -73,7 +73,7 @@ def run_demo(
     table.add_column("verify off ms", justify="right")
     table.add_column("segyio ms", justify="right")
     table.add_column("segyio ÷ cubeslab", justify="right")
-    for name, (read, title) in planes.items():
+    for name, (read, title, dims) in planes.items():
         ours, data = timed(lambda read=read: read(cube), repeats)
         fast = timed(lambda read=read: read(unverified), repeats)[0]
         theirs = timed(segyio_reads[name], max(1, repeats // 2))[0] if handle else float("nan")
@@ -81,7 +81,7 @@ def run_demo(
         row = (f"{ours * 1e3:.2f}", f"{fast * 1e3:.2f}", f"{theirs * 1e3:.2f}", f"{theirs / ours:.1f}x")
         table.add_row(name, *row)
         png = directory / f"{name.replace(' ', '_')}.png"
-        save_png(data, png, title)
+        save_png(data, png, title, tuple((d, cube.coords[d]) for d in dims))
     console.print(table)
     console.print(
         "cubeslab checks every chunk's crc32c by default, reading whole 16^3 chunks; with verify off it "
