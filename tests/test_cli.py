@@ -265,3 +265,33 @@ def test_usage_errors_exit_2(store, tmp_path):
     assert "exactly one of" in result.stderr
     result = run("ingest", "a.sgy", tmp_path / "x.zarr", "--chunks", "4,4,4", expect=2)
     assert "--shards" in result.stderr
+
+
+@pytest.mark.parametrize("name", ["f3.sgy", "f3-lsb.sgy", "small-ps.sgy", "small_hole.sgy"])
+def test_info_describes_a_segy_file_before_ingest_as_segyio_sees_it(segy_dir, name):
+    path = segy_dir / name
+    report = json.loads(run("info", path, "--json").stdout)
+    endian = "little" if "lsb" in name else "big"
+    with segyio.open(path, ignore_geometry=True, endian=endian) as f:
+        inlines = sorted({h[segyio.TraceField.INLINE_3D] for h in f.header})
+        crosslines = sorted({h[segyio.TraceField.CROSSLINE_3D] for h in f.header})
+        offsets = sorted({h[segyio.TraceField.offset] for h in f.header})
+        assert report["traces"] == f.tracecount
+        assert report["samples_per_trace"] == len(f.samples)
+        assert report["first_sample_ms"] == f.samples[0]
+        assert report["sample_format"] == f.bin[segyio.BinField.Format]
+        assert report["endianness"] == endian
+    assert report["inline"] == {"count": len(inlines), "first": inlines[0], "last": inlines[-1]}
+    assert report["crossline"] == {"count": len(crosslines), "first": crosslines[0], "last": crosslines[-1]}
+    assert report["live_traces"] == report["traces"]
+    assert (
+        report["missing_traces"]
+        == len(inlines) * len(crosslines) * max(1, len(offsets) if report["offset"] else 1) - report["traces"]
+    )
+    if len(offsets) > 1:
+        assert report["offset"]["count"] == len(offsets)
+
+
+def test_info_on_a_segy_file_without_geometry_fails_with_a_hint(segy_dir):
+    result = run("info", segy_dir / "shot-gather.sgy", expect=1)
+    assert "inline-byte" in result.stderr and "Traceback" not in result.stderr

@@ -109,12 +109,7 @@ def store_size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
-@app.command()
-def info(
-    store: Annotated[Path, typer.Argument(help="Cube store")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
-) -> None:
-    """Geometry, layout, size, compression ratio and completeness of a store."""
+def store_report(store: Path) -> dict:
     from .cube import _read_node
 
     node = _read_node(store)
@@ -122,29 +117,60 @@ def info(
     report: dict = {"store": str(store), "state": state}
     if state not in ("complete", "foreign (not written by cubeslab)"):
         report["hint"] = "the ingest did not finish; run it again with --overwrite"
-    else:
-        from . import open as open_cube
+        return report
+    from . import open as open_cube
 
-        cube = open_cube(store)
-        size = store_size(store)
-        amplitude = cube.amplitude
-        report.update(
-            {
-                "dims": dict(zip(cube.dims, cube.shape, strict=True)),
-                "dtype": str(cube.dtype),
-                "chunks": list(amplitude.chunks),
-                "shards": list(amplitude.shards) if amplitude.shards else None,
-                "codecs": [c["name"] for c in amplitude.metadata.get("codecs", [])],
-                "size_bytes": size,
-                "data_bytes": amplitude.nbytes,
-                "compression_ratio": round(amplitude.nbytes / size, 3) if size else None,
-                "ranges": {d: [float(v[0]), float(v[-1])] for d, v in cube.coords.items() if len(v)},
-            }
+    cube = open_cube(store)
+    size = store_size(store)
+    amplitude = cube.amplitude
+    report.update(
+        {
+            "dims": dict(zip(cube.dims, cube.shape, strict=True)),
+            "dtype": str(cube.dtype),
+            "chunks": list(amplitude.chunks),
+            "shards": list(amplitude.shards) if amplitude.shards else None,
+            "codecs": [c["name"] for c in amplitude.metadata.get("codecs", [])],
+            "size_bytes": size,
+            "data_bytes": amplitude.nbytes,
+            "compression_ratio": round(amplitude.nbytes / size, 3) if size else None,
+            "ranges": {d: [float(v[0]), float(v[-1])] for d, v in cube.coords.items() if len(v)},
+        }
+    )
+    extra = cube.attributes.get("cubeslab", {})
+    for key in ("live_traces", "missing_traces", "sorting", "source", "warnings"):
+        if key in extra:
+            report[key] = extra[key]
+    return report
+
+
+@app.command()
+def info(
+    path: Annotated[Path, typer.Argument(help="Cube store, or a SEG-Y file to describe before ingesting")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+    endian: Annotated[Endian, typer.Option(help="SEG-Y byte order")] = Endian.auto,
+    inline_byte: Annotated[int, typer.Option(help="SEG-Y trace header byte of the inline number")] = 189,
+    crossline_byte: Annotated[
+        int, typer.Option(help="SEG-Y trace header byte of the crossline number")
+    ] = 193,
+    offset_byte: Annotated[int, typer.Option(help="SEG-Y trace header byte of the offset")] = 37,
+) -> None:
+    """Geometry, layout, size, compression ratio and completeness of a store (or what a SEG-Y file holds)."""
+    if path.is_file():
+        from .ingest import describe_segy
+
+        report = describe_segy(
+            path,
+            endian=endian.value,
+            inline_byte=inline_byte,
+            crossline_byte=crossline_byte,
+            offset_byte=offset_byte,
         )
-        extra = cube.attributes.get("cubeslab", {})
-        for key in ("live_traces", "missing_traces", "sorting", "source", "warnings"):
-            if key in extra:
-                report[key] = extra[key]
+        text = report.pop("text_header")
+        if not as_json:
+            report.pop("binary_header")
+            console.print(escape(text))
+    else:
+        report = store_report(path)
     if as_json:
         console.print_json(json.dumps(report))
         return

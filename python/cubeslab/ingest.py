@@ -94,3 +94,24 @@ def export(
     """
     options = {"format": format, "overwrite": overwrite, "threads": threads}
     return _engine.export(os.fspath(store), os.fspath(output), json.dumps(options))
+
+
+def describe_segy(
+    source: str | os.PathLike,
+    *,
+    endian: str = "auto",
+    inline_byte: int = 189,
+    crossline_byte: int = 193,
+    offset_byte: int = 37,
+    threads: int | None = None,
+) -> dict:
+    """What a SEG-Y file holds — headers, sample format, geometry — from a parallel header scan,
+    without ingesting it."""
+    options = {
+        "endian": endian,
+        "inline_byte": inline_byte,
+        "crossline_byte": crossline_byte,
+        "offset_byte": offset_byte,
+        "threads": threads,
+    }
+    return json.loads(_engine.segy_info(os.fspath(source), json.dumps(options)))

@@ -209,6 +209,16 @@ fn export(py: Python<'_>, store: PathBuf, output: PathBuf, options: &str) -> PyR
     engine(py, || export_segy(&store, &output, &options))
 }
 
+/// Describe a SEG-Y file (headers and geometry) as JSON, without ingesting it.
+#[pyfunction]
+fn segy_info(py: Python<'_>, path: PathBuf, options: &str) -> PyResult<String> {
+    let options = options::ingest_options(options)?;
+    let described = engine(py, || {
+        cubeslab_core::segy::describe(&path, &options.segy, &options.scan, options.parallelism)
+    })?;
+    Ok(described.to_string())
+}
+
 /// Default parallelism as (threads, in_flight).
 #[pyfunction]
 fn default_parallelism() -> (usize, usize) {
@@ -227,6 +237,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ZarrArray>()?;
     m.add_class::<Ingest>()?;
     m.add_function(wrap_pyfunction!(export, m)?)?;
+    m.add_function(wrap_pyfunction!(segy_info, m)?)?;
     m.add_function(wrap_pyfunction!(default_parallelism, m)?)?;
     m.add_function(wrap_pyfunction!(dtypes, m)?)?;
     Ok(())

@@ -5,6 +5,7 @@
 //! in segyio, so that error messages match what users read in the spec.
 
 mod binary;
+mod describe;
 mod error;
 mod file;
 mod geometry;
@@ -12,6 +13,7 @@ mod sample;
 mod text;
 
 pub use binary::{binary_header_fields, BinaryHeader};
+pub use describe::describe;
 pub use error::SegyError;
 pub use file::{apply_scalar, header_field, Endian, SegyFile, SegyOptions, TRACE_HEADER_LEN};
 pub use geometry::{Geometry, ScanOptions, MISSING as MISSING_TRACE};
