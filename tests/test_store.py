@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -124,3 +125,17 @@ def test_verify_off_skips_the_checksum_but_verify_on_catches_it(stored):
         cubeslab.Array(path).read((0,), verify=True)
     unverified = cubeslab.Array(path).read((0,), verify=False)
     assert unverified.shape == data[0].shape
+
+
+def test_a_survey_whose_coordinates_do_not_match_its_amplitudes_is_refused(tmp_path):
+    survey = tmp_path / "f3.zarr"
+    cubeslab.ingest(Path(__file__).resolve().parents[2] / "shared/data/segy/f3.sgy", survey)
+    meta_file = survey / "amplitude" / "zarr.json"
+    meta = json.loads(meta_file.read_text())
+    meta["shape"][0] += 5
+    meta_file.write_text(json.dumps(meta))
+    with pytest.raises(
+        cubeslab.InvalidInputError, match=r"inline.*coordinate array has shape \(23,\).*28 inline"
+    ):
+        cubeslab.open(survey)
+    shutil.rmtree(survey)

@@ -144,6 +144,11 @@ class Cube:
             coord = self.path / dim
             is_survey = node.get("node_type") == "group" and (coord / "zarr.json").is_file()
             self.coords[dim] = self._array(dim)[...] if is_survey else np.arange(n)
+            if self.coords[dim].shape != (n,):
+                raise InvalidInputError(
+                    f"{coord}: coordinate array has shape {self.coords[dim].shape}, "
+                    f"but the amplitude array has {n} {dim} values"
+                )
 
     def _array(self, name: str) -> Array:
         if name not in self._arrays:

@@ -1,12 +1,14 @@
 //! Chunk and shard shapes: the one place the default layout is chosen.
 //!
-//! Default: inner chunks of 16 along every dimension (16 KiB of float32 in
-//! 3D), small enough that a verified read of a plane — which must read whole
-//! chunks to check their crc32c — moves at most 16x the plane's bytes, and
-//! large enough that per-chunk work stays a small share. Shards of 8 x 8 x 16
-//! inner chunks (128 x 128 x 256 samples, 16 MiB) keep the file count low and
-//! each plane's chunks in long runs inside a shard. The layout planner will
-//! replace this rule with a measured choice.
+//! Default: inner chunks of about 4096 elements, equal sides (16 x 16 x 16 in
+//! 3D, 8^4 in 4D: 16 KiB of float32), small enough that a verified read of a
+//! plane — which must read whole chunks to check their crc32c — moves at most
+//! 16x the plane's bytes, large enough that per-chunk work stays a small
+//! share. Shards of about 1024 inner chunks, 16 along the samples and the rest
+//! shared by the trace dimensions (8 x 8 x 16 in 3D: 128 x 128 x 256 samples,
+//! 16 MiB), keep the file count low, each plane's chunks in long runs inside a
+//! shard, and an ingest task's buffers small. The layout planner will replace
+//! this rule with a measured choice.
 
 use crate::store::DType;
 
@@ -43,14 +45,19 @@ impl Layout {
 
 /// The default layout for an array of `shape` (last dimension = samples).
 pub fn default_layout(shape: &[u64], _dtype: DType) -> Layout {
-    let last = shape.len() - 1;
-    let inner: Vec<u64> = shape.iter().map(|&n| n.clamp(1, 16)).collect();
+    let nd = shape.len();
+    let last = nd - 1;
+    // Equal power-of-two sides whose product is about 4096 elements.
+    let side = 1u64 << (12 / nd as u32);
+    let inner: Vec<u64> = shape.iter().map(|&n| n.clamp(1, side)).collect();
+    // 16 chunks along the samples; the trace dimensions share 64.
+    let per_trace_dim = if nd > 1 { 1u64 << (6 / (nd - 1) as u32) } else { 1 };
     let shard = shape
         .iter()
         .zip(&inner)
         .enumerate()
         .map(|(d, (&n, &i))| {
-            let per_shard = if d == last { 16 } else { 8 };
+            let per_shard = if d == last { 16 } else { per_trace_dim };
             (i * per_shard).min(n.div_ceil(i) * i)
         })
         .collect();
@@ -71,7 +78,12 @@ mod tests {
         assert_eq!(small.shard, vec![32, 32, 80]);
         assert!(small.check(&[23, 18, 75]).is_ok());
         let thin = default_layout(&[4, 3, 2, 10], DType::Float32);
-        assert_eq!(thin.inner, vec![4, 3, 2, 10]);
+        assert_eq!(thin.inner, vec![4, 3, 2, 8]);
         assert!(thin.check(&[4, 3, 2, 10]).is_ok());
+        // Pre-stack: shards stay near 16 MiB however many offsets there are.
+        let gathers = default_layout(&[1000, 1000, 60, 1500], DType::Float32);
+        assert_eq!(gathers.inner, vec![8, 8, 8, 8]);
+        assert_eq!(gathers.shard, vec![32, 32, 32, 128]);
+        assert!(gathers.shard.iter().product::<u64>() * 4 <= 16 << 20);
     }
 }
