@@ -138,4 +138,3 @@ def test_a_survey_whose_coordinates_do_not_match_its_amplitudes_is_refused(tmp_p
         cubeslab.InvalidInputError, match=r"inline.*coordinate array has shape \(23,\).*28 inline"
     ):
         cubeslab.open(survey)
-    shutil.rmtree(survey)

@@ -51,7 +51,11 @@ pub fn default_layout(shape: &[u64], _dtype: DType) -> Layout {
     let side = 1u64 << (12 / nd as u32);
     let inner: Vec<u64> = shape.iter().map(|&n| n.clamp(1, side)).collect();
     // 16 chunks along the samples; the trace dimensions share 64.
-    let per_trace_dim = if nd > 1 { 1u64 << (6 / (nd - 1) as u32) } else { 1 };
+    let per_trace_dim = if nd > 1 {
+        1u64 << (6 / (nd - 1) as u32)
+    } else {
+        1
+    };
     let shard = shape
         .iter()
         .zip(&inner)
