@@ -339,3 +339,17 @@ def test_to_dask_computes_to_the_numpy_oracle(tmp_path):
 def test_to_dask_of_a_survey_equals_segyio(f3, f3_store):
     lazy = cubeslab.open(f3_store).to_dask(chunks=(5, 7, 16))
     assert np.array_equal(lazy.compute(), f3["cube"].astype(np.float32))
+
+
+def test_arrays_travel_between_processes_by_path(f3, f3_store):
+    """Dask's process scheduler pickles the array into real worker processes, which reopen it by path."""
+    import pickle
+
+    import dask
+
+    amplitude = cubeslab.open(f3_store).amplitude
+    clone = pickle.loads(pickle.dumps(amplitude))
+    assert clone.path == amplitude.path and np.array_equal(clone[3], amplitude[3])
+    lazy = cubeslab.open(f3_store).to_dask(chunks=(8, 9, 25))
+    (computed,) = dask.compute(lazy.sum(axis=2), scheduler="processes", num_workers=2)
+    assert np.allclose(computed, f3["cube"].astype(np.float32).sum(axis=2, dtype=np.float64), rtol=1e-5)
