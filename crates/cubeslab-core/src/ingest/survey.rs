@@ -7,6 +7,7 @@ use serde_json::{json, Map, Value};
 
 use super::{task::TaskArrays, Layout};
 use crate::{
+    config::Parallelism,
     error::Result,
     segy::{binary_header_fields, Endian, Geometry, SegyFile, TextEncoding},
     store::{ArraySpec, DType, ZarrArray},
@@ -207,7 +208,7 @@ pub(super) fn create_arrays(
                 attributes: Map::new(),
             },
         )?;
-        array.write_all(&bytes)
+        array.write_array(&bytes, Parallelism::resolve(Some(1), None))
     };
     let ints =
         |v: &[i64]| -> Vec<u8> { v.iter().flat_map(|&x| (x as i32).to_ne_bytes()).collect() };

@@ -241,58 +241,6 @@ impl ZarrArray {
         Ok(())
     }
 
-    /// Write the whole array from one buffer (for small arrays whose single
-    /// chunk covers them: coordinates, masks, headers).
-    pub fn write_all(&self, data: &[u8]) -> Result<()> {
-        if self.chunk_grid_shape().iter().any(|&n| n != 1) {
-            return Err(StoreError::Unsupported {
-                path: self.dir.clone(),
-                what: "write_all on an array of more than one chunk".into(),
-            }
-            .into());
-        }
-        // Pad up to the chunk shape with the fill value.
-        let elem = self.dtype.size();
-        let n_chunk: u64 = self.chunk_shape.iter().product();
-        let mut padded = self.fill.repeat(n_chunk as usize);
-        let window = Window::full(&self.shape);
-        let spans: Vec<ChunkSpan> = self
-            .shape
-            .iter()
-            .map(|&n| ChunkSpan {
-                chunk: 0,
-                first: 0,
-                count: n,
-                out_first: 0,
-            })
-            .collect();
-        let (src, dst, steps) = (
-            strides(&self.shape),
-            strides(&self.chunk_shape),
-            [1u64; MAX_DIMS],
-        );
-        let expected = window.num_elements() as usize * elem;
-        if data.len() != expected {
-            return Err(SelectionError::BufferSize {
-                expected,
-                got: data.len(),
-            }
-            .into());
-        }
-        if self.shape.iter().all(|&n| n > 0) {
-            let placement = Placement {
-                src_strides: &src,
-                dst_strides: &dst,
-                steps: &steps,
-                ndim: self.shape.len(),
-                elem,
-            };
-            // SAFETY: `padded` holds the whole chunk, which contains the array.
-            unsafe { placement.copy(&spans, data, padded.as_mut_ptr()) };
-        }
-        self.write_chunk(&vec![0; self.shape.len()], &padded)
-    }
-
     /// Write the whole array from `data` (native-endian C-order bytes of
     /// the array's shape), every chunk encoded and written in parallel.
     pub fn write_array(&self, data: &[u8], parallelism: Parallelism) -> Result<()> {
