@@ -17,8 +17,26 @@ import segyio
 from conftest import IRREGULAR, RAW_DECODED_FORMATS, SEGY_CASES, SEGY_DIR, UNSTRUCTURED, decode_24bit
 
 import cubeslab
-from cubeslab.segy_formats import NATIVE_DTYPES
 from cubeslab.trace_fields import TRACE_FIELDS
+
+# The SEG-Y standard's sample formats and the numpy types that hold them exactly (rev 2.0, table 1):
+# the oracle for dtype="native".
+NATIVE_DTYPES = {
+    1: "float32",  # IBM float
+    2: "int32",
+    3: "int16",
+    4: "float32",  # obsolete fixed point; the test files hold IEEE floats, as segyio reads them
+    5: "float32",
+    6: "float64",
+    7: "int32",  # 24-bit two's complement
+    8: "int8",
+    9: "int64",
+    10: "uint32",
+    11: "uint16",
+    12: "uint64",
+    15: "uint32",  # 24-bit unsigned
+    16: "uint8",
+}
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # segyio: "Unknown trace value format"
 

@@ -47,14 +47,12 @@ def ingest(
     The store is marked complete last; if the ingest stops before, the store
     stays marked incomplete and :func:`cubeslab.open` refuses it.
     """
-    from .segy_formats import native_dtype
-
-    if dtype == "native":
-        dtype = native_dtype(source, endian)
+    if dtype not in (None, "native"):
+        dtype = np.dtype(dtype).name
     options = {
         "overwrite": overwrite,
-        "dtype": np.dtype(dtype).name if dtype else None,
-        "compressors": compressors(compress, np.dtype(dtype or "float32").itemsize),
+        "dtype": dtype,
+        "compressors": compressors(compress),  # the engine sets blosc's typesize to the stored type's
         "chunks": list(chunks) if chunks else None,
         "shards": list(shards) if shards else None,
         "threads": threads,

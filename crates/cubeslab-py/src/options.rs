@@ -3,7 +3,7 @@
 use cubeslab_core::{
     config::Parallelism,
     export::ExportOptions,
-    ingest::{IngestOptions, Layout},
+    ingest::{AmplitudeType, IngestOptions, Layout},
     segy::{Endian, SampleFormat, ScanOptions, SegyOptions},
     store::{ArraySpec, DType},
 };
@@ -114,8 +114,9 @@ pub fn ingest_options(text: &str) -> PyResult<IngestOptions> {
             offset_byte: usize_opt(&m, "offset_byte").unwrap_or(scan_defaults.offset_byte),
         },
         dtype: match m.get("dtype") {
-            None | Some(Value::Null) => None,
-            Some(v) => Some(dtype(v)?),
+            None | Some(Value::Null) => AmplitudeType::Float32,
+            Some(Value::String(s)) if s == "native" => AmplitudeType::Native,
+            Some(v) => AmplitudeType::Given(dtype(v)?),
         },
         layout,
         compressors: m

@@ -36,6 +36,17 @@ use task::{IngestTask, TaskArrays};
 /// Default bound on the memory an ingest holds for trace and shard buffers.
 pub const DEFAULT_MEMORY_LIMIT: u64 = 1 << 30;
 
+/// The element type the amplitudes are stored as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AmplitudeType {
+    /// float32, the default: exact for the common formats, what tools expect.
+    Float32,
+    /// The type that holds the source's sample format exactly (int16 for format 3, ...).
+    Native,
+    /// A type the caller names.
+    Given(DType),
+}
+
 /// How to ingest.
 #[derive(Debug, Clone)]
 pub struct IngestOptions {
@@ -43,8 +54,8 @@ pub struct IngestOptions {
     pub segy: SegyOptions,
     /// Where the geometry keys are.
     pub scan: ScanOptions,
-    /// Element type of the amplitude array; `None` is float32.
-    pub dtype: Option<DType>,
+    /// Element type of the amplitude array.
+    pub dtype: AmplitudeType,
     /// Chunk and shard shape; `None` takes [`default_layout`].
     pub layout: Option<Layout>,
     /// Compressors (Zarr v3 bytes-to-bytes codecs as JSON) for amplitude chunks.
@@ -64,7 +75,7 @@ impl Default for IngestOptions {
         Self {
             segy: SegyOptions::default(),
             scan: ScanOptions::default(),
-            dtype: None,
+            dtype: AmplitudeType::Float32,
             layout: None,
             compressors: Vec::new(),
             memory_limit: DEFAULT_MEMORY_LIMIT,
@@ -103,7 +114,11 @@ impl Ingest {
         }
         let source = SegyFile::open(source, &options.segy)?;
         let geometry = Geometry::scan(&source, &options.scan, options.parallelism)?;
-        let dtype = options.dtype.unwrap_or(DType::Float32);
+        let dtype = match options.dtype {
+            AmplitudeType::Float32 => DType::Float32,
+            AmplitudeType::Native => source.format.native_dtype(),
+            AmplitudeType::Given(d) => d,
+        };
         let names = SurveyNames::new(geometry.offsets.is_some(), &options.vertical);
         let mut shape = geometry.trace_shape();
         shape.push(source.samples as u64);
@@ -141,7 +156,19 @@ impl Ingest {
             options.parallelism.threads,
         )
         .map_err(unsupported)?;
-        let amplitude = survey::amplitude_spec(shape, &names, &layout, dtype, &options.compressors);
+        // Byte shuffling works on whole elements: blosc's typesize follows the stored type.
+        let compressors: Vec<Value> = options
+            .compressors
+            .iter()
+            .cloned()
+            .map(|mut codec| {
+                if codec["name"] == "blosc" {
+                    codec["configuration"]["typesize"] = json!(dtype.size());
+                }
+                codec
+            })
+            .collect();
+        let amplitude = survey::amplitude_spec(shape, &names, &layout, dtype, &compressors);
         amplitude.validate(&store.join(AMPLITUDE))?;
 
         // Everything that can be checked has been: only now touch the disk.
