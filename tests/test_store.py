@@ -138,3 +138,16 @@ def test_a_survey_whose_coordinates_do_not_match_its_amplitudes_is_refused(tmp_p
         cubeslab.InvalidInputError, match=r"inline.*coordinate array has shape \(23,\).*28 inline"
     ):
         cubeslab.open(survey)
+
+
+def test_zero_dimensional_arrays_read_their_one_element(tmp_path):
+    import zarr
+
+    zarr.create_array(tmp_path / "scalar.zarr", shape=(), dtype="int16", fill_value=7)
+    written = zarr.create_array(tmp_path / "written.zarr", shape=(), dtype="float64")
+    written[...] = 2.5
+    assert cubeslab.Array(tmp_path / "scalar.zarr")[...] == 7
+    assert cubeslab.Array(tmp_path / "written.zarr")[()] == 2.5
+    survey = tmp_path / "f3.zarr"
+    cubeslab.ingest(Path(__file__).resolve().parents[2] / "shared/data/segy/f3.sgy", survey)
+    assert cubeslab.Array(survey / "segy_file_header")[...].shape == ()

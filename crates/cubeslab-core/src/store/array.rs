@@ -307,8 +307,11 @@ impl ZarrArray {
         }
         let pool = options.parallelism.pool();
         match &self.sharded {
-            Some(path) => pool.install(|| self.read_sharded(path, window, out, options)),
-            None => pool.install(|| self.read_generic(window, out, options)),
+            // A 0-d array (one element) has nothing to plan: zarrs reads it.
+            Some(path) if !self.shape.is_empty() => {
+                pool.install(|| self.read_sharded(path, window, out, options))
+            }
+            _ => pool.install(|| self.read_generic(window, out, options)),
         }
     }
 
@@ -346,6 +349,10 @@ impl ZarrArray {
                 key: "(zarrs read)".into(),
                 message: e.to_string(),
             })?;
+        if nd == 0 {
+            out.copy_from_slice(&bytes[..out.len()]);
+            return Ok(());
+        }
         let bbox_shape: Vec<u64> = bbox.iter().map(|r| r.end - r.start).collect();
         let spans: Vec<ChunkSpan> = window
             .dims
