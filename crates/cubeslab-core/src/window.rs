@@ -182,6 +182,17 @@ pub fn chunk_spans(range: &DimRange, chunk_len: u64) -> Vec<ChunkSpan> {
     spans
 }
 
+/// C-order multi-index of linear index `i` in a grid of `shape` (a fixed
+/// array, not a `Vec`: it runs once per chunk or trace on hot paths).
+pub fn unravel(mut i: u64, shape: &[u64]) -> [u64; MAX_DIMS] {
+    let mut idx = [0u64; MAX_DIMS];
+    for d in (0..shape.len()).rev() {
+        idx[d] = i % shape[d];
+        i /= shape[d];
+    }
+    idx
+}
+
 /// C-order strides, in elements, of an array of `shape`.
 pub fn strides(shape: &[u64]) -> [u64; MAX_DIMS] {
     let mut s = [0u64; MAX_DIMS];

@@ -5,7 +5,7 @@ use crate::{
     error::Result,
     segy::{header_field, Geometry, SegyFile, TRACE_HEADER_LEN},
     store::{DType, ShardBuilder, ZarrArray},
-    window::strides,
+    window::{strides, unravel},
 };
 
 use super::Layout;
@@ -73,7 +73,7 @@ pub(crate) fn plan(
     let nz = grid[nt];
     let mut tasks = Vec::new();
     for b in 0..n_blocks {
-        let block = unravel(b, &grid[..nt]);
+        let block = unravel(b, &grid[..nt])[..nt].to_vec();
         let mut z = 0;
         while z < nz {
             let end = (z + z_per_task).min(nz);
@@ -88,15 +88,6 @@ pub(crate) fn plan(
         }
     }
     Ok(tasks)
-}
-
-fn unravel(mut i: u64, shape: &[u64]) -> Vec<u64> {
-    let mut idx = vec![0; shape.len()];
-    for d in (0..shape.len()).rev() {
-        idx[d] = i % shape[d];
-        i /= shape[d];
-    }
-    idx
 }
 
 /// A live trace of the block: where it goes in the block and where it is in the file.

@@ -23,7 +23,7 @@ use super::{
 use crate::{
     config::Parallelism,
     error::Result,
-    window::{strides, ChunkSpan, Placement, SelectionError, Window, MAX_DIMS},
+    window::{strides, unravel, ChunkSpan, Placement, SelectionError, Window, MAX_DIMS},
     Error,
 };
 
@@ -413,14 +413,4 @@ impl ZarrArray {
         cache.insert(indices.to_vec(), shard.clone());
         Ok(shard)
     }
-}
-
-/// C-order multi-index of a linear index.
-pub(super) fn unravel(mut i: u64, shape: &[u64]) -> [u64; MAX_DIMS] {
-    let mut idx = [0u64; MAX_DIMS];
-    for d in (0..shape.len()).rev() {
-        idx[d] = i % shape[d];
-        i /= shape[d];
-    }
-    idx
 }

@@ -7,10 +7,8 @@ use std::{borrow::Cow, num::NonZeroU64};
 
 use zarrs::array::{ArrayBytes, ArrayToBytesCodecTraits, CodecOptions};
 
-use super::{
-    array::unravel, sharded::InnerCodecs, write_atomic, zstd_chunk, StoreError, ZarrArray,
-};
-use crate::error::Result;
+use super::{sharded::InnerCodecs, write_atomic, zstd_chunk, StoreError, ZarrArray};
+use crate::{error::Result, window::unravel};
 
 /// Marks an absent inner chunk in a shard index.
 const ABSENT: u64 = u64::MAX;

@@ -13,13 +13,13 @@ use zarrs::{
 };
 
 use super::{
-    array::{metadata_error, u64_list, unravel},
+    array::{metadata_error, u64_list},
     shard::{ShardFile, ShardLayout},
     zstd_chunk, ReadOptions, StoreError, ZarrArray,
 };
 use crate::{
     error::Result,
-    window::{chunk_spans, strides, ChunkSpan, Placement, Window, MAX_DIMS},
+    window::{chunk_spans, strides, unravel, ChunkSpan, Placement, Window, MAX_DIMS},
     Error,
 };
 
