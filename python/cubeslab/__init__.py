@@ -5,42 +5,22 @@
 >>> cube.inline[2400].shape                        # doctest: +SKIP
 """
 
+from . import errors
 from .array import Array, ReadSettings
 from .cube import Cube, open
-from .errors import (
-    CorruptDataError,
-    CubeslabError,
-    CubeslabIOError,
-    GeometryError,
-    IncompleteStoreError,
-    InternalError,
-    InvalidInputError,
-    LabelError,
-    SelectionError,
-    StoreExistsError,
-    StoreNotFoundError,
-)
-from .ingest import export, ingest
+from .errors import *  # noqa: F403 - the exception classes are part of the top-level API
+from .ingest import describe_segy, export, ingest
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Array",
-    "CorruptDataError",
     "Cube",
-    "CubeslabError",
-    "CubeslabIOError",
-    "GeometryError",
-    "IncompleteStoreError",
-    "InternalError",
-    "InvalidInputError",
-    "LabelError",
     "ReadSettings",
-    "SelectionError",
-    "StoreExistsError",
-    "StoreNotFoundError",
     "__version__",
+    "describe_segy",
     "export",
     "ingest",
     "open",
+    *errors.__all__,
 ]
