@@ -7,8 +7,10 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
+import pytest
 
 import cubeslab
 from cubeslab.synthetic import SyntheticSurvey, write_segy
@@ -69,3 +71,38 @@ def test_reads_work_in_a_forked_child_after_the_parent_used_the_thread_pool(tmp_
         answer = pipe.read()
     os.waitpid(pid, 0)
     assert answer == b"1"
+
+
+HOLD = textwrap.dedent(
+    """
+    import json, sys, time
+    from cubeslab import _engine
+    options = {"chunks": [8, 8, 8], "shards": [8, 8, 24], "threads": 1}
+    job = _engine.Ingest(sys.argv[1], sys.argv[2], json.dumps(options))
+    job.step(1)
+    print("holding", flush=True)
+    time.sleep(120)
+    """
+)
+
+
+def test_a_store_being_written_by_a_live_process_is_not_replaced(tmp_path):
+    """RELIABILITY B8: one writer per store; a dead writer's lock is stale and taken over."""
+    src = Path(__file__).resolve().parents[2] / "shared/data/segy/f3.sgy"
+    store = tmp_path / "f3.zarr"
+    writer = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(src), str(store)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert writer.stdout.readline().strip() == "holding"
+        with pytest.raises(cubeslab.StoreBusyError, match=rf"being written by process {writer.pid}") as info:
+            cubeslab.ingest(src, store, overwrite=True)
+        assert isinstance(info.value, OSError)
+        assert (store / "zarr.json").is_file()  # the writer's store is still there
+    finally:
+        writer.kill()
+        writer.wait()
+    # The writer died holding the lock: the next ingest takes it over and completes.
+    assert cubeslab.ingest(src, store, overwrite=True)["state"] == "complete"
+    assert not (store / ".cubeslab.lock").exists()
+    assert cubeslab.open(store).shape == (23, 18, 75)

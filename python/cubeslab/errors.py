@@ -18,6 +18,7 @@ __all__ = [
     "InvalidInputError",
     "LabelError",
     "SelectionError",
+    "StoreBusyError",
     "StoreExistsError",
     "StoreNotFoundError",
 ]
@@ -45,6 +46,10 @@ class StoreExistsError(CubeslabError, FileExistsError):
 
 class IncompleteStoreError(CubeslabError, OSError):
     """The ingest that wrote the store did not finish."""
+
+
+class StoreBusyError(CubeslabError, OSError):
+    """Another live process is writing the store (it holds the store's ``.cubeslab.lock``)."""
 
 
 class CorruptDataError(CubeslabError, OSError):

@@ -44,6 +44,8 @@ pub enum ErrorKind {
     AlreadyExists,
     /// A store whose ingest did not finish.
     Incomplete,
+    /// A store another live process is writing.
+    Busy,
     /// Stored bytes fail their checksum or are structurally damaged.
     Corrupt,
     /// A selection outside the array.

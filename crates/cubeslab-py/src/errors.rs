@@ -33,6 +33,7 @@ fn class_name(kind: ErrorKind) -> &'static str {
         ErrorKind::NotFound => "StoreNotFoundError",
         ErrorKind::AlreadyExists => "StoreExistsError",
         ErrorKind::Incomplete => "IncompleteStoreError",
+        ErrorKind::Busy => "StoreBusyError",
         ErrorKind::Corrupt => "CorruptDataError",
         ErrorKind::Selection => "SelectionError",
         ErrorKind::Io => "CubeslabIOError",

@@ -29,7 +29,7 @@ use crate::{
     config::Parallelism,
     error::Result,
     segy::{Geometry, ScanOptions, SegyFile, SegyOptions},
-    store::{DType, Group, StoreError, ZarrArray},
+    store::{DType, Group, StoreError, StoreLock, ZarrArray},
 };
 use task::{IngestTask, TaskArrays};
 
@@ -97,6 +97,8 @@ pub struct Ingest {
     parallelism: Parallelism,
     attributes: Map<String, Value>,
     bytes_read: u64,
+    /// Held until the store is complete, or the ingest is dropped.
+    _lock: StoreLock,
 }
 
 impl Ingest {
@@ -173,6 +175,7 @@ impl Ingest {
 
         // Everything that can be checked has been: only now touch the disk.
         Group::prepare_new(&store, options.overwrite)?;
+        let lock = StoreLock::acquire(&store)?;
         let mut attributes = survey::group_attributes(&source, &geometry, &names, &layout, dtype);
         attributes["cubeslab"]["memory_limit"] = json!(options.memory_limit);
         Group::write(&store, &attributes)?;
@@ -188,6 +191,7 @@ impl Ingest {
             parallelism: options.parallelism,
             attributes,
             bytes_read: 0,
+            _lock: lock,
         })
     }
 

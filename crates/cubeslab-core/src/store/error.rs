@@ -20,6 +20,14 @@ pub enum StoreError {
         /// The existing path.
         path: PathBuf,
     },
+    /// Another live process is writing the store.
+    #[error("{path} is being written by process {pid}; wait for it to finish (or stop it) before writing here")]
+    Busy {
+        /// The store.
+        path: PathBuf,
+        /// The writer's process id.
+        pid: u32,
+    },
     /// Refusing to delete something that is not a store.
     #[error("{path} exists and is not a Zarr store; refusing to delete it")]
     NotAStore {
@@ -94,6 +102,7 @@ impl StoreError {
                 ErrorKind::AlreadyExists
             }
             StoreError::Incomplete { .. } => ErrorKind::Incomplete,
+            StoreError::Busy { .. } => ErrorKind::Busy,
             StoreError::Metadata { .. } | StoreError::Unsupported { .. } => ErrorKind::InvalidInput,
             StoreError::Checksum { .. } | StoreError::Corrupt { .. } | StoreError::Codec { .. } => {
                 ErrorKind::Corrupt

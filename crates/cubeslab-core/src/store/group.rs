@@ -89,6 +89,13 @@ impl Group {
                 }
                 .into());
             }
+            if let Some(pid) = super::live_holder(path) {
+                return Err(StoreError::Busy {
+                    path: path.to_path_buf(),
+                    pid,
+                }
+                .into());
+            }
             let is_store = path.join("zarr.json").is_file();
             let is_empty_dir = path.is_dir()
                 && fs::read_dir(path)

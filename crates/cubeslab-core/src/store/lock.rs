@@ -1,0 +1,85 @@
+//! One writer per store: an ingest holds `.cubeslab.lock` (its pid and host)
+//! inside the store while it writes. Another ingest, even with overwrite,
+//! refuses a store whose lock is held by a live process; a lock left by a
+//! process that died is stale and taken over.
+
+use std::{
+    fs,
+    io::Write,
+    path::{Path, PathBuf},
+};
+
+use serde_json::{json, Value};
+
+use super::StoreError;
+use crate::{error::Result, Error};
+
+const LOCK_FILE: &str = ".cubeslab.lock";
+
+/// A held store lock; released when dropped.
+#[derive(Debug)]
+pub struct StoreLock {
+    path: PathBuf,
+}
+
+fn host() -> String {
+    fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// The pid holding the lock of `store`, if a live process on this host does.
+pub fn live_holder(store: &Path) -> Option<u32> {
+    let text = fs::read_to_string(store.join(LOCK_FILE)).ok()?;
+    let holder: Value = serde_json::from_str(&text).ok()?;
+    let pid = holder.get("pid")?.as_u64()? as u32;
+    if holder.get("host").and_then(Value::as_str) != Some(host().as_str()) {
+        // Another machine's writer (a shared filesystem): assume it is alive.
+        return Some(pid);
+    }
+    // SAFETY: signal 0 only checks that the process exists.
+    let alive = unsafe { libc::kill(pid as libc::pid_t, 0) } == 0
+        || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+    (alive && pid != std::process::id()).then_some(pid)
+}
+
+impl StoreLock {
+    /// Take the lock of `store` (a directory that exists).
+    pub fn acquire(store: &Path) -> Result<Self> {
+        if let Some(pid) = live_holder(store) {
+            return Err(StoreError::Busy {
+                path: store.to_path_buf(),
+                pid,
+            }
+            .into());
+        }
+        let path = store.join(LOCK_FILE);
+        let _ = fs::remove_file(&path); // stale, if any
+        let mut file = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| {
+                if e.kind() == std::io::ErrorKind::AlreadyExists {
+                    // Another writer took it between the check and here.
+                    StoreError::Busy {
+                        path: store.to_path_buf(),
+                        pid: live_holder(store).unwrap_or(0),
+                    }
+                    .into()
+                } else {
+                    Error::io(&path, e)
+                }
+            })?;
+        let holder = json!({"pid": std::process::id(), "host": host()});
+        file.write_all(holder.to_string().as_bytes())
+            .map_err(|e| Error::io(&path, e))?;
+        Ok(Self { path })
+    }
+}
+
+impl Drop for StoreLock {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.path);
+    }
+}
