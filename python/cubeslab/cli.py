@@ -53,6 +53,7 @@ def ingest(
     source: Annotated[Path, typer.Argument(help="SEG-Y file")],
     store: Annotated[Path, typer.Argument(help="Zarr store to create (a folder)")],
     overwrite: Annotated[bool, typer.Option(help="Replace an existing store")] = False,
+    resume: Annotated[bool, typer.Option(help="Continue a stopped ingest (same source and options)")] = False,
     dtype: Annotated[str, typer.Option(help="float32, another numpy type, or 'native'")] = "float32",
     compress: Annotated[
         str, typer.Option(help="none, zstd[:level], gzip[:level], blosc-lz4, blosc-zstd")
@@ -92,7 +93,7 @@ def ingest(
             bar.update(task, completed=done, total=total)
 
         summary = run_ingest(
-            source, store, overwrite=overwrite, dtype=None if dtype == "float32" else dtype,
+            source, store, overwrite=overwrite, resume=resume, dtype=None if dtype == "float32" else dtype,
             compress=compress, chunks=parse_shape(chunks), shards=parse_shape(shards),
             memory_limit=parse_size(memory_limit), threads=threads, endian=endian.value,
             inline_byte=inline_byte, crossline_byte=crossline_byte, offset_byte=offset_byte,
@@ -116,7 +117,9 @@ def store_report(store: Path) -> dict:
     state = node.get("attributes", {}).get("cubeslab", {}).get("state", "foreign (not written by cubeslab)")
     report: dict = {"store": str(store), "state": state}
     if state not in ("complete", "foreign (not written by cubeslab)"):
-        report["hint"] = "the ingest did not finish; run it again with --overwrite"
+        report["hint"] = (
+            "the ingest did not finish; continue it with --resume, or start again with --overwrite"
+        )
         return report
     from . import open as open_cube
 
@@ -290,7 +293,9 @@ def main() -> None:
         errors.print(f"[red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
         sys.exit(1)
     except KeyboardInterrupt:
-        errors.print("[yellow]interrupted[/]; a store being written stays marked incomplete")
+        errors.print(
+            "[yellow]interrupted[/]; a store being written stays marked incomplete (--resume continues it)"
+        )
         sys.exit(130)
     except typer.Exit as exit_:
         sys.exit(exit_.exit_code)

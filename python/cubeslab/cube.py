@@ -133,8 +133,9 @@ class Cube:
             state = self.attributes.get("cubeslab", {}).get("state")
             if state not in (None, "complete"):
                 raise IncompleteStoreError(
-                    f"{self.path}: store is incomplete (state '{state}'): the ingest that wrote it "
-                    "did not finish; run the ingest again with --overwrite"
+                    f"{self.path}: store is incomplete (state '{state}'): the ingest that wrote it did "
+                    "not finish; continue it with --resume (same source and options) or start again "
+                    "with --overwrite"
                 )
             name = self.attributes.get("attributes", {}).get("defaultVariableName", "amplitude")
             self.amplitude = self._array(name)

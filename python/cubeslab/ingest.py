@@ -20,6 +20,7 @@ def ingest(
     store: str | os.PathLike,
     *,
     overwrite: bool = False,
+    resume: bool = False,
     dtype: str | None = None,
     compress: str | None = None,
     chunks: Sequence[int] | None = None,
@@ -43,6 +44,8 @@ def ingest(
     compress: ``"none"`` (default) or a name from :mod:`cubeslab.codecs`.
     chunks, shards: layout; both or neither (default: the engine's balanced layout).
     memory_limit: bound in bytes on the ingest's buffers (default 1 GiB).
+    resume: continue an ingest of the same source with the same options that stopped (crash, Ctrl-C):
+        the shards it finished are kept. Without a store there, a fresh ingest starts.
 
     The store is marked complete last; if the ingest stops before, the store
     stays marked incomplete and :func:`cubeslab.open` refuses it.
@@ -51,6 +54,7 @@ def ingest(
         dtype = np.dtype(dtype).name
     options = {
         "overwrite": overwrite,
+        "resume": resume,
         "dtype": dtype,
         "compressors": compressors(compress),  # the engine sets blosc's typesize to the stored type's
         "chunks": list(chunks) if chunks else None,

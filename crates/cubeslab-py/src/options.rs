@@ -130,6 +130,7 @@ pub fn ingest_options(text: &str) -> PyResult<IngestOptions> {
             .unwrap_or(defaults.memory_limit),
         parallelism: parallelism(&m),
         overwrite: m.get("overwrite").and_then(Value::as_bool).unwrap_or(false),
+        resume: m.get("resume").and_then(Value::as_bool).unwrap_or(false),
         vertical: m
             .get("vertical")
             .and_then(Value::as_str)

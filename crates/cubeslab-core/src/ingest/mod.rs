@@ -66,6 +66,9 @@ pub struct IngestOptions {
     pub parallelism: Parallelism,
     /// Replace an existing store.
     pub overwrite: bool,
+    /// Continue an ingest that stopped: keep the shards it finished, write
+    /// the rest. Starts afresh if there is no store yet.
+    pub resume: bool,
     /// Name of the vertical axis: "time" or "depth".
     pub vertical: String,
 }
@@ -81,6 +84,7 @@ impl Default for IngestOptions {
             memory_limit: DEFAULT_MEMORY_LIMIT,
             parallelism: Parallelism::default(),
             overwrite: false,
+            resume: false,
             vertical: "time".into(),
         }
     }
@@ -110,7 +114,8 @@ impl Ingest {
         options: &IngestOptions,
     ) -> Result<Self> {
         let store = store.as_ref().to_path_buf();
-        if store.exists() && !options.overwrite {
+        let resuming = options.resume && store.join("zarr.json").is_file();
+        if store.exists() && !options.overwrite && !resuming {
             // Refuse before the (possibly long) header scan.
             return Err(StoreError::AlreadyExists { path: store }.into());
         }
@@ -173,14 +178,32 @@ impl Ingest {
         let amplitude = survey::amplitude_spec(shape, &names, &layout, dtype, &compressors);
         amplitude.validate(&store.join(AMPLITUDE))?;
 
-        // Everything that can be checked has been: only now touch the disk.
-        Group::prepare_new(&store, options.overwrite)?;
-        let lock = StoreLock::acquire(&store)?;
         let mut attributes = survey::group_attributes(&source, &geometry, &names, &layout, dtype);
         attributes["cubeslab"]["memory_limit"] = json!(options.memory_limit);
+        let fingerprint = survey::fingerprint(&source, &amplitude, options);
+        attributes["cubeslab"]["fingerprint"] = fingerprint.clone();
+
+        // Everything that can be checked has been: only now touch the disk.
+        let lock = if resuming {
+            let lock = survey::check_resumable(&store, &fingerprint)?;
+            survey::remove_temporary_files(&store)?;
+            lock
+        } else {
+            Group::prepare_new(&store, options.overwrite)?;
+            StoreLock::acquire(&store)?
+        };
         Group::write(&store, &attributes)?;
+        // Idempotent: on a resume it rewrites the same metadata and coordinates.
         let arrays =
             survey::create_arrays(&store, &source, &geometry, &names, &layout, &amplitude)?;
+        let all = tasks.len();
+        let tasks: Vec<IngestTask> = if resuming {
+            tasks.into_iter().filter(|t| !t.is_done(&arrays)).collect()
+        } else {
+            tasks
+        };
+        let total_bytes = geometry.live * source.trace_len;
+        let bytes_read = total_bytes * (all - tasks.len()) as u64 / all.max(1) as u64;
         Ok(Self {
             source,
             geometry,
@@ -190,7 +213,7 @@ impl Ingest {
             next: 0,
             parallelism: options.parallelism,
             attributes,
-            bytes_read: 0,
+            bytes_read,
             _lock: lock,
         })
     }

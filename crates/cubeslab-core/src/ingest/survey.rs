@@ -5,12 +5,12 @@ use std::path::Path;
 
 use serde_json::{json, Map, Value};
 
-use super::{task::TaskArrays, Layout};
+use super::{task::TaskArrays, IngestOptions, Layout};
 use crate::{
     config::Parallelism,
     error::Result,
     segy::{binary_header_fields, Endian, Geometry, SegyFile, TextEncoding},
-    store::{ArraySpec, DType, ZarrArray},
+    store::{ArraySpec, DType, Group, StoreError, StoreLock, StoreState, ZarrArray},
 };
 
 /// The seismic data.
@@ -125,6 +125,76 @@ pub(super) fn amplitude_spec(
             .cloned()
             .unwrap_or_default(),
     }
+}
+
+/// What must match for an ingest to resume another: the source and every
+/// option that shapes the stored bytes.
+pub(super) fn fingerprint(
+    source: &SegyFile,
+    amplitude: &ArraySpec,
+    options: &IngestOptions,
+) -> Value {
+    let path = std::fs::canonicalize(source.path()).unwrap_or_else(|_| source.path().to_path_buf());
+    json!({
+        "source": path.display().to_string(),
+        "source_bytes": source.len,
+        "endianness": if source.endian() == Endian::Big { "big" } else { "little" },
+        "sample_format": source.format.code(),
+        "inline_byte": options.scan.inline_byte,
+        "crossline_byte": options.scan.crossline_byte,
+        "offset_byte": options.scan.offset_byte,
+        "amplitude": amplitude.metadata(),
+    })
+}
+
+/// Check that the store at `store` is an unfinished ingest of the same
+/// source with the same options, and take its lock.
+pub(super) fn check_resumable(store: &Path, fingerprint: &Value) -> Result<StoreLock> {
+    let group = Group::open(store)?;
+    let refuse = |what: String| -> crate::Error {
+        StoreError::Unsupported {
+            path: store.to_path_buf(),
+            what,
+        }
+        .into()
+    };
+    match group.state() {
+        StoreState::Complete => {
+            return Err(refuse("the store is complete: nothing to resume".into()))
+        }
+        StoreState::Foreign => {
+            return Err(refuse(
+                "the store was not written by a cubeslab ingest: cannot resume it".into(),
+            ))
+        }
+        StoreState::Incomplete(_) => {}
+    }
+    let recorded = group
+        .attributes
+        .get("cubeslab")
+        .and_then(|c| c.get("fingerprint"));
+    if recorded != Some(fingerprint) {
+        return Err(refuse(
+            "the stopped ingest had another source or other options (layout, dtype, compression, byte positions); \
+             resume with the same ones, or start again with --overwrite"
+                .into(),
+        ));
+    }
+    StoreLock::acquire(store)
+}
+
+/// Delete the temporary files a stopped writer left (`*.tmp`): whole files
+/// only ever appear under their final names, so these are never needed.
+pub(super) fn remove_temporary_files(dir: &Path) -> Result<()> {
+    for entry in std::fs::read_dir(dir).map_err(|e| crate::Error::io(dir, e))? {
+        let path = entry.map_err(|e| crate::Error::io(dir, e))?.path();
+        if path.is_dir() {
+            remove_temporary_files(&path)?;
+        } else if path.extension().is_some_and(|e| e == "tmp") {
+            std::fs::remove_file(&path).map_err(|e| crate::Error::io(&path, e))?;
+        }
+    }
+    Ok(())
 }
 
 /// Create every array of the store; write the coordinate arrays now, the

@@ -97,6 +97,24 @@ struct Placed {
 }
 
 impl IngestTask {
+    /// Whether a stopped ingest already wrote everything this task writes
+    /// (files appear only whole, by rename, so existence is completion).
+    pub fn is_done(&self, arrays: &TaskArrays) -> bool {
+        let shards_done = self.z_shards.clone().all(|z| {
+            let mut indices = self.block.clone();
+            indices.push(z);
+            arrays.amplitude.chunk_path(&indices).is_file()
+        });
+        let mut header_chunk = self.block.clone();
+        header_chunk.push(0);
+        let aux_done = self.z_shards.start != 0
+            || ([&arrays.trace_mask, &arrays.cdp_x, &arrays.cdp_y]
+                .iter()
+                .all(|a| a.chunk_path(&self.block).is_file())
+                && arrays.raw_headers.chunk_path(&header_chunk).is_file());
+        shards_done && aux_done
+    }
+
     /// Read, decode, encode and write; returns source bytes read.
     pub fn run(&self, source: &SegyFile, geometry: &Geometry, arrays: &TaskArrays) -> Result<u64> {
         let nt = self.shape.len() - 1;

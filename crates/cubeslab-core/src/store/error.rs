@@ -35,7 +35,7 @@ pub enum StoreError {
         path: PathBuf,
     },
     /// The ingest that wrote the store did not finish.
-    #[error("{path}: store is incomplete (state '{state}'): the ingest that wrote it did not finish; run the ingest again with --overwrite")]
+    #[error("{path}: store is incomplete (state '{state}'): the ingest that wrote it did not finish; continue it with --resume (same source and options) or start again with --overwrite")]
     Incomplete {
         /// The store.
         path: PathBuf,

@@ -1,0 +1,107 @@
+"""Crash consistency: a stopped ingest leaves a store that refuses reads and resumes to the same
+result as an uninterrupted run (RELIABILITY B1-B3); resuming needs the same source and options."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import cubeslab
+from cubeslab import _engine
+
+SEGY = Path(__file__).resolve().parents[2] / "shared/data/segy/f3.sgy"
+LAYOUT = {"chunks": [8, 8, 8], "shards": [8, 8, 24]}  # 3 x 3 x 4 = 36 shards, 9 tasks of 4
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """An uninterrupted ingest with the same options (the oracle for resumed ones)."""
+    store = tmp_path_factory.mktemp("ref") / "f3.zarr"
+    cubeslab.ingest(SEGY, store, **LAYOUT)
+    return cubeslab.open(store)
+
+
+def assert_same_survey(store: Path, reference) -> None:
+    cube = cubeslab.open(store)
+    assert np.array_equal(cube[...], reference[...])
+    assert np.array_equal(cube.headers["CDP_X"], reference.headers["CDP_X"])
+    assert np.array_equal(cube.trace_mask, reference.trace_mask)
+    for name in ("amplitude", "raw_headers", "trace_mask", "cdp_x"):
+        assert not list((store / name).rglob("*.tmp")), "stray temporary files"
+
+
+@pytest.mark.parametrize("steps_done", [0, 1, 3, 8])
+def test_an_ingest_stopped_between_steps_resumes_to_the_uninterrupted_result(tmp_path, reference, steps_done):
+    store = tmp_path / "f3.zarr"
+    job = _engine.Ingest(str(SEGY), str(store), json.dumps({**LAYOUT, "threads": 1}))
+    for _ in range(steps_done):
+        job.step(1)
+    del job  # stopped: never finished
+    with pytest.raises(cubeslab.IncompleteStoreError, match="--resume"):
+        cubeslab.open(store)
+    assert cubeslab.ingest(SEGY, store, resume=True, **LAYOUT)["state"] == "complete"
+    assert_same_survey(store, reference)
+
+
+KILLED = textwrap.dedent(
+    """
+    import json, sys
+    from cubeslab import _engine
+    options = {"chunks": [8, 8, 8], "shards": [8, 8, 24], "threads": 1}
+    job = _engine.Ingest(sys.argv[1], sys.argv[2], json.dumps(options))
+    while job.step(1):
+        print(job.done_tasks, flush=True)
+    """
+)
+
+
+@pytest.mark.parametrize("kill_after", [1, 4])
+def test_an_ingest_killed_mid_way_resumes_to_the_uninterrupted_result(tmp_path, reference, kill_after):
+    store = tmp_path / "f3.zarr"
+    writer = subprocess.Popen(
+        [sys.executable, "-c", KILLED, str(SEGY), str(store)], stdout=subprocess.PIPE, text=True
+    )
+    for _ in range(kill_after):
+        writer.stdout.readline()
+    writer.send_signal(signal.SIGKILL)
+    writer.wait()
+    # A file a writer was in the middle of: the resume must clean it, not adopt it.
+    (store / "amplitude" / "c" / "2" / "2").mkdir(parents=True, exist_ok=True)
+    (store / "amplitude" / "c" / "2" / "2" / f"3.{writer.pid}.tmp").write_bytes(b"half a shard")
+    with pytest.raises(cubeslab.IncompleteStoreError):
+        cubeslab.open(store)
+    assert cubeslab.ingest(SEGY, store, resume=True, **LAYOUT)["state"] == "complete"
+    assert_same_survey(store, reference)
+
+
+def test_resume_with_other_options_is_refused_and_changes_nothing(tmp_path):
+    store = tmp_path / "f3.zarr"
+    job = _engine.Ingest(str(SEGY), str(store), json.dumps({**LAYOUT, "threads": 1}))
+    job.step(2)
+    del job
+    before = sorted(p.relative_to(store) for p in store.rglob("*"))
+    with pytest.raises(cubeslab.InvalidInputError, match="another source or other options"):
+        cubeslab.ingest(SEGY, store, resume=True, chunks=(16, 16, 16), shards=(16, 16, 32))
+    with pytest.raises(cubeslab.InvalidInputError, match="another source or other options"):
+        cubeslab.ingest(SEGY, store, resume=True, compress="zstd:1", **LAYOUT)
+    assert sorted(p.relative_to(store) for p in store.rglob("*")) == before
+
+
+def test_resume_of_a_complete_store_is_refused(tmp_path):
+    store = tmp_path / "f3.zarr"
+    cubeslab.ingest(SEGY, store)
+    with pytest.raises(cubeslab.InvalidInputError, match="complete: nothing to resume"):
+        cubeslab.ingest(SEGY, store, resume=True)
+
+
+def test_resume_without_a_store_starts_afresh(tmp_path, reference):
+    store = tmp_path / "f3.zarr"
+    assert cubeslab.ingest(SEGY, store, resume=True, **LAYOUT)["state"] == "complete"
+    assert_same_survey(store, reference)
