@@ -26,12 +26,15 @@ def first_chunk_offset(shard: bytes, n_chunks: int) -> int:
     return int(index[0, 0])
 
 
+def flip_bit_in_first_chunk(shard, byte: int, mask: int) -> None:
+    raw = bytearray(shard.read_bytes())
+    raw[first_chunk_offset(raw, 8) + byte] ^= mask
+    shard.write_bytes(bytes(raw))
+
+
 def test_a_flipped_bit_in_a_chunk_is_reported_with_its_key(stored):
     path, _ = stored
-    shard = path / "c" / "0" / "0" / "0"
-    raw = bytearray(shard.read_bytes())
-    raw[first_chunk_offset(raw, 8) + 100] ^= 0x10
-    shard.write_bytes(bytes(raw))
+    flip_bit_in_first_chunk(path / "c" / "0" / "0" / "0", 100, 0x10)
     array = cubeslab.Array(path)
     with pytest.raises(cubeslab.CorruptDataError, match=r"checksum mismatch .*c/0/0/0 \(inner chunk 0\)"):
         array[0:4, 0:4, 0:4]
@@ -117,10 +120,7 @@ def test_damaged_metadata_fails_to_open_with_the_file_named(stored, damage):
 
 def test_verify_off_skips_the_checksum_but_verify_on_catches_it(stored):
     path, data = stored
-    shard = path / "c" / "0" / "0" / "0"
-    raw = bytearray(shard.read_bytes())
-    raw[first_chunk_offset(raw, 8) + 4] ^= 0x01
-    shard.write_bytes(bytes(raw))
+    flip_bit_in_first_chunk(path / "c" / "0" / "0" / "0", 4, 0x01)
     with pytest.raises(cubeslab.CorruptDataError):
         cubeslab.Array(path).read((0,), verify=True)
     unverified = cubeslab.Array(path).read((0,), verify=False)
