@@ -537,7 +537,7 @@ ORDERS = {
     "unsorted": lambda n_il, n_xl: list(np.random.default_rng(4).permutation(n_il * n_xl)),
     "decreasing": lambda n_il, n_xl: list(range(n_il * n_xl))[::-1],
 }
-LAYOUTS = {"default": {}, "small-shards": {"chunks": (2, 2, 4), "shards": (4, 2, 8)}}
+LAYOUTS = {"default": {}, "small-shards": {"layout": "2x2x4/4x2x8"}}
 
 
 @pytest.mark.parametrize("layout", list(LAYOUTS))
@@ -749,10 +749,10 @@ def test_ingest_with_overwrite_replaces_the_store(segy_dir, good_store):
 
 FAILING_OVERWRITES = {
     "unreadable-source": ("small.su", {}),
-    "shards-not-a-multiple-of-chunks": ("f3.sgy", {"chunks": (8, 8, 8), "shards": (16, 16, 70)}),
+    "shards-not-a-multiple-of-chunks": ("f3.sgy", {"layout": "8x8x8/16x16x70"}),
     "memory-limit-too-small": (
         "f3.sgy",
-        {"chunks": (8, 8, 8), "shards": (16, 16, 72), "memory_limit": 1 << 20},
+        {"layout": "8x8x8/16x16x72", "memory_limit": 1 << 20},
     ),
 }
 
@@ -800,9 +800,7 @@ def test_layout_that_does_not_fit_the_memory_limit_is_refused_and_no_complete_st
 ):
     store = tmp_path / "m.zarr"
     with pytest.raises(cubeslab.InvalidInputError) as info:
-        cubeslab.ingest(
-            segy_dir / "f3.sgy", store, chunks=(8, 8, 8), shards=(16, 16, 72), memory_limit=1 << 20
-        )
+        cubeslab.ingest(segy_dir / "f3.sgy", store, layout="8x8x8/16x16x72", memory_limit=1 << 20)
     assert "memory limit" in str(info.value)
     with pytest.raises((cubeslab.StoreNotFoundError, cubeslab.IncompleteStoreError)):
         cubeslab.open(store)
@@ -813,7 +811,7 @@ def interrupted_store(synthetic_segy, tmp_path):
     """A store whose ingest ran one task of many and then stopped (never finished)."""
     segy = synthetic_segy()
     store = tmp_path / "interrupted.zarr"
-    options = {"chunks": [2, 2, 4], "shards": [2, 2, 4], "memory_limit": 9 << 20, "threads": 1}
+    options = {"layout": "2x2x4/2x2x4", "memory_limit": 9 << 20, "threads": 1}
     job = _engine.Ingest(str(segy.path), str(store), json.dumps(options))
     assert job.total_tasks > 1
     assert job.step(1) == job.total_tasks - 1

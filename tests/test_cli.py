@@ -72,7 +72,7 @@ def test_ingest_options_reach_the_store(f3, tmp_path):
     path = tmp_path / "opts.zarr"
     run(
         "ingest", f3["path"], path,
-        "--dtype", "native", "--compress", "zstd:5", "--chunks", "4,4,8", "--shards", "8,8,24",
+        "--dtype", "native", "--compress", "zstd:5", "--layout", "4x4x8/8x8x24",
         "--endian", "big", "--threads", "1",
     )  # fmt: skip
     amplitude = zarr.open_array(path / "amplitude", mode="r")
@@ -122,12 +122,14 @@ def test_ingest_refuses_an_existing_store_and_overwrite_replaces_it(segy_dir, f3
 
 def test_info_prints_geometry_layout_and_state(store):
     out = run("info", store).stdout
+    chunks = cubeslab.open(store).amplitude.chunks
     for pattern in (
         r"state\s+complete",
         r"inline': 23",
         r"crossline': 18",
         r"time': 75",
-        r"chunks\s+\[16, 16, 16\]",
+        rf"chunks\s+\[{', '.join(map(str, chunks))}\]",
+        r"layout\s+\d+x\d+x\d+/\d+x\d+x\d+ \(auto\)",
     ):
         assert re.search(pattern, out), (pattern, out)
     assert re.search(r"compression_ratio\s+[\d.]+", out)
@@ -263,8 +265,8 @@ def test_demo_small_writes_three_png_planes_and_a_store_equal_to_its_segy(tmp_pa
 def test_usage_errors_exit_2(store, tmp_path):
     result = run("read", store, "--inline", 111, "--crossline", 880, "-o", tmp_path / "x.npy", expect=2)
     assert "exactly one of" in result.stderr
-    result = run("ingest", "a.sgy", tmp_path / "x.zarr", "--chunks", "4,4,4", expect=2)
-    assert "--shards" in result.stderr
+    result = run("ingest", "a.sgy", tmp_path / "x.zarr", "--layout", "fast", expect=2)
+    assert "unknown layout" in result.stderr
 
 
 @pytest.mark.parametrize("name", ["f3.sgy", "f3-lsb.sgy", "small-ps.sgy", "small_hole.sgy"])

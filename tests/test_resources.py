@@ -21,7 +21,7 @@ MEASURE = textwrap.dedent(
     import cubeslab
     baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     summary = cubeslab.ingest(sys.argv[1], sys.argv[2], memory_limit=int(sys.argv[3]),
-                              chunks=(16, 16, 16), shards=(64, 64, 128), threads=2)
+                              layout="16x16x16/64x64x128", threads=2)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print(json.dumps({"baseline": baseline, "peak": peak, "state": summary["state"]}))
     """
@@ -77,7 +77,7 @@ HOLD = textwrap.dedent(
     """
     import json, sys, time
     from cubeslab import _engine
-    options = {"chunks": [8, 8, 8], "shards": [8, 8, 24], "threads": 1}
+    options = {"layout": "8x8x8/8x8x24", "threads": 1}
     job = _engine.Ingest(sys.argv[1], sys.argv[2], json.dumps(options))
     job.step(1)
     print("holding", flush=True)

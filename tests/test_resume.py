@@ -17,7 +17,7 @@ import cubeslab
 from cubeslab import _engine
 
 SEGY = Path(__file__).resolve().parents[2] / "shared/data/segy/f3.sgy"
-LAYOUT = {"chunks": [8, 8, 8], "shards": [8, 8, 24]}  # 3 x 3 x 4 = 36 shards, 9 tasks of 4
+LAYOUT = {"layout": "8x8x8/8x8x24"}  # 3 x 3 x 4 = 36 shards, 9 tasks of 4
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +54,7 @@ KILLED = textwrap.dedent(
     """
     import json, sys
     from cubeslab import _engine
-    options = {"chunks": [8, 8, 8], "shards": [8, 8, 24], "threads": 1}
+    options = {"layout": "8x8x8/8x8x24", "threads": 1}
     job = _engine.Ingest(sys.argv[1], sys.argv[2], json.dumps(options))
     while job.step(1):
         print(job.done_tasks, flush=True)
@@ -88,7 +88,7 @@ def test_resume_with_other_options_is_refused_and_changes_nothing(tmp_path):
     del job
     before = sorted(p.relative_to(store) for p in store.rglob("*"))
     with pytest.raises(cubeslab.InvalidInputError, match="another source or other options"):
-        cubeslab.ingest(SEGY, store, resume=True, chunks=(16, 16, 16), shards=(16, 16, 32))
+        cubeslab.ingest(SEGY, store, resume=True, layout="16x16x16/16x16x32")
     with pytest.raises(cubeslab.InvalidInputError, match="another source or other options"):
         cubeslab.ingest(SEGY, store, resume=True, compress="zstd:1", **LAYOUT)
     assert sorted(p.relative_to(store) for p in store.rglob("*")) == before

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _engine
-from .errors import SelectionError
+from .errors import InvalidInputError, SelectionError
 
 
 @dataclass(frozen=True)
@@ -83,15 +83,61 @@ class Array:
         a = cubeslab.Array("survey.zarr/amplitude")
         a[10]            # one inline
         a[:, 5, ::2]     # a crossline, every other sample
+
+    ``copies``: arrays holding the same data in other layouts (orientation
+    copies written by ``ingest --views``). Each read goes to the one the cost
+    model predicts fastest for its window.
     """
 
-    def __init__(self, path: str | os.PathLike, settings: ReadSettings | None = None):
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        settings: ReadSettings | None = None,
+        copies: Sequence[str | os.PathLike] = (),
+    ):
         self.path = os.fspath(path)
         self.settings = settings or ReadSettings()
         self._engine = _engine.ZarrArray(self.path)
         self.shape: tuple[int, ...] = tuple(self._engine.shape)
         self.dtype = np.dtype(self._engine.dtype)
         self.metadata: dict = json.loads(self._engine.metadata_json)
+        self.copies = [os.fspath(c) for c in copies]
+        self._copy_engines = [_engine.ZarrArray(c) for c in self.copies]
+        for c, e in zip(self.copies, self._copy_engines, strict=True):
+            if tuple(e.shape) != self.shape or np.dtype(e.dtype) != self.dtype:
+                raise InvalidInputError(f"{c}: a copy of {self.path} must have its shape and dtype")
+        self._model = None
+        self._routes: dict[tuple, int] = {}
+
+    def _route(self, starts, stops, steps):
+        """The engine handle to read this window from (self, or the copy predicted fastest)."""
+        if not self._copy_engines:
+            return self._engine
+        key = tuple(len(range(a, b, s)) for a, b, s in zip(starts, stops, steps, strict=True)) + tuple(steps)
+        choice = self._routes.get(key)
+        if choice is None:
+            if self._model is None:
+                from .plan import find_profile
+
+                options = {
+                    "threads": self.settings.threads,
+                    "in_flight": self.settings.in_flight,
+                    "verify": self.settings.verify,
+                }
+                profile = find_profile(self.path)
+                if profile is not None:
+                    options["profile"] = profile
+                options = {k: v for k, v in options.items() if v is not None}
+                self._model = _engine.CostModel([self.path, *self.copies], json.dumps(options))
+            choice = self._model.fastest(starts, stops, steps)
+            self._routes[key] = choice
+        return self._engine if choice == 0 else self._copy_engines[choice - 1]
+
+    def source_for(self, window=()) -> str:
+        """Path of the array (this one or a copy) a read of ``window`` goes to."""
+        (starts, stops, steps), _, _ = normalize_key(window, self.shape)
+        handle = self._route(starts, stops, steps)
+        return self.path if handle is self._engine else self.copies[self._copy_engines.index(handle)]
 
     @classmethod
     def create(
@@ -193,7 +239,7 @@ class Array:
                 f"out must be a C-contiguous {self.dtype} array of shape {shape}; got {out.dtype} {out.shape}"
             )
         if out.size:
-            self._engine.read_into(
+            self._route(starts, stops, steps).read_into(
                 starts,
                 stops,
                 steps,
@@ -223,7 +269,7 @@ class Array:
 
     # Dask and multiprocessing move arrays between processes by path.
     def __getstate__(self) -> dict:
-        return {"path": self.path, "settings": self.settings}
+        return {"path": self.path, "settings": self.settings, "copies": self.copies}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["path"], state["settings"])
+        self.__init__(state["path"], state["settings"], state.get("copies", ()))

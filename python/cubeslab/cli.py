@@ -1,4 +1,4 @@
-"""The ``cubeslab`` command: ingest, info, read, export, demo.
+"""The ``cubeslab`` command: ingest, info, read, export, demo, profile, plan.
 
 Exit codes: 0 success, 1 a cubeslab error (the message says what and where),
 2 bad command-line usage, 130 interrupted (Ctrl-C).
@@ -19,7 +19,9 @@ from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 from rich.table import Table
 
+from . import plan_cli
 from .errors import CubeslabError, SelectionError
+from .plan import check_layout
 
 app = typer.Typer(
     help="Make huge N-D volumes instantly sliceable.", no_args_is_help=True, add_completion=False
@@ -38,10 +40,6 @@ def parse_size(text: str) -> int:
     return int(float(t))
 
 
-def parse_shape(text: str | None) -> list[int] | None:
-    return [int(x) for x in text.split(",")] if text else None
-
-
 class Endian(StrEnum):
     auto = "auto"
     big = "big"
@@ -58,8 +56,16 @@ def ingest(
     compress: Annotated[
         str, typer.Option(help="none, zstd[:level], gzip[:level], blosc-lz4, blosc-zstd")
     ] = "none",
-    chunks: Annotated[str | None, typer.Option(help="Inner chunk shape, e.g. 16,16,16")] = None,
-    shards: Annotated[str | None, typer.Option(help="Shard shape, e.g. 128,128,256")] = None,
+    layout: Annotated[
+        str, typer.Option(help="auto, cube:N, reference-001[:KIB,RATIO,ASYM], AxBxC or AxBxC/DxExF")
+    ] = "auto",
+    access: Annotated[
+        str | None, typer.Option(help="Reads to plan the layout for, e.g. inline,crossline,time=2,trace")
+    ] = None,
+    views: Annotated[
+        str | None, typer.Option(help="Orientation copies to write too, e.g. inline,crossline,time")
+    ] = None,
+    profile: Annotated[Path | None, typer.Option(help="Device profile (default: this disk's)")] = None,
     memory_limit: Annotated[str, typer.Option(help="Bound on ingest buffers, e.g. 1GiB")] = "1GiB",
     threads: Annotated[int | None, typer.Option(help="Worker threads (default: all cores)")] = None,
     endian: Annotated[Endian, typer.Option(help="Byte order of the SEG-Y file")] = Endian.auto,
@@ -77,8 +83,10 @@ def ingest(
     """Reorganise a SEG-Y file into a sharded Zarr v3 cube store."""
     from . import ingest as run_ingest
 
-    if (chunks is None) != (shards is None):
-        raise typer.BadParameter("give both --chunks and --shards, or neither")
+    try:
+        check_layout(layout)
+    except ValueError as error:
+        raise typer.BadParameter(str(error)) from None
     columns = (
         *Progress.get_default_columns()[:1],
         BarColumn(),
@@ -94,7 +102,8 @@ def ingest(
 
         summary = run_ingest(
             source, store, overwrite=overwrite, resume=resume, dtype=None if dtype == "float32" else dtype,
-            compress=compress, chunks=parse_shape(chunks), shards=parse_shape(shards),
+            compress=compress, layout=layout, access=access,
+            views=[v for v in (views or "").split(",") if v.strip()], profile=profile,
             memory_limit=parse_size(memory_limit), threads=threads, endian=endian.value,
             inline_byte=inline_byte, crossline_byte=crossline_byte, offset_byte=offset_byte,
             allow_truncated=allow_truncated, sample_interval_us=sample_interval,
@@ -104,6 +113,14 @@ def ingest(
         errors.print(f"[yellow]warning:[/] {escape(warning)}")
     live, missing = summary["live_traces"], summary["missing_traces"]
     console.print(f"[green]ingested[/] {live} traces ({missing} missing) into {escape(str(store))}")
+    plan = summary["plan"]
+    console.print(f"layout {plan['layout']} ({plan['strategy']}), {summary['stored_bytes'] / 1e6:,.1f} MB")
+    for access, view in summary.get("views", {}).items():
+        extra = view["stored_bytes"] / max(summary["stored_bytes"], 1)
+        console.print(
+            f"view for {access}: layout {view['layout']}, {view['stored_bytes'] / 1e6:,.1f} MB "
+            f"(+{extra:.0%} of the volume on disk)"
+        )
 
 
 def store_size(path: Path) -> int:
@@ -140,6 +157,14 @@ def store_report(store: Path) -> dict:
         }
     )
     extra = cube.attributes.get("cubeslab", {})
+    if "plan" in extra:
+        report["layout"] = f"{extra['plan']['layout']} ({extra['plan']['strategy']})"
+    if extra.get("views"):
+        report["views"] = {
+            access: f"{view['layout']}, {view['stored_bytes']:,} bytes "
+            f"(+{view['stored_bytes'] / max(extra['stored_bytes'], 1):.0%})"
+            for access, view in extra["views"].items()
+        }
     for key in ("live_traces", "missing_traces", "sorting", "source", "warnings"):
         if key in extra:
             report[key] = extra[key]
@@ -284,6 +309,10 @@ def demo(
     from .demo import run_demo
 
     run_demo(directory, size=size, repeats=repeats, console=console)
+
+
+app.command("profile")(plan_cli.profile_command)
+app.command("plan")(plan_cli.plan_command)
 
 
 def main() -> None:

@@ -138,7 +138,10 @@ class Cube:
                     "with --overwrite"
                 )
             name = self.attributes.get("attributes", {}).get("defaultVariableName", "amplitude")
-            self.amplitude = self._array(name)
+            views = self.attributes.get("cubeslab", {}).get("views", {})
+            copies = [self.path / view["array"] for view in views.values()]
+            self.amplitude = Array(self.path / name, self.settings, copies)
+            self._arrays[name] = self.amplitude
         self.dims: list[str] = list(self.amplitude.dimension_names or [f"dim_{i}" for i in range(self.ndim)])
         self.coords: dict[str, np.ndarray] = {}
         for dim, n in zip(self.dims, self.shape, strict=True):

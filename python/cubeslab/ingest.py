@@ -10,6 +10,7 @@ import numpy as np
 
 from . import _engine
 from .codecs import compressors
+from .errors import CubeslabError, InvalidInputError
 
 ProgressCallback = Callable[[int, int], None]
 """Called as ``progress(bytes_read, total_bytes)`` between steps."""
@@ -23,8 +24,10 @@ def ingest(
     resume: bool = False,
     dtype: str | None = None,
     compress: str | None = None,
-    chunks: Sequence[int] | None = None,
-    shards: Sequence[int] | None = None,
+    layout: str = "auto",
+    access: str | None = None,
+    views: Sequence[str] | None = None,
+    profile: str | os.PathLike | None = None,
     memory_limit: int | None = None,
     threads: int | None = None,
     endian: str = "auto",
@@ -42,7 +45,14 @@ def ingest(
         numpy name, or ``"native"`` for the type that holds the source's
         sample format exactly (int16 for format 3, ...).
     compress: ``"none"`` (default) or a name from :mod:`cubeslab.codecs`.
-    chunks, shards: layout; both or neither (default: the engine's balanced layout).
+    layout: how chunk and shard shapes are chosen: ``"auto"`` (the planner's pick for
+        ``access`` on this machine's profile), ``"cube:N"``, ``"reference-001"`` (reference
+        001's published formula), ``"AxBxC"`` (chunks) or ``"AxBxC/DxExF"`` (chunks/shards).
+    access: reads the layout is planned for (default: every plane), e.g. ``"inline,time=2"``.
+    views: orientation copies to write as well, e.g. ``["inline", "crossline", "time"]``:
+        each laid out for that access alone; reads go to the copy predicted fastest.
+    profile: device profile file (default: the one measured for the store's filesystem,
+        else the built-in typical machine).
     memory_limit: bound in bytes on the ingest's buffers (default 1 GiB).
     resume: continue an ingest of the same source with the same options that stopped (crash, Ctrl-C):
         the shards it finished are kept. Without a store there, a fresh ingest starts.
@@ -50,6 +60,8 @@ def ingest(
     The store is marked complete last; if the ingest stops before, the store
     stays marked incomplete and :func:`cubeslab.open` refuses it.
     """
+    from .plan import find_profile
+
     if dtype not in (None, "native"):
         dtype = np.dtype(dtype).name
     options = {
@@ -57,8 +69,10 @@ def ingest(
         "resume": resume,
         "dtype": dtype,
         "compressors": compressors(compress),  # the engine sets blosc's typesize to the stored type's
-        "chunks": list(chunks) if chunks else None,
-        "shards": list(shards) if shards else None,
+        "layout": layout,
+        "access": access,
+        "views": list(views or []),
+        "compress": compress,
         "threads": threads,
         "endian": endian,
         "inline_byte": inline_byte,
@@ -70,7 +84,15 @@ def ingest(
     }
     if memory_limit is not None:
         options["memory_limit"] = int(memory_limit)
-    job = _engine.Ingest(os.fspath(source), os.fspath(store), json.dumps(options))
+    profile_text = find_profile(store, profile)
+    if profile_text is not None:
+        options["profile"] = profile_text
+    try:
+        job = _engine.Ingest(os.fspath(source), os.fspath(store), json.dumps(options))
+    except CubeslabError:
+        raise
+    except ValueError as error:  # an option the engine cannot parse
+        raise InvalidInputError(str(error)) from None
     step = 2 * (threads or _engine.default_parallelism()[0])
     while True:
         left = job.step(step)

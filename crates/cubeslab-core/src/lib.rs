@@ -9,6 +9,7 @@
 //! * [`segy`]: SEG-Y headers, sample formats and survey geometry.
 //! * [`ingest`]: SEG-Y → cube store, streaming within a memory bound.
 //! * [`export`]: cube store → SEG-Y.
+//! * [`plan`]: device profiles, the cost model and the layout optimizer.
 //! * [`config`]: threads and requests in flight.
 #![warn(missing_docs)]
 // N-D index arithmetic reads best as loops over dimension numbers.
@@ -18,6 +19,7 @@ pub mod config;
 pub mod error;
 pub mod export;
 pub mod ingest;
+pub mod plan;
 pub mod segy;
 pub mod store;
 pub mod window;

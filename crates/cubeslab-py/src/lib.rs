@@ -6,6 +6,7 @@
 
 mod errors;
 mod options;
+mod plan;
 
 use std::path::PathBuf;
 
@@ -126,7 +127,7 @@ impl ZarrArray {
     }
 }
 
-fn window(starts: &[u64], stops: &[u64], steps: &[u64]) -> PyResult<Window> {
+pub(crate) fn window(starts: &[u64], stops: &[u64], steps: &[u64]) -> PyResult<Window> {
     if starts.len() != stops.len() || starts.len() != steps.len() {
         return Err(pyo3::exceptions::PyValueError::new_err(
             "starts, stops and steps differ in length",
@@ -240,5 +241,9 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(segy_info, m)?)?;
     m.add_function(wrap_pyfunction!(default_parallelism, m)?)?;
     m.add_function(wrap_pyfunction!(dtypes, m)?)?;
+    m.add_class::<plan::CostModel>()?;
+    m.add_function(wrap_pyfunction!(plan::measure_profile, m)?)?;
+    m.add_function(wrap_pyfunction!(plan::plan_layout, m)?)?;
+    m.add_function(wrap_pyfunction!(plan::check_layout, m)?)?;
     Ok(())
 }

@@ -3,7 +3,8 @@
 use cubeslab_core::{
     config::Parallelism,
     export::ExportOptions,
-    ingest::{AmplitudeType, IngestOptions, Layout},
+    ingest::{AmplitudeType, IngestOptions},
+    plan::{chunk_codec, DeviceProfile, Strategy},
     segy::{Endian, SampleFormat, ScanOptions, SegyOptions},
     store::{ArraySpec, DType},
 };
@@ -76,6 +77,15 @@ pub fn array_spec(text: &str) -> PyResult<ArraySpec> {
     })
 }
 
+/// `"profile"`: a profile's JSON text; absent: the typical machine.
+pub fn profile(m: &Map<String, Value>) -> PyResult<DeviceProfile> {
+    match m.get("profile").and_then(Value::as_str) {
+        None => Ok(DeviceProfile::typical()),
+        Some(text) => DeviceProfile::from_json(text)
+            .map_err(|e| PyValueError::new_err(format!("device profile: {e}"))),
+    }
+}
+
 fn endian(m: &Map<String, Value>) -> PyResult<Option<Endian>> {
     match m.get("endian").and_then(Value::as_str) {
         None | Some("auto") => Ok(None),
@@ -92,13 +102,12 @@ pub fn ingest_options(text: &str) -> PyResult<IngestOptions> {
     let m = parse(text)?;
     let defaults = IngestOptions::default();
     let scan_defaults = ScanOptions::default();
-    let layout = match (m.get("chunks"), m.get("shards")) {
-        (Some(c), Some(s)) if !c.is_null() && !s.is_null() => Some(Layout {
-            inner: u64s(c, "chunks")?,
-            shard: u64s(s, "shards")?,
-        }),
-        _ => None,
+    let layout = match m.get("layout").and_then(Value::as_str) {
+        Some(name) => Strategy::parse(name).map_err(PyValueError::new_err)?,
+        None => Strategy::Auto,
     };
+    let profile = profile(&m)?;
+    let codec = chunk_codec(&profile, m.get("compress").and_then(Value::as_str));
     Ok(IngestOptions {
         segy: SegyOptions {
             endian: endian(&m)?,
@@ -119,6 +128,19 @@ pub fn ingest_options(text: &str) -> PyResult<IngestOptions> {
             Some(v) => AmplitudeType::Given(dtype(v)?),
         },
         layout,
+        access: m.get("access").and_then(Value::as_str).map(str::to_string),
+        profile,
+        codec,
+        views: m
+            .get("views")
+            .and_then(Value::as_array)
+            .map(|v| {
+                v.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default(),
         compressors: m
             .get("compressors")
             .and_then(Value::as_array)

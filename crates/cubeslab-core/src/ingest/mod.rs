@@ -13,11 +13,10 @@
 //! The caller drives step 4 with [`Ingest::step`], so it can show progress
 //! and stop cleanly between steps (the store then stays marked incomplete).
 
-mod layout;
 mod survey;
 mod task;
 
-pub use layout::{default_layout, Layout};
+pub use crate::plan::Layout;
 pub use survey::{SurveyNames, AMPLITUDE, FILE_HEADER, RAW_HEADERS, TRACE_MASK};
 
 use std::path::{Path, PathBuf};
@@ -28,6 +27,10 @@ use serde_json::{json, Map, Value};
 use crate::{
     config::Parallelism,
     error::Result,
+    plan::{
+        dir_bytes, Access, AccessMix, CacheState, ChunkCodec, DeviceProfile, Evaluated, Planner,
+        ReadSetup, Strategy,
+    },
     segy::{Geometry, ScanOptions, SegyFile, SegyOptions},
     store::{DType, Group, StoreError, StoreLock, ZarrArray},
 };
@@ -56,8 +59,19 @@ pub struct IngestOptions {
     pub scan: ScanOptions,
     /// Element type of the amplitude array.
     pub dtype: AmplitudeType,
-    /// Chunk and shard shape; `None` takes [`default_layout`].
-    pub layout: Option<Layout>,
+    /// How the chunk and shard shapes are chosen.
+    pub layout: Strategy,
+    /// Reads the layout is planned for (`inline,time=2`, see [`AccessMix::parse`]);
+    /// `None`: [`AccessMix::default_for`] the survey's dimensions.
+    pub access: Option<String>,
+    /// The machine the layout is planned for.
+    pub profile: DeviceProfile,
+    /// How the amplitude chunks are costed (follows `compressors`).
+    pub codec: ChunkCodec,
+    /// Orientation copies to write besides the amplitude array, one per
+    /// access name (`inline`, `crossline`, `time`, ...), each laid out for
+    /// that access alone; readers route each read to the fastest copy.
+    pub views: Vec<String>,
     /// Compressors (Zarr v3 bytes-to-bytes codecs as JSON) for amplitude chunks.
     pub compressors: Vec<Value>,
     /// Bound on buffer memory in bytes.
@@ -79,7 +93,11 @@ impl Default for IngestOptions {
             segy: SegyOptions::default(),
             scan: ScanOptions::default(),
             dtype: AmplitudeType::Float32,
-            layout: None,
+            layout: Strategy::Auto,
+            access: None,
+            profile: DeviceProfile::typical(),
+            codec: ChunkCodec::Raw { crc: true },
+            views: Vec::new(),
             compressors: Vec::new(),
             memory_limit: DEFAULT_MEMORY_LIMIT,
             parallelism: Parallelism::default(),
@@ -99,6 +117,9 @@ pub struct Ingest {
     tasks: Vec<IngestTask>,
     next: usize,
     parallelism: Parallelism,
+    memory_limit: u64,
+    /// Orientation copies, filled from the amplitude array when all tasks are done.
+    views: Vec<ZarrArray>,
     attributes: Map<String, Value>,
     bytes_read: u64,
     /// Held until the store is complete, or the ingest is dropped.
@@ -129,16 +150,45 @@ impl Ingest {
         let names = SurveyNames::new(geometry.offsets.is_some(), &options.vertical);
         let mut shape = geometry.trace_shape();
         shape.push(source.samples as u64);
-        let layout = match &options.layout {
-            Some(l) => l.clone(),
-            None => default_layout(&shape, dtype),
+        let planner = Planner {
+            profile: options.profile.clone(),
+            mix: match &options.access {
+                None => AccessMix::default_for(shape.len()),
+                Some(text) => {
+                    AccessMix::parse(text, shape.len()).map_err(|what| StoreError::Unsupported {
+                        path: store.clone(),
+                        what,
+                    })?
+                }
+            },
+            setup: ReadSetup {
+                threads: options.parallelism.threads,
+                in_flight: Parallelism::default().in_flight,
+                verify: true,
+            },
+            codec: options.codec.clone(),
+            state: CacheState::Both,
         };
+        let plan = options
+            .layout
+            .choose(&shape, dtype.size(), &planner)
+            .map_err(|what| StoreError::Unsupported {
+                path: store.clone(),
+                what,
+            })?;
+        let layout = plan[0].layout.clone();
         layout
             .check(&shape)
             .map_err(|what| StoreError::Unsupported {
                 path: store.clone(),
                 what,
             })?;
+        let views = plan_views(&options.views, &shape, dtype, &planner).map_err(|what| {
+            StoreError::Unsupported {
+                path: store.clone(),
+                what,
+            }
+        })?;
 
         if !dtype_holds(dtype, source.format) {
             return Err(StoreError::Unsupported {
@@ -175,11 +225,27 @@ impl Ingest {
                 codec
             })
             .collect();
-        let amplitude = survey::amplitude_spec(shape, &names, &layout, dtype, &compressors);
+        let amplitude = survey::amplitude_spec(shape.clone(), &names, &layout, dtype, &compressors);
         amplitude.validate(&store.join(AMPLITUDE))?;
 
         let mut attributes = survey::group_attributes(&source, &geometry, &names, &layout, dtype);
         attributes["cubeslab"]["memory_limit"] = json!(options.memory_limit);
+        attributes["cubeslab"]["plan"] = json!({
+            "strategy": options.layout.name(),
+            "layout": layout.describe(),
+            "padding": plan[0].padding,
+            "predicted_ms": predicted_ms(&plan[0]),
+        });
+        attributes["cubeslab"]["views"] = views
+            .iter()
+            .map(|v| {
+                (
+                    v.access.clone(),
+                    json!({"array": v.array, "layout": v.plan.layout.describe(), "predicted_ms": predicted_ms(&v.plan)}),
+                )
+            })
+            .collect::<Map<String, Value>>()
+            .into();
         let fingerprint = survey::fingerprint(&source, &amplitude, options);
         attributes["cubeslab"]["fingerprint"] = fingerprint.clone();
 
@@ -196,6 +262,20 @@ impl Ingest {
         // Idempotent: on a resume it rewrites the same metadata and coordinates.
         let arrays =
             survey::create_arrays(&store, &source, &geometry, &names, &layout, &amplitude)?;
+        let view_arrays = views
+            .iter()
+            .map(|v| {
+                let mut spec = survey::amplitude_spec(
+                    shape.clone(),
+                    &names,
+                    &v.plan.layout,
+                    dtype,
+                    &compressors,
+                );
+                spec.attributes.insert("view_of".into(), json!(AMPLITUDE));
+                ZarrArray::create(store.join(&v.array), &spec)
+            })
+            .collect::<Result<Vec<_>>>()?;
         let all = tasks.len();
         let tasks: Vec<IngestTask> = if resuming {
             tasks.into_iter().filter(|t| !t.is_done(&arrays)).collect()
@@ -212,6 +292,8 @@ impl Ingest {
             tasks,
             next: 0,
             parallelism: options.parallelism,
+            memory_limit: options.memory_limit,
+            views: view_arrays,
             attributes,
             bytes_read,
             _lock: lock,
@@ -265,7 +347,29 @@ impl Ingest {
     /// Mark the store complete (atomically, last) and return its summary.
     pub fn finish(mut self) -> Result<Value> {
         while self.step(usize::MAX)? > 0 {}
+        let mut view_bytes = Map::new();
+        for view in &self.views {
+            view.copy_from(&self.arrays.amplitude, self.parallelism, self.memory_limit)?;
+            let name = view
+                .path()
+                .file_name()
+                .map(|n| n.to_string_lossy().to_string());
+            view_bytes.insert(
+                name.unwrap_or_default(),
+                json!(dir_bytes(&view.path().join("c"))),
+            );
+        }
         let c = self.attributes.get_mut("cubeslab").expect("set at start");
+        c["stored_bytes"] = json!(dir_bytes(&self.arrays.amplitude.path().join("c")));
+        if let Some(views) = c["views"].as_object_mut() {
+            for view in views.values_mut() {
+                let bytes = view["array"]
+                    .as_str()
+                    .and_then(|a| view_bytes.get(a))
+                    .cloned();
+                view["stored_bytes"] = bytes.unwrap_or(Value::Null);
+            }
+        }
         c["state"] = json!("complete");
         Group::write(&self.store, &self.attributes)?;
         Ok(self.summary())
@@ -280,6 +384,63 @@ impl Ingest {
     pub fn amplitude(&self) -> &ZarrArray {
         &self.arrays.amplitude
     }
+}
+
+/// An orientation copy to write: the access it serves, its array, its plan.
+struct PlannedView {
+    access: String,
+    array: String,
+    plan: Evaluated,
+}
+
+/// Plan each view's layout for its access alone.
+fn plan_views(
+    views: &[String],
+    shape: &[u64],
+    dtype: DType,
+    planner: &Planner,
+) -> std::result::Result<Vec<PlannedView>, String> {
+    let mut planned: Vec<PlannedView> = Vec::new();
+    for text in views {
+        let access = Access::parse(text, shape.len())?;
+        let name = access.name(shape.len());
+        if planned.iter().any(|v| v.access == name) {
+            continue;
+        }
+        let alone = Planner {
+            mix: AccessMix {
+                accesses: vec![(access, 1.0)],
+            },
+            ..planner.clone()
+        };
+        let plan = Strategy::Auto
+            .choose(shape, dtype.size(), &alone)?
+            .remove(0);
+        let suffix: String = name
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        planned.push(PlannedView {
+            array: format!("{AMPLITUDE}_{suffix}"),
+            access: name,
+            plan,
+        });
+    }
+    Ok(planned)
+}
+
+/// Predicted warm and cold milliseconds per access, for the record.
+fn predicted_ms(plan: &Evaluated) -> Value {
+    plan.accesses
+        .iter()
+        .map(|a| {
+            (
+                a.access.clone(),
+                json!({"warm": a.warm.seconds * 1e3, "cold": a.cold.seconds * 1e3}),
+            )
+        })
+        .collect::<Map<String, Value>>()
+        .into()
 }
 
 /// Whether `dtype` holds every value of `format` exactly: floats hold what

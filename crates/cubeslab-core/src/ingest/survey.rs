@@ -144,6 +144,7 @@ pub(super) fn fingerprint(
         "crossline_byte": options.scan.crossline_byte,
         "offset_byte": options.scan.offset_byte,
         "amplitude": amplitude.metadata(),
+        "views": options.views,
     })
 }
 

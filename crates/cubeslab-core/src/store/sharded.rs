@@ -470,10 +470,10 @@ fn selected_extent(
 
 /// Ranges closer than this are requested as one: the kernel then issues
 /// fewer, larger reads, which every device serves faster.
-const COALESCE_GAP: u64 = 64 * 1024;
+pub const COALESCE_GAP: u64 = 64 * 1024;
 
 /// Largest single request handed to the kernel.
-const MAX_REQUEST: u64 = 8 << 20;
+pub const MAX_REQUEST: u64 = 8 << 20;
 
 /// One worker's read-ahead over its run of tasks: merges neighbouring byte
 /// ranges into requests and keeps `outstanding` of them issued ahead of the

@@ -1,0 +1,441 @@
+//! The cost model: how long the engine's read path takes to read a window
+//! of an array stored with a given layout, on a profiled machine.
+//!
+//! It follows `store::sharded` step by step: the inner chunks a window
+//! touches, cut into the same per-worker pieces; each piece's byte ranges
+//! merged into requests by the same rule; then, per chunk, checksum,
+//! decode and copy work at the profiled rates. Warm, the time is the CPU
+//! work shared by the threads. Cold, the requests go to the device at the
+//! queue depth the prefetcher keeps, overlapped with the CPU work, after
+//! the shards' indexes are read.
+
+use serde::Serialize;
+
+use super::{layout::Layout, profile::DeviceProfile};
+use crate::{
+    store::{COALESCE_GAP, MAX_REQUEST},
+    window::{chunk_spans, ChunkSpan, Window},
+};
+
+/// How inner chunks are stored.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub enum ChunkCodec {
+    /// The elements as they are, with a crc32c after each chunk if `crc`.
+    Raw {
+        /// A crc32c follows each chunk.
+        crc: bool,
+    },
+    /// Compressed by a codec with these rates.
+    Compressed {
+        /// Decoded / encoded bytes.
+        ratio: f64,
+        /// Decoded bytes per second on one core.
+        decode: f64,
+        /// A crc32c follows each chunk.
+        crc: bool,
+    },
+}
+
+/// An array as stored: what the model needs of it.
+#[derive(Debug, Clone)]
+pub struct StoredArray {
+    /// Array shape.
+    pub shape: Vec<u64>,
+    /// Bytes per element.
+    pub elem: usize,
+    /// Chunks and shards.
+    pub layout: Layout,
+    /// Chunk encoding.
+    pub codec: ChunkCodec,
+}
+
+/// How a read is made.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReadSetup {
+    /// Worker threads.
+    pub threads: usize,
+    /// Requests in flight when cold.
+    pub in_flight: usize,
+    /// Checksums are checked.
+    pub verify: bool,
+}
+
+/// Whether the data is in the page cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Cache {
+    /// Already in memory and mapped.
+    Warm,
+    /// On the device; shards not yet open.
+    Cold,
+}
+
+/// What a read costs, and the predicted time.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Prediction {
+    /// Inner chunks touched.
+    pub chunks: u64,
+    /// Shards touched.
+    pub shards: u64,
+    /// Requests sent to the device (cold), after merging neighbours.
+    pub requests: u64,
+    /// Bytes read from the device (cold).
+    pub device_bytes: u64,
+    /// Stored bytes the workers touch (checksummed, decoded or copied from).
+    pub touched_bytes: u64,
+    /// Bytes delivered to the caller.
+    pub output_bytes: u64,
+    /// Device time if nothing else ran (s).
+    pub io_seconds: f64,
+    /// CPU time summed over threads (s).
+    pub cpu_seconds: f64,
+    /// Predicted wall time (s).
+    pub seconds: f64,
+}
+
+/// Predict the time to read `window` of `array`.
+pub fn predict(
+    array: &StoredArray,
+    window: &Window,
+    setup: &ReadSetup,
+    cache: Cache,
+    profile: &DeviceProfile,
+) -> Prediction {
+    walk(array, window, setup, profile).finish(cache, setup, profile)
+}
+
+/// Predict warm and cold reads of `window` at once (one walk over the chunks).
+pub fn predict_both(
+    array: &StoredArray,
+    window: &Window,
+    setup: &ReadSetup,
+    profile: &DeviceProfile,
+) -> (Prediction, Prediction) {
+    let w = walk(array, window, setup, profile);
+    (
+        w.finish(Cache::Warm, setup, profile),
+        w.finish(Cache::Cold, setup, profile),
+    )
+}
+
+/// The work of a read, before the cache state decides how it overlaps.
+struct Walk {
+    counts: Prediction,
+    request_sizes: Vec<u64>,
+    index_bytes: u64,
+    /// CPU time over all chunks, warm.
+    cpu: f64,
+    /// Worker threads that get a piece.
+    busy: f64,
+}
+
+fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &DeviceProfile) -> Walk {
+    let nd = array.shape.len();
+    let elem = array.elem as u64;
+    let inner = &array.layout.inner;
+    let cps: Vec<u64> = array
+        .layout
+        .shard
+        .iter()
+        .zip(inner)
+        .map(|(s, c)| s / c)
+        .collect();
+    let spans: Vec<Vec<ChunkSpan>> = (0..nd)
+        .map(|d| chunk_spans(&window.dims[d], inner[d]))
+        .collect();
+    let counts: Vec<u64> = spans.iter().map(|s| s.len() as u64).collect();
+    let n_tasks: u64 = counts.iter().product();
+    let mut prediction = Prediction {
+        chunks: n_tasks,
+        output_bytes: window.num_elements() * elem,
+        ..Default::default()
+    };
+    let index_bytes = cps.iter().product::<u64>() * 16 + 4;
+    if n_tasks == 0 {
+        return Walk {
+            counts: prediction,
+            request_sizes: Vec::new(),
+            index_bytes,
+            cpu: 0.0,
+            busy: 1.0,
+        };
+    }
+    // Shards touched: distinct shard indices per dimension, multiplied.
+    prediction.shards = spans
+        .iter()
+        .zip(&cps)
+        .map(|(s, &c)| {
+            let mut shards: Vec<u64> = s.iter().map(|sp| sp.chunk / c).collect();
+            shards.dedup();
+            shards.len() as u64
+        })
+        .product();
+
+    let chunk_elems: u64 = inner.iter().product();
+    let chunk_bytes = chunk_elems * elem;
+    let (stored_chunk, crc, decode_rate) = match array.codec {
+        ChunkCodec::Raw { crc } => (chunk_bytes + 4 * crc as u64, crc, None),
+        ChunkCodec::Compressed { ratio, decode, crc } => (
+            (chunk_bytes as f64 / ratio.max(1e-3)).ceil() as u64 + 4 * crc as u64,
+            crc,
+            Some(decode),
+        ),
+    };
+    let partial = decode_rate.is_none() && !setup.verify;
+    let mut chunk_strides = vec![1u64; nd];
+    for d in (0..nd.saturating_sub(1)).rev() {
+        chunk_strides[d] = chunk_strides[d + 1] * inner[d + 1];
+    }
+    let mut inner_strides = vec![1u64; nd];
+    for d in (0..nd.saturating_sub(1)).rev() {
+        inner_strides[d] = inner_strides[d + 1] * cps[d + 1];
+    }
+    let shard_grid: Vec<u64> = array
+        .shape
+        .iter()
+        .zip(&array.layout.shard)
+        .map(|(&n, &s)| n.div_ceil(s))
+        .collect();
+    let mut shard_strides = vec![1u64; nd];
+    for d in (0..nd.saturating_sub(1)).rev() {
+        shard_strides[d] = shard_strides[d + 1] * shard_grid[d + 1];
+    }
+    let steps: Vec<u64> = window.dims.iter().map(|r| r.step).collect();
+
+    let threads = setup.threads.max(1) as u64;
+    let piece = n_tasks.div_ceil(threads * 4).max(1);
+    let engine = &profile.engine;
+    let memory = &profile.memory;
+    let mut cpu = 0.0;
+    let mut fault_bytes = 0u64;
+    let mut request_sizes: Vec<u64> = Vec::new();
+    // The open request of the current piece: (shard id, start, length).
+    let mut open: Option<(u64, u64, u64)> = None;
+
+    // Walk the tasks in the read path's order (C order over the spans).
+    let mut idx = vec![0usize; nd];
+    for t in 0..n_tasks {
+        if t % piece == 0 {
+            if let Some((_, _, len)) = open.take() {
+                request_sizes.push(len);
+            }
+        }
+        let mut shard_id = 0u64;
+        let mut inner_pos = 0u64;
+        let mut lo = 0u64;
+        let mut hi = 0u64;
+        let mut selected = 1u64;
+        for d in 0..nd {
+            let s = &spans[d][idx[d]];
+            shard_id += (s.chunk / cps[d]) * shard_strides[d];
+            inner_pos += (s.chunk % cps[d]) * inner_strides[d];
+            lo += s.first * chunk_strides[d];
+            hi += (s.first + (s.count - 1) * steps[d]) * chunk_strides[d];
+            selected *= s.count;
+        }
+        let start = inner_pos * stored_chunk;
+        let (offset, len) = if partial {
+            (start + lo * elem, (hi - lo + 1) * elem)
+        } else {
+            (start, stored_chunk)
+        };
+        fault_bytes += len;
+        // Merge into the open request exactly as the prefetcher does.
+        open = match open.take() {
+            Some((id, o, l))
+                if id == shard_id
+                    && offset >= o
+                    && offset <= o + l + COALESCE_GAP
+                    && l < MAX_REQUEST =>
+            {
+                Some((id, o, l.max(offset + len - o)))
+            }
+            Some((_, _, l)) => {
+                request_sizes.push(l);
+                Some((shard_id, offset, len))
+            }
+            None => Some((shard_id, offset, len)),
+        };
+
+        // CPU work for this chunk.
+        let mut work = engine.task;
+        if crc && setup.verify {
+            work += stored_chunk as f64 / memory.crc;
+        }
+        if let Some(rate) = decode_rate {
+            work += chunk_bytes as f64 / rate;
+        }
+        let inner_dim = (0..nd)
+            .rev()
+            .find(|&d| spans[d][idx[d]].count > 1)
+            .unwrap_or(nd - 1);
+        let run_len = spans[inner_dim][idx[inner_dim]].count;
+        let runs = selected / run_len;
+        let contiguous = inner_dim == nd - 1 && steps[inner_dim] == 1;
+        work += runs as f64 * engine.run;
+        work += if contiguous {
+            (selected * elem) as f64 / memory.copy
+        } else {
+            selected as f64 * engine.strided_element
+        };
+        cpu += work;
+
+        // Next task index (odometer, last dimension fastest).
+        for d in (0..nd).rev() {
+            idx[d] += 1;
+            if idx[d] < spans[d].len() {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    if let Some((_, _, len)) = open.take() {
+        request_sizes.push(len);
+    }
+    prediction.touched_bytes = fault_bytes;
+    prediction.device_bytes = request_sizes.iter().sum();
+    prediction.requests = request_sizes.len() as u64;
+
+    // Workers share the pieces; a read of fewer pieces than threads uses fewer.
+    let busy = threads.min(n_tasks.div_ceil(piece)) as f64;
+    Walk {
+        counts: prediction,
+        request_sizes,
+        index_bytes,
+        cpu,
+        busy,
+    }
+}
+
+impl Walk {
+    fn finish(&self, cache: Cache, setup: &ReadSetup, profile: &DeviceProfile) -> Prediction {
+        let mut p = self.counts.clone();
+        let engine = &profile.engine;
+        if p.chunks == 0 {
+            p.seconds = engine.call;
+            return p;
+        }
+        let busy = self.busy;
+        match cache {
+            Cache::Warm => {
+                p.cpu_seconds = self.cpu;
+                p.seconds = engine.call + self.cpu / busy;
+            }
+            Cache::Cold => {
+                // Shards are opened in parallel first: map, read and check each index.
+                let threads = setup.threads.max(1) as u64;
+                let open_depth = p.shards.min(threads) as f64;
+                let index = self.index_bytes.max(4096) as f64;
+                let index_time = index / profile.io.cold_rate(index, open_depth) * open_depth;
+                let open_time = p.shards as f64 * (engine.shard_open + index_time) / open_depth;
+                // Each worker keeps ceil(in_flight / threads) requests outstanding.
+                let outstanding = setup.in_flight.div_ceil(threads as usize).max(1) as u64;
+                let depth = (outstanding * busy as u64).min(p.requests).max(1) as f64;
+                let io: f64 = self
+                    .request_sizes
+                    .iter()
+                    .map(|&s| s as f64 / profile.io.cold_rate(s as f64, depth))
+                    .sum();
+                // The first request must arrive before any copying starts.
+                let first = self.request_sizes[0] as f64;
+                let startup = first / profile.io.cold_rate(first, 1.0);
+                let cpu = self.cpu + p.touched_bytes as f64 / profile.memory.fault;
+                p.io_seconds = io;
+                p.cpu_seconds = cpu;
+                p.seconds = engine.call + open_time + startup + io.max(cpu / busy);
+            }
+        }
+        p
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::access::Access;
+
+    fn array(inner: [u64; 3], shard: [u64; 3]) -> StoredArray {
+        StoredArray {
+            shape: vec![600, 800, 1000],
+            elem: 4,
+            layout: Layout {
+                inner: inner.to_vec(),
+                shard: shard.to_vec(),
+            },
+            codec: ChunkCodec::Raw { crc: true },
+        }
+    }
+
+    const SETUP: ReadSetup = ReadSetup {
+        threads: 2,
+        in_flight: 32,
+        verify: true,
+    };
+
+    #[test]
+    fn counts_follow_the_layout() {
+        let a = array([16, 16, 16], [128, 128, 256]);
+        let p = DeviceProfile::typical();
+        let inline = Access::Plane(0).window(&a.shape);
+        let pred = predict(&a, &inline, &SETUP, Cache::Cold, &p);
+        // 50 x 63 chunks of 16 KiB (+ crc), in 7 x 4 shards.
+        assert_eq!(pred.chunks, 50 * 63);
+        assert_eq!(pred.shards, 7 * 4);
+        assert_eq!(pred.touched_bytes, 50 * 63 * (16384 + 4));
+        assert_eq!(pred.output_bytes, 800 * 1000 * 4);
+        // An inline's chunks sit in runs along the samples inside a shard:
+        // one request per (shard, crossline chunk) and piece boundary at most.
+        assert!(pred.requests <= 50 * 4 + 8, "{}", pred.requests);
+        assert!(pred.device_bytes >= pred.touched_bytes);
+        let warm = predict(&a, &inline, &SETUP, Cache::Warm, &p);
+        assert!(warm.seconds < pred.seconds);
+    }
+
+    #[test]
+    fn time_is_monotone_in_work() {
+        // Twice the chunk depth along the inline axis: twice the bytes to
+        // check for an inline, so a slower verified warm read.
+        let p = DeviceProfile::typical();
+        let thin = array([8, 16, 16], [128, 128, 256]);
+        let thick = array([16, 16, 16], [128, 128, 256]);
+        let w = Access::Plane(0).window(&thin.shape);
+        let t_thin = predict(&thin, &w, &SETUP, Cache::Warm, &p).seconds;
+        let t_thick = predict(&thick, &w, &SETUP, Cache::Warm, &p).seconds;
+        assert!(t_thick > 1.5 * t_thin, "{t_thin} {t_thick}");
+        // Unverified raw reads only the selected span of each chunk.
+        let setup = ReadSetup {
+            verify: false,
+            ..SETUP
+        };
+        let unverified = predict(&thick, &w, &setup, Cache::Cold, &p);
+        // Per chunk: 16 rows of the selected crossline plane, from the first
+        // element of the first row to the last of the last (15 * 16 + k
+        // elements for k samples: 16, or 8 in the last chunk of 1000).
+        assert_eq!(unverified.touched_bytes, 50 * (62 * 256 + 248) * 4);
+        // More threads never predict slower.
+        let one = ReadSetup {
+            threads: 1,
+            ..SETUP
+        };
+        assert!(
+            predict(&thick, &w, &one, Cache::Warm, &p).seconds
+                >= predict(&thick, &w, &SETUP, Cache::Warm, &p).seconds
+        );
+    }
+
+    #[test]
+    fn compressed_chunks_move_fewer_bytes() {
+        let p = DeviceProfile::typical();
+        let mut a = array([16, 16, 16], [128, 128, 256]);
+        let w = Access::Plane(2).window(&a.shape);
+        let raw = predict(&a, &w, &SETUP, Cache::Cold, &p);
+        a.codec = ChunkCodec::Compressed {
+            ratio: 4.0,
+            decode: 1e9,
+            crc: true,
+        };
+        let packed = predict(&a, &w, &SETUP, Cache::Cold, &p);
+        assert!(packed.touched_bytes * 3 < raw.touched_bytes);
+        assert!(packed.cpu_seconds > raw.cpu_seconds);
+    }
+}

@@ -1,0 +1,563 @@
+//! Measuring a [`DeviceProfile`]: device reads against request size and
+//! queue depth (cold and warm), memory rates, the engine's fixed costs,
+//! and each codec's speed on sample data — all on the filesystem and cores
+//! that will serve the stores.
+//!
+//! Queue depth is made the way the engine makes it: that many requests in
+//! flight at once, here one blocking `pread` per thread. Cold cells evict
+//! the scratch file with `posix_fadvise(DONTNEED)` first and never read a
+//! block twice.
+
+use std::{
+    fs::File,
+    io::Write,
+    os::unix::fs::FileExt,
+    os::unix::io::AsRawFd,
+    path::{Path, PathBuf},
+    sync::atomic::{AtomicU64, Ordering},
+    time::Instant,
+};
+
+use serde_json::{json, Value};
+
+use super::profile::{CodecRate, DeviceProfile, EngineCosts, IoTable, MemoryRates, PROFILE_FORMAT};
+use super::stored::dir_bytes;
+use crate::{
+    config::Parallelism,
+    error::Result,
+    store::{ArraySpec, DType, ReadOptions, ZarrArray},
+    window::{DimRange, Window},
+    Error,
+};
+
+/// What to measure and how long to spend.
+#[derive(Debug, Clone)]
+pub struct MeasureOptions {
+    /// Directory on the filesystem to profile (scratch files go here and are removed).
+    pub dir: PathBuf,
+    /// Size of the scratch file read by the device measurements.
+    pub file_bytes: u64,
+    /// Time spent on each (size, depth) cell.
+    pub cell_seconds: f64,
+    /// Request sizes in bytes.
+    pub sizes: Vec<u64>,
+    /// Requests in flight.
+    pub depths: Vec<u64>,
+    /// Worker threads (the memory rates are measured with all of them busy).
+    pub threads: usize,
+    /// Codecs to time: (name, compressor JSON list), on `sample`.
+    pub codecs: Vec<(String, Vec<Value>)>,
+}
+
+impl MeasureOptions {
+    /// The default grid: 4 KiB .. 16 MiB by 4x, 1 .. 64 in flight by 2x;
+    /// a 1 GiB scratch file and 0.15 s per cell (about 30 s in all).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self {
+            dir: dir.into(),
+            file_bytes: 1 << 30,
+            cell_seconds: 0.15,
+            sizes: (0..7).map(|i| 4096u64 << (2 * i)).collect(),
+            depths: (0..7).map(|i| 1u64 << i).collect(),
+            threads: Parallelism::default().threads,
+            codecs: Vec::new(),
+        }
+    }
+}
+
+/// Sample data for the codec and engine measurements: a C-order array.
+pub struct Sample<'a> {
+    /// Shape (3-D).
+    pub shape: [u64; 3],
+    /// Element type.
+    pub dtype: DType,
+    /// The elements, native endian.
+    pub bytes: &'a [u8],
+}
+
+/// Measure the machine. `progress` is told what is being measured.
+pub fn measure(
+    options: &MeasureOptions,
+    sample: &Sample<'_>,
+    progress: &mut dyn FnMut(&str),
+) -> Result<DeviceProfile> {
+    let scratch = Scratch::new(&options.dir)?;
+    progress("writing the scratch file");
+    let file = scratch.fill(options.file_bytes)?;
+    progress("device reads, cold and warm");
+    let io = measure_io(&file, &scratch.path, options)?;
+    progress("memory rates");
+    let memory = measure_memory(&file, &scratch.path, options.threads, options.file_bytes)?;
+    drop(file);
+    progress("engine costs");
+    let engine = measure_engine(&scratch.dir, options.threads, &memory)?;
+    let mut codecs = Vec::new();
+    for (name, compressors) in &options.codecs {
+        progress(&format!("codec {name}"));
+        codecs.push(measure_codec(&scratch.dir, name, compressors, sample)?);
+    }
+    Ok(DeviceProfile {
+        format: PROFILE_FORMAT,
+        path: options.dir.display().to_string(),
+        threads: options.threads,
+        io,
+        memory,
+        engine,
+        codecs,
+    })
+}
+
+/// Scratch files, removed when dropped.
+struct Scratch {
+    dir: PathBuf,
+    path: PathBuf,
+}
+
+impl Scratch {
+    fn new(parent: &Path) -> Result<Self> {
+        let dir = parent.join(format!(".cubeslab-profile-{}.tmp", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        Ok(Self {
+            path: dir.join("reads.bin"),
+            dir,
+        })
+    }
+
+    /// Write `bytes` of incompressible data and flush them, so that eviction works.
+    fn fill(&self, bytes: u64) -> Result<File> {
+        let io = |e| Error::io(&self.path, e);
+        let mut file = File::create(&self.path).map_err(io)?;
+        let mut block = vec![0u8; 16 << 20];
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut written = 0;
+        while written < bytes {
+            for word in block.chunks_exact_mut(8) {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                word.copy_from_slice(&state.to_le_bytes());
+            }
+            let n = (bytes - written).min(block.len() as u64) as usize;
+            file.write_all(&block[..n]).map_err(io)?;
+            written += n as u64;
+        }
+        file.sync_all().map_err(io)?;
+        File::open(&self.path).map_err(io)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Drop a file's pages from the page cache.
+pub fn evict(file: &File) {
+    // SAFETY: plain system call on an open descriptor.
+    unsafe {
+        libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED);
+    }
+}
+
+fn measure_io(file: &File, path: &Path, options: &MeasureOptions) -> Result<IoTable> {
+    let n = options.sizes.len();
+    let mut cold = vec![vec![0.0; options.depths.len()]; n];
+    let mut warm = vec![vec![0.0; options.depths.len()]; n];
+    // Warm cells read from a resident region.
+    let warm_region = (256u64 << 20).min(options.file_bytes);
+    for (i, &size) in options.sizes.iter().enumerate() {
+        for (j, &depth) in options.depths.iter().enumerate() {
+            evict(file);
+            let slots = (options.file_bytes / size).max(1);
+            cold[i][j] = read_cell(file, path, size, depth, slots, slots, options.cell_seconds)?;
+        }
+    }
+    read_all(file, path, warm_region)?;
+    for (i, &size) in options.sizes.iter().enumerate() {
+        for (j, &depth) in options.depths.iter().enumerate() {
+            let slots = (warm_region / size).max(1);
+            // Warm blocks may repeat: cycle through the region.
+            warm[i][j] = read_cell(
+                file,
+                path,
+                size,
+                depth,
+                slots,
+                u64::MAX,
+                options.cell_seconds / 3.0,
+            )?;
+        }
+    }
+    Ok(IoTable {
+        sizes: options.sizes.clone(),
+        depths: options.depths.clone(),
+        cold,
+        warm,
+    })
+}
+
+/// Read blocks of `size` at `depth` in flight, in a shuffled order over
+/// `slots` blocks, at most `limit` reads or `seconds`; bytes per second.
+fn read_cell(
+    file: &File,
+    path: &Path,
+    size: u64,
+    depth: u64,
+    slots: u64,
+    limit: u64,
+    seconds: f64,
+) -> Result<f64> {
+    let order = shuffled(slots);
+    let next = AtomicU64::new(0);
+    let start = Instant::now();
+    let bytes: Vec<Result<u64>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..depth)
+            .map(|_| {
+                scope.spawn(|| -> Result<u64> {
+                    let mut buffer = vec![0u8; size as usize];
+                    let mut done = 0u64;
+                    loop {
+                        let k = next.fetch_add(1, Ordering::Relaxed);
+                        // Every thread finishes its read; at least one read per thread.
+                        if k >= limit || (k >= depth && start.elapsed().as_secs_f64() > seconds) {
+                            return Ok(done);
+                        }
+                        let offset = order[(k % slots) as usize] * size;
+                        file.read_exact_at(&mut buffer, offset)
+                            .map_err(|e| Error::io(path, e))?;
+                        done += size;
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("reader thread"))
+            .collect()
+    });
+    let elapsed = start.elapsed().as_secs_f64();
+    let total: u64 = bytes.into_iter().sum::<Result<u64>>()?;
+    Ok(total as f64 / elapsed.max(1e-9))
+}
+
+fn read_all(file: &File, path: &Path, bytes: u64) -> Result<()> {
+    let mut buffer = vec![0u8; 16 << 20];
+    let mut at = 0;
+    while at < bytes {
+        let n = (bytes - at).min(buffer.len() as u64) as usize;
+        file.read_exact_at(&mut buffer[..n], at)
+            .map_err(|e| Error::io(path, e))?;
+        at += n as u64;
+    }
+    Ok(())
+}
+
+/// A pseudo-random permutation of `0..n` (fixed seed: repeatable profiles).
+fn shuffled(n: u64) -> Vec<u64> {
+    let mut v: Vec<u64> = (0..n).collect();
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    for i in (1..v.len()).rev() {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        v.swap(i, (state % (i as u64 + 1)) as usize);
+    }
+    v
+}
+
+/// Per-thread rates with every thread busy: the median thread's.
+fn per_thread(threads: usize, work: impl Fn(usize) -> f64 + Sync) -> f64 {
+    let mut rates: Vec<f64> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let work = &work;
+                scope.spawn(move || work(t))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("measuring thread"))
+            .collect()
+    });
+    rates.sort_by(f64::total_cmp);
+    rates[rates.len() / 2]
+}
+
+fn measure_memory(
+    file: &File,
+    path: &Path,
+    threads: usize,
+    file_bytes: u64,
+) -> Result<MemoryRates> {
+    const BUFFER: usize = 64 << 20;
+    let copy = per_thread(threads, |_| {
+        let src = vec![1u8; BUFFER];
+        let mut dst = vec![0u8; BUFFER];
+        dst.copy_from_slice(&src); // first touch outside the timing
+        let start = Instant::now();
+        for _ in 0..4 {
+            dst.copy_from_slice(std::hint::black_box(&src));
+        }
+        std::hint::black_box(&dst);
+        4.0 * BUFFER as f64 / start.elapsed().as_secs_f64()
+    });
+    let crc = per_thread(threads, |t| {
+        let data = vec![t as u8; BUFFER];
+        let start = Instant::now();
+        let mut sum = 0u32;
+        for _ in 0..4 {
+            sum ^= crc32c::crc32c(std::hint::black_box(&data));
+        }
+        std::hint::black_box(sum);
+        4.0 * BUFFER as f64 / start.elapsed().as_secs_f64()
+    });
+    // First touch of mapped, resident pages, mapped as the engine maps shards.
+    let region = (BUFFER as u64).min(file_bytes / threads as u64);
+    read_all(file, path, region * threads as u64)?;
+    let fault = per_thread(threads, |t| {
+        // SAFETY: the scratch file is not modified while mapped.
+        let map = unsafe {
+            memmap2::MmapOptions::new()
+                .offset(t as u64 * region)
+                .len(region as usize)
+                .map(file)
+        };
+        let Ok(map) = map else { return 1e9 };
+        let _ = map.advise(memmap2::Advice::Random);
+        let start = Instant::now();
+        let mut sum = 0u8;
+        for page in (0..map.len()).step_by(4096) {
+            sum = sum.wrapping_add(map[page]);
+        }
+        std::hint::black_box(sum);
+        region as f64 / start.elapsed().as_secs_f64()
+    });
+    Ok(MemoryRates { copy, crc, fault })
+}
+
+/// Median wall time of `runs` calls.
+fn median_time(runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
+    let mut times = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let start = Instant::now();
+        f()?;
+        times.push(start.elapsed().as_secs_f64());
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[runs / 2])
+}
+
+fn calibration_array(
+    dir: &Path,
+    name: &str,
+    shape: [u64; 3],
+    inner: [u64; 3],
+    shard: [u64; 3],
+) -> Result<ZarrArray> {
+    let spec = ArraySpec {
+        shape: shape.to_vec(),
+        dtype: DType::Float32,
+        chunk_shape: shard.to_vec(),
+        inner_chunks: Some(inner.to_vec()),
+        compressors: Vec::new(),
+        dimension_names: vec!["a".into(), "b".into(), "c".into()],
+        fill_value: DType::Float32.default_fill(),
+        attributes: Default::default(),
+    };
+    let path = dir.join(name);
+    let array = ZarrArray::create(&path, &spec)?;
+    let n = shape.iter().product::<u64>() as usize;
+    let data: Vec<u8> = (0..n).flat_map(|i| (i as f32).to_ne_bytes()).collect();
+    array.write_array(&data, Parallelism::resolve(Some(1), None))?;
+    ZarrArray::open(&path)
+}
+
+fn read_window(array: &ZarrArray, window: &Window, options: &ReadOptions) -> Result<()> {
+    let mut out = vec![0u8; window.num_elements() as usize * array.dtype().size()];
+    array.read_into(window, &mut out, options)
+}
+
+fn window(ranges: [(u64, u64); 3]) -> Window {
+    Window {
+        dims: ranges.iter().map(|&(a, b)| DimRange::new(a, b)).collect(),
+    }
+}
+
+/// The engine's fixed costs, from reads of small resident stores whose
+/// work is one kind at a time (many tiny chunks; many runs in one chunk;
+/// strided elements; fresh shards).
+fn measure_engine(dir: &Path, threads: usize, memory: &MemoryRates) -> Result<EngineCosts> {
+    let one = ReadOptions {
+        parallelism: Parallelism::resolve(Some(1), None),
+        verify: false,
+    };
+    let all = ReadOptions {
+        parallelism: Parallelism::resolve(Some(threads), None),
+        verify: false,
+    };
+    let runs = 41;
+    // One big chunk: 4096 runs of 64 contiguous elements, or 64 runs of 64 strided ones.
+    let block = calibration_array(dir, "block", [64, 64, 64], [64, 64, 64], [64, 64, 64])?;
+    let call = median_time(runs * 4, || {
+        read_window(&block, &window([(0, 1), (0, 1), (0, 1)]), &all)
+    })?;
+    let call_one = median_time(runs * 4, || {
+        read_window(&block, &window([(0, 1), (0, 1), (0, 1)]), &one)
+    })?;
+    let whole = median_time(runs, || {
+        read_window(&block, &Window::full(&[64, 64, 64]), &one)
+    })?;
+    let slice = median_time(runs, || {
+        read_window(&block, &window([(0, 64), (0, 64), (7, 8)]), &one)
+    })?;
+    // Many tiny chunks: 4096 chunks of one run of 64 elements each.
+    let tiny = calibration_array(dir, "tiny", [64, 64, 64], [1, 1, 64], [64, 64, 64])?;
+    let tasks = median_time(runs, || {
+        read_window(&tiny, &Window::full(&[64, 64, 64]), &one)
+    })?;
+    let run_bytes = 64.0 * 4.0;
+    let task = ((tasks - whole) / 4095.0).max(1e-9);
+    let run = ((whole - call_one - task) / 4096.0 - run_bytes / memory.copy).max(1e-10);
+    let strided_element = ((slice - call_one - task - 64.0 * run) / 4096.0).max(1e-11);
+    // Fresh shards: 64 shards of one chunk each, on a new handle every time.
+    let shards_path = dir.join("shards");
+    let _ = calibration_array(dir, "shards", [64, 64, 64], [8, 8, 64], [8, 8, 64])?;
+    let reused = ZarrArray::open(&shards_path)?;
+    let full = Window::full(&[64, 64, 64]);
+    read_window(&reused, &full, &one)?;
+    let warm_handle = median_time(runs, || read_window(&reused, &full, &one))?;
+    let fresh_handle = {
+        let mut times = Vec::new();
+        for _ in 0..runs {
+            let fresh = ZarrArray::open(&shards_path)?;
+            let start = Instant::now();
+            read_window(&fresh, &full, &one)?;
+            times.push(start.elapsed().as_secs_f64());
+        }
+        times.sort_by(f64::total_cmp);
+        times[runs / 2]
+    };
+    let shard_open = ((fresh_handle - warm_handle) / 64.0).max(1e-7);
+    Ok(EngineCosts {
+        call,
+        task,
+        run,
+        strided_element,
+        shard_open,
+    })
+}
+
+/// A codec's ratio and speed on the sample, through the engine's own
+/// write and read paths (so the decode rate is the one reads will see).
+fn measure_codec(
+    dir: &Path,
+    name: &str,
+    compressors: &[Value],
+    sample: &Sample<'_>,
+) -> Result<CodecRate> {
+    let inner = [16u64, 16, 16].map(|c| c.min(sample.shape[0]).max(1));
+    let spec = |compressors: Vec<Value>| ArraySpec {
+        shape: sample.shape.to_vec(),
+        dtype: sample.dtype,
+        chunk_shape: sample.shape.to_vec(),
+        inner_chunks: Some(
+            inner
+                .iter()
+                .zip(&sample.shape)
+                .map(|(&c, &n)| c.min(n))
+                .collect(),
+        ),
+        compressors,
+        dimension_names: vec!["a".into(), "b".into(), "c".into()],
+        fill_value: sample.dtype.default_fill(),
+        attributes: Default::default(),
+    };
+    let compressors: Vec<Value> = compressors
+        .iter()
+        .cloned()
+        .map(|mut c| {
+            if c["name"] == "blosc" {
+                c["configuration"]["typesize"] = json!(sample.dtype.size());
+            }
+            c
+        })
+        .collect();
+    let one = Parallelism::resolve(Some(1), None);
+    let options = ReadOptions {
+        parallelism: one,
+        verify: true,
+    };
+    let full = Window::full(&sample.shape);
+    let logical = sample.bytes.len() as f64;
+    let time_read = |array: &ZarrArray| median_time(9, || read_window(array, &full, &options));
+
+    let raw_path = dir.join(format!("codec-raw-{}", sanitize(name)));
+    let raw = ZarrArray::create(&raw_path, &spec(Vec::new()))?;
+    raw.write_array(sample.bytes, one)?;
+    let raw = ZarrArray::open(&raw_path)?;
+    let raw_time = time_read(&raw)?;
+
+    let path = dir.join(format!("codec-{}", sanitize(name)));
+    let array = ZarrArray::create(&path, &spec(compressors))?;
+    let start = Instant::now();
+    array.write_array(sample.bytes, one)?;
+    let encode_time = start.elapsed().as_secs_f64();
+    let stored = dir_bytes(&path.join("c")) as f64;
+    let array = ZarrArray::open(&path)?;
+    let decode_time = time_read(&array)?;
+    let _ = std::fs::remove_dir_all(&raw_path);
+    let _ = std::fs::remove_dir_all(&path);
+    Ok(CodecRate {
+        name: name.to_string(),
+        ratio: logical / stored.max(1.0),
+        decode: logical / (decode_time - raw_time).max(1e-6),
+        encode: logical / encode_time.max(1e-6),
+    })
+}
+
+fn sanitize(name: &str) -> String {
+    name.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_quick_profile_is_complete_and_sane() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut options = MeasureOptions::new(dir.path());
+        options.file_bytes = 8 << 20;
+        options.cell_seconds = 0.002;
+        options.sizes = vec![4096, 1 << 20];
+        options.depths = vec![1, 4];
+        options.threads = 2;
+        options.codecs = vec![(
+            "zstd:1".into(),
+            vec![json!({"name": "zstd", "configuration": {"level": 1, "checksum": false}})],
+        )];
+        let data: Vec<u8> = (0..32 * 32 * 32)
+            .flat_map(|i| ((i % 97) as f32).to_ne_bytes())
+            .collect();
+        let sample = Sample {
+            shape: [32, 32, 32],
+            dtype: DType::Float32,
+            bytes: &data,
+        };
+        let mut steps = Vec::new();
+        let profile = measure(&options, &sample, &mut |s| steps.push(s.to_string())).unwrap();
+        assert!(steps.len() >= 4);
+        let json = profile.to_json();
+        let back = DeviceProfile::from_json(&json).unwrap();
+        assert_eq!(back, profile);
+        assert!(profile.memory.copy > 1e8 && profile.memory.crc > 1e8);
+        assert!(profile.engine.call > 0.0 && profile.engine.task > 0.0);
+        let zstd = profile.codec("zstd:1").unwrap();
+        assert!(zstd.ratio > 2.0, "{zstd:?}"); // a repeating ramp compresses well
+                                               // The scratch directory is gone.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+}

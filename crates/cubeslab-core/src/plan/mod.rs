@@ -1,0 +1,49 @@
+//! The layout planner: a measured device model and a cost model choose
+//! chunk and shard shapes.
+//!
+//! * [`profile`]: what a machine's storage and cores can do (JSON).
+//! * [`measure`]: measuring a profile.
+//! * [`access`]: the reads a layout serves (inline, time slice, spectra, ...).
+//! * [`cost`]: the predicted time of any read under any layout.
+//! * [`layout`]: chunk and shard shapes, shard rules, reference 001's formula.
+//! * [`optimize`]: the search for the layout whose slowest access is fastest.
+//! * [`stored`]: an existing array as the model sees it.
+//! * [`strategy`]: `--layout` names: `auto`, `cube:N`, `reference-001`, shapes.
+
+pub mod access;
+pub mod cost;
+pub mod layout;
+pub mod measure;
+pub mod optimize;
+pub mod profile;
+pub mod stored;
+pub mod strategy;
+
+pub use access::{Access, AccessMix};
+pub use cost::{predict, predict_both, Cache, ChunkCodec, Prediction, ReadSetup, StoredArray};
+pub use layout::{Layout, Reference001};
+pub use optimize::{CacheState, Evaluated, Planner};
+pub use profile::DeviceProfile;
+pub use stored::{dir_bytes, stored_array};
+pub use strategy::Strategy;
+
+/// How chunks compressed with `compress` (a `--compress` name; `None` or
+/// `"none"` for raw) are costed: measured rates from the profile, or a
+/// cautious guess for a codec it did not measure.
+pub fn chunk_codec(profile: &DeviceProfile, compress: Option<&str>) -> ChunkCodec {
+    match compress {
+        None | Some("none") | Some("") => ChunkCodec::Raw { crc: true },
+        Some(name) => match profile.codec(name) {
+            Some(rate) => ChunkCodec::Compressed {
+                ratio: rate.ratio,
+                decode: rate.decode,
+                crc: true,
+            },
+            None => ChunkCodec::Compressed {
+                ratio: 1.3,
+                decode: 1.0e9,
+                crc: true,
+            },
+        },
+    }
+}

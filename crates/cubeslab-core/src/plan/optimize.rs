@@ -1,0 +1,309 @@
+//! The optimizer: try many chunk and shard shapes, predict every access of
+//! the mix for each, keep the layout whose slowest weighted access is fastest.
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use super::{
+    access::AccessMix,
+    cost::{predict_both, ChunkCodec, Prediction, ReadSetup, StoredArray},
+    layout::{shard_for, Layout, ShardGrowth},
+    profile::DeviceProfile,
+};
+
+/// Stored bytes beyond the data's own may be at most this share of them
+/// (reference 003 saw padding double a file).
+pub const MAX_PADDING: f64 = 0.02;
+
+/// Smallest inner chunk considered: below this, fixed per-chunk costs dominate.
+pub const MIN_CHUNK_BYTES: u64 = 4 << 10;
+
+/// Largest inner chunk considered: the unit of decoding and checksums.
+pub const MAX_CHUNK_BYTES: u64 = 16 << 20;
+
+/// At most this many inner chunks in an array (index and planning cost).
+pub const MAX_CHUNKS: u64 = 1 << 26;
+
+/// Inner shapes enumerated before the ladder is thinned.
+const MAX_COMBINATIONS: usize = 40_000;
+
+/// Which cache state the objective counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheState {
+    /// Data in the page cache.
+    Warm,
+    /// Data on the device.
+    Cold,
+    /// Cold time plus warm time (the default).
+    Both,
+}
+
+/// What a layout is planned for, and on what machine.
+#[derive(Debug, Clone)]
+pub struct Planner {
+    /// The machine.
+    pub profile: DeviceProfile,
+    /// The reads to serve.
+    pub mix: AccessMix,
+    /// How reads are made.
+    pub setup: ReadSetup,
+    /// How chunks are encoded.
+    pub codec: ChunkCodec,
+    /// Cache state the objective counts.
+    pub state: CacheState,
+}
+
+/// One access's predicted cost under a layout.
+#[derive(Debug, Clone, Serialize)]
+pub struct AccessCost {
+    /// Access name (`inline`, `trace`, ...).
+    pub access: String,
+    /// Its weight in the mix.
+    pub weight: f64,
+    /// Data in the page cache.
+    pub warm: Prediction,
+    /// Data on the device.
+    pub cold: Prediction,
+}
+
+/// A layout with its predicted costs.
+#[derive(Debug, Clone, Serialize)]
+pub struct Evaluated {
+    /// The layout.
+    pub layout: Layout,
+    /// The objective: the slowest weighted access (s).
+    pub score: f64,
+    /// Stored padding as a share of the data.
+    pub padding: f64,
+    /// Inner chunks in the array.
+    pub chunks: u64,
+    /// Shard files in the array.
+    pub shards: u64,
+    /// Each access of the mix.
+    pub accesses: Vec<AccessCost>,
+}
+
+impl Planner {
+    /// Predict every access of the mix for `layout` on an array of `shape`.
+    pub fn evaluate(&self, shape: &[u64], elem: usize, layout: &Layout) -> Evaluated {
+        let array = StoredArray {
+            shape: shape.to_vec(),
+            elem,
+            layout: layout.clone(),
+            codec: self.codec.clone(),
+        };
+        let accesses: Vec<AccessCost> = self
+            .mix
+            .accesses
+            .iter()
+            .map(|(access, weight)| {
+                let window = access.window(shape);
+                let (warm, cold) = predict_both(&array, &window, &self.setup, &self.profile);
+                AccessCost {
+                    access: access.name(shape.len()),
+                    weight: *weight,
+                    warm,
+                    cold,
+                }
+            })
+            .collect();
+        let score = accesses
+            .iter()
+            .map(|a| {
+                a.weight
+                    * match self.state {
+                        CacheState::Warm => a.warm.seconds,
+                        CacheState::Cold => a.cold.seconds,
+                        CacheState::Both => a.warm.seconds + a.cold.seconds,
+                    }
+            })
+            .fold(0.0, f64::max);
+        let (chunks, shards) = layout.counts(shape);
+        Evaluated {
+            layout: layout.clone(),
+            score,
+            padding: layout.padding(shape),
+            chunks,
+            shards,
+            accesses,
+        }
+    }
+
+    /// Every admissible layout tried, best first: all inner chunk shapes
+    /// from a ladder of sides with default shards, then the best of those
+    /// with every shard growth rule.
+    pub fn rank(&self, shape: &[u64], elem: usize) -> Vec<Evaluated> {
+        let inners = inner_candidates(shape, elem);
+        let mut first: Vec<Evaluated> = inners
+            .par_iter()
+            .map(|inner| {
+                let layout = Layout::with_default_shards(inner.clone(), shape, elem);
+                self.evaluate(shape, elem, &layout)
+            })
+            .collect();
+        sort(&mut first);
+        let finalists: Vec<Layout> = first.iter().take(24).map(|e| e.layout.clone()).collect();
+        let mut second: Vec<Evaluated> = finalists
+            .par_iter()
+            .flat_map_iter(|l| {
+                ShardGrowth::ALL
+                    .iter()
+                    .map(|&g| Layout {
+                        inner: l.inner.clone(),
+                        shard: shard_for(&l.inner, shape, elem, g),
+                    })
+                    .filter(|c| c != l)
+                    .collect::<Vec<_>>()
+            })
+            .map(|layout| self.evaluate(shape, elem, &layout))
+            .collect();
+        first.append(&mut second);
+        sort(&mut first);
+        first.dedup_by(|a, b| a.layout == b.layout);
+        first
+    }
+}
+
+fn sort(list: &mut [Evaluated]) {
+    list.sort_by(|a, b| {
+        a.score
+            .total_cmp(&b.score)
+            .then(a.padding.total_cmp(&b.padding))
+            .then(a.chunks.cmp(&b.chunks))
+    });
+}
+
+/// Chunk sides to try along a dimension of `n`: near a ladder of sizes
+/// (1, 2, 4, 8, 12, 16, 24, ...), each nudged to split `n` evenly so the
+/// last chunk is nearly full, plus the whole dimension.
+pub fn side_candidates(n: u64) -> Vec<u64> {
+    let mut ladder = vec![1u64, 2, 3];
+    let mut p = 4u64;
+    while p < n {
+        ladder.push(p);
+        ladder.push(p + p / 2);
+        p *= 2;
+    }
+    let mut sides: Vec<u64> = ladder
+        .into_iter()
+        .filter(|&t| t <= n)
+        .flat_map(|t| [t, n.div_ceil(n.div_ceil(t))])
+        .chain(std::iter::once(n.max(1)))
+        .collect();
+    sides.sort_unstable();
+    sides.dedup();
+    sides
+}
+
+/// All inner chunk shapes within the size, padding and count bounds.
+fn inner_candidates(shape: &[u64], elem: usize) -> Vec<Vec<u64>> {
+    let mut per_dim: Vec<Vec<u64>> = shape.iter().map(|&n| side_candidates(n)).collect();
+    let mut total: usize = per_dim.iter().map(Vec::len).product();
+    if total > MAX_COMBINATIONS {
+        // Many dimensions: powers of two and the whole side only.
+        for (sides, &n) in per_dim.iter_mut().zip(shape) {
+            sides.retain(|&c| c.is_power_of_two() || c == n);
+        }
+        total = per_dim.iter().map(Vec::len).product();
+    }
+    let mut out = Vec::new();
+    for i in 0..total {
+        let mut rest = i;
+        let mut inner = Vec::with_capacity(shape.len());
+        for sides in per_dim.iter().rev() {
+            inner.push(sides[rest % sides.len()]);
+            rest /= sides.len();
+        }
+        inner.reverse();
+        let layout = Layout {
+            shard: inner.clone(),
+            inner,
+        };
+        let bytes = layout.chunk_bytes(elem);
+        let whole = shape.iter().product::<u64>() * elem as u64;
+        let small_enough = bytes <= MAX_CHUNK_BYTES;
+        // A small array may be one chunk smaller than the minimum.
+        let big_enough = bytes >= MIN_CHUNK_BYTES.min(whole);
+        if small_enough
+            && big_enough
+            && layout.padding(shape) <= MAX_PADDING
+            && layout.counts(shape).0 <= MAX_CHUNKS
+        {
+            out.push(layout.inner);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::access::Access;
+
+    fn planner(mix: AccessMix) -> Planner {
+        Planner {
+            profile: DeviceProfile::typical(),
+            mix,
+            setup: ReadSetup {
+                threads: 2,
+                in_flight: 32,
+                verify: true,
+            },
+            codec: ChunkCodec::Raw { crc: true },
+            state: CacheState::Both,
+        }
+    }
+
+    #[test]
+    fn sides_split_evenly() {
+        let sides = side_candidates(600);
+        assert!(sides.contains(&1) && sides.contains(&600));
+        // 600 in chunks of 16 leaves 8 padded; 600 / 38 = 15.8 -> 16, but 12 -> 12 exactly.
+        assert!(sides.contains(&12) && sides.contains(&16));
+        assert!(sides.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(side_candidates(1), vec![1]);
+    }
+
+    #[test]
+    fn the_pick_obeys_the_bounds_and_beats_the_rest() {
+        let shape = [120, 160, 200];
+        let p = planner(AccessMix::planes(3));
+        let ranked = p.rank(&shape, 4);
+        assert!(ranked.len() > 30);
+        let best = &ranked[0];
+        assert!(best.padding <= MAX_PADDING);
+        assert!(best.layout.check(&shape).is_ok());
+        assert!(ranked.windows(2).all(|w| w[0].score <= w[1].score));
+        // The score is the slowest access (both cache states).
+        let slowest = best
+            .accesses
+            .iter()
+            .map(|a| a.warm.seconds + a.cold.seconds)
+            .fold(0.0, f64::max);
+        assert_eq!(best.score, slowest);
+    }
+
+    #[test]
+    fn a_single_access_gets_a_layout_made_for_it() {
+        // Only time slices: chunks one sample deep hold a slice's elements
+        // and nothing else.
+        let shape = [120, 160, 200];
+        let p = planner(AccessMix {
+            accesses: vec![(Access::Plane(2), 1.0)],
+        });
+        let best = &p.rank(&shape, 4)[0];
+        assert_eq!(best.layout.inner[2], 1, "{:?}", best.layout);
+        // Only traces: a trace takes a chunk or two, not a column of them.
+        let p = planner(AccessMix {
+            accesses: vec![(Access::Trace, 1.0)],
+        });
+        let best = &p.rank(&shape, 4)[0];
+        let cold = &best.accesses[0].cold;
+        assert!(
+            cold.chunks <= 2 && cold.touched_bytes <= 64 << 10,
+            "{:?}",
+            best.layout
+        );
+    }
+}

@@ -1,0 +1,231 @@
+//! A device profile: what the storage under a store and the cores reading it
+//! can do. Measured once by [`super::measure`], saved as JSON, and read by
+//! the cost model. Rates are bytes per second; times are seconds.
+
+use serde::{Deserialize, Serialize};
+
+/// Format version written into every profile.
+pub const PROFILE_FORMAT: u32 = 1;
+
+/// Everything the cost model needs to know about a machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceProfile {
+    /// [`PROFILE_FORMAT`] when written.
+    pub format: u32,
+    /// Directory measured (its filesystem is the one profiled).
+    pub path: String,
+    /// Worker threads the rates below were measured with (all busy at once).
+    pub threads: usize,
+    /// Read throughput against request size and requests in flight.
+    pub io: IoTable,
+    /// Memory work per thread, with every thread busy.
+    pub memory: MemoryRates,
+    /// The engine's fixed costs.
+    pub engine: EngineCosts,
+    /// Decode and encode speed of each codec on representative data.
+    pub codecs: Vec<CodecRate>,
+}
+
+/// Read throughput of the device, per request size and queue depth.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IoTable {
+    /// Request sizes in bytes, ascending.
+    pub sizes: Vec<u64>,
+    /// Requests in flight, ascending.
+    pub depths: Vec<u64>,
+    /// Throughput reading uncached data: `cold[size][depth]`, bytes/s.
+    pub cold: Vec<Vec<f64>>,
+    /// Throughput reading data in the page cache: `warm[size][depth]`, bytes/s.
+    pub warm: Vec<Vec<f64>>,
+}
+
+impl IoTable {
+    /// Cold throughput for requests of `size` bytes with `depth` in
+    /// flight, interpolated in log size and log depth (clamped at the edges).
+    pub fn cold_rate(&self, size: f64, depth: f64) -> f64 {
+        interpolate(&self.sizes, &self.depths, &self.cold, size, depth)
+    }
+
+    /// The best cold throughput measured: the device's sequential bandwidth.
+    pub fn sequential_rate(&self) -> f64 {
+        self.cold.iter().flatten().copied().fold(0.0, f64::max)
+    }
+}
+
+fn interpolate(sizes: &[u64], depths: &[u64], table: &[Vec<f64>], size: f64, depth: f64) -> f64 {
+    // Position of `x` on an ascending axis, in log2 units: (index, fraction).
+    fn locate(axis: &[u64], x: f64) -> (usize, f64) {
+        let logs: Vec<f64> = axis.iter().map(|&a| (a as f64).log2()).collect();
+        let lx = x.max(1.0).log2();
+        if lx <= logs[0] || logs.len() == 1 {
+            return (0, 0.0);
+        }
+        for i in 0..logs.len() - 1 {
+            if lx <= logs[i + 1] {
+                return (i, (lx - logs[i]) / (logs[i + 1] - logs[i]));
+            }
+        }
+        (logs.len() - 2, 1.0)
+    }
+    let (i, fi) = locate(sizes, size);
+    let (j, fj) = locate(depths, depth);
+    let at = |a: usize, b: usize| -> f64 {
+        let a = a.min(table.len() - 1);
+        let b = b.min(table[a].len() - 1);
+        table[a][b].max(1.0).ln()
+    };
+    // Bilinear in log-rate.
+    let low = at(i, j) * (1.0 - fj) + at(i, j + 1) * fj;
+    let high = at(i + 1, j) * (1.0 - fj) + at(i + 1, j + 1) * fj;
+    (low * (1.0 - fi) + high * fi).exp()
+}
+
+/// Per-thread memory rates, measured with every thread busy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryRates {
+    /// Contiguous copy, bytes/s.
+    pub copy: f64,
+    /// crc32c over a buffer, bytes/s.
+    pub crc: f64,
+    /// First touch of a freshly mapped page-cache file (page faults), bytes/s.
+    pub fault: f64,
+}
+
+/// The engine's fixed costs, measured on a small store.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EngineCosts {
+    /// One read call: planning, thread hand-off, return (s).
+    pub call: f64,
+    /// One inner chunk: locate, look up, dispatch (s).
+    pub task: f64,
+    /// One run of the copy (an innermost loop) (s).
+    pub run: f64,
+    /// One element copied with a stride (not contiguous) (s).
+    pub strided_element: f64,
+    /// Opening a shard not yet open: map it and check its index (s), besides reading it.
+    pub shard_open: f64,
+}
+
+/// How fast a codec runs on representative data, on one core.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CodecRate {
+    /// The name `--compress` takes (`zstd:1`, `blosc-lz4`, ...).
+    pub name: String,
+    /// Decoded bytes / encoded bytes.
+    pub ratio: f64,
+    /// Decoded bytes per second, one core.
+    pub decode: f64,
+    /// Decoded bytes per second, one core.
+    pub encode: f64,
+}
+
+impl DeviceProfile {
+    /// Read a profile from its JSON text.
+    pub fn from_json(text: &str) -> Result<Self, String> {
+        let profile: Self = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        if profile.format != PROFILE_FORMAT {
+            return Err(format!(
+                "profile format {} is not {PROFILE_FORMAT}; measure again with `cubeslab profile`",
+                profile.format
+            ));
+        }
+        let io = &profile.io;
+        let square = |t: &Vec<Vec<f64>>| {
+            t.len() == io.sizes.len()
+                && t.iter()
+                    .all(|r| r.len() == io.depths.len() && r.iter().all(|v| *v > 0.0))
+        };
+        if io.sizes.is_empty() || io.depths.is_empty() || !square(&io.cold) || !square(&io.warm) {
+            return Err("profile io table is not sizes x depths of positive rates".into());
+        }
+        Ok(profile)
+    }
+
+    /// The profile as pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a profile serialises")
+    }
+
+    /// The rates of the codec named `name`, if measured.
+    pub fn codec(&self, name: &str) -> Option<&CodecRate> {
+        self.codecs.iter().find(|c| c.name == name)
+    }
+
+    /// A stand-in when no profile has been measured: a 2-core VM on an
+    /// NVMe-backed virtual disk, the machine cubeslab is developed on
+    /// (rounded from `cubeslab profile` there). Plans made with it are
+    /// sound on most SSDs; measure for the best.
+    pub fn typical() -> Self {
+        let sizes: Vec<u64> = (0..7).map(|i| 4096u64 << (2 * i)).collect(); // 4 KiB .. 16 MiB
+        let depths: Vec<u64> = (0..7).map(|i| 1u64 << i).collect(); // 1 .. 64
+                                                                    // IOPS at QD1 ~ 12k (80 us), scaling with depth up to ~60k for
+                                                                    // small requests; sequential bandwidth ~2 GB/s.
+        let cold = sizes
+            .iter()
+            .map(|&s| {
+                depths
+                    .iter()
+                    .map(|&d| {
+                        let latency = 80e-6 + s as f64 / 2.0e9;
+                        let rate = s as f64 * d as f64 / latency;
+                        rate.min(60_000.0 * s as f64).min(2.0e9)
+                    })
+                    .collect()
+            })
+            .collect();
+        let warm = sizes
+            .iter()
+            .map(|&s| depths.iter().map(|_| (s as f64 / 2e-6).min(8e9)).collect())
+            .collect();
+        Self {
+            format: PROFILE_FORMAT,
+            path: String::new(),
+            threads: 2,
+            io: IoTable {
+                sizes,
+                depths,
+                cold,
+                warm,
+            },
+            memory: MemoryRates {
+                copy: 8e9,
+                crc: 12e9,
+                fault: 6e9,
+            },
+            engine: EngineCosts {
+                call: 20e-6,
+                task: 60e-9,
+                run: 15e-9,
+                strided_element: 1.5e-9,
+                shard_open: 15e-6,
+            },
+            codecs: Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interpolation_hits_table_points_and_stays_between_them() {
+        let p = DeviceProfile::typical();
+        let t = &p.io;
+        for (i, &s) in t.sizes.iter().enumerate() {
+            for (j, &d) in t.depths.iter().enumerate() {
+                let r = t.cold_rate(s as f64, d as f64);
+                assert!((r / t.cold[i][j] - 1.0).abs() < 1e-9);
+            }
+        }
+        let mid = t.cold_rate(8192.0, 3.0);
+        let lo = t.cold[0][1].min(t.cold[1][2]);
+        let hi = t.cold[0][1].max(t.cold[1][2]);
+        assert!(mid >= lo * 0.999 && mid <= hi * 1.001, "{lo} {mid} {hi}");
+        // Clamped beyond the edges.
+        assert!((t.cold_rate(1.0, 0.5) / t.cold[0][0] - 1.0).abs() < 1e-9);
+        let json = p.to_json();
+        assert_eq!(DeviceProfile::from_json(&json).unwrap(), p);
+        assert!(DeviceProfile::from_json("{}").is_err());
+    }
+}

@@ -1,0 +1,242 @@
+//! Bindings of the layout planner: profiles, plans, and the cost model
+//! over stored arrays (which routes reads among orientation copies).
+
+use std::path::PathBuf;
+
+use cubeslab_core::{
+    config::Parallelism,
+    plan::{
+        chunk_codec, measure, predict, stored_array, AccessMix, Cache, CacheState, DeviceProfile,
+        Planner, ReadSetup, StoredArray, Strategy,
+    },
+    store::{DType, ZarrArray as CoreArray},
+    Error,
+};
+use pyo3::{buffer::PyBuffer, exceptions::PyValueError, prelude::*};
+use serde_json::{Map, Value};
+
+use crate::{errors::engine, options};
+
+fn value_error(message: impl Into<String>) -> PyErr {
+    PyValueError::new_err(message.into())
+}
+
+fn setup(m: &Map<String, Value>) -> ReadSetup {
+    let p = Parallelism::resolve(
+        m.get("threads").and_then(Value::as_u64).map(|v| v as usize),
+        m.get("in_flight")
+            .and_then(Value::as_u64)
+            .map(|v| v as usize),
+    );
+    ReadSetup {
+        threads: p.threads,
+        in_flight: p.in_flight,
+        verify: m.get("verify").and_then(Value::as_bool).unwrap_or(true),
+    }
+}
+
+fn object(text: &str) -> PyResult<Map<String, Value>> {
+    match serde_json::from_str(text) {
+        Ok(Value::Object(m)) => Ok(m),
+        _ => Err(value_error("options must be a JSON object")),
+    }
+}
+
+/// Measure the machine under `dir`; returns the profile as JSON.
+/// `sample` is a C-order array of `shape` and `dtype` used for the codecs.
+#[pyfunction]
+pub fn measure_profile(
+    py: Python<'_>,
+    dir: PathBuf,
+    options: &str,
+    sample: PyBuffer<u8>,
+    shape: [u64; 3],
+    dtype: &str,
+) -> PyResult<String> {
+    let m = object(options)?;
+    let mut opts = measure::MeasureOptions::new(&dir);
+    if let Some(v) = m.get("file_bytes").and_then(Value::as_u64) {
+        opts.file_bytes = v;
+    }
+    if let Some(v) = m.get("cell_seconds").and_then(Value::as_f64) {
+        opts.cell_seconds = v;
+    }
+    for (key, target) in [("sizes", &mut opts.sizes), ("depths", &mut opts.depths)] {
+        if let Some(list) = m.get(key).and_then(Value::as_array) {
+            *target = list
+                .iter()
+                .filter_map(Value::as_u64)
+                .filter(|&v| v > 0)
+                .collect();
+            if target.is_empty() {
+                return Err(value_error(format!("{key} must list positive integers")));
+            }
+            target.sort_unstable();
+        }
+    }
+    opts.threads = setup(&m).threads;
+    if let Some(codecs) = m.get("codecs").and_then(Value::as_object) {
+        opts.codecs = codecs
+            .iter()
+            .map(|(name, chain)| (name.clone(), chain.as_array().cloned().unwrap_or_default()))
+            .collect();
+    }
+    let dtype =
+        DType::from_name(dtype).ok_or_else(|| value_error(format!("unsupported dtype {dtype}")))?;
+    if !sample.is_c_contiguous()
+        || sample.len_bytes() as u64 != shape.iter().product::<u64>() * dtype.size() as u64
+    {
+        return Err(value_error(
+            "sample must be a C-contiguous array of the given shape",
+        ));
+    }
+    let (ptr, len) = (sample.buf_ptr() as usize, sample.len_bytes());
+    let profile = engine(py, move || {
+        // SAFETY: `sample` keeps the buffer alive for the call; it is only read.
+        let bytes = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
+        let sample = measure::Sample {
+            shape,
+            dtype,
+            bytes,
+        };
+        measure::measure(&opts, &sample, &mut |_| {})
+    })?;
+    Ok(profile.to_json())
+}
+
+/// Raise ValueError unless `layout` is a strategy name or shape.
+#[pyfunction]
+pub fn check_layout(layout: &str) -> PyResult<()> {
+    Strategy::parse(layout).map(|_| ()).map_err(value_error)
+}
+
+/// Plan a layout for an array of `shape` and `dtype`. Options: `layout`
+/// (strategy name), `access`, `compress`, `profile` (JSON text), `threads`,
+/// `in_flight`, `verify`, `state` (`cold`, `warm`, `both`), `top`.
+/// Returns the chosen layout first, then runners-up, as JSON.
+#[pyfunction]
+pub fn plan_layout(
+    py: Python<'_>,
+    shape: Vec<u64>,
+    dtype: &str,
+    options: &str,
+) -> PyResult<String> {
+    let m = object(options)?;
+    let dtype =
+        DType::from_name(dtype).ok_or_else(|| value_error(format!("unsupported dtype {dtype}")))?;
+    if shape.is_empty() || shape.contains(&0) {
+        return Err(value_error("shape must have positive sides"));
+    }
+    let strategy = match m.get("layout").and_then(Value::as_str) {
+        None => Strategy::Auto,
+        Some(name) => Strategy::parse(name).map_err(value_error)?,
+    };
+    let profile = options::profile(&m)?;
+    let mix = match m.get("access").and_then(Value::as_str) {
+        None => AccessMix::default_for(shape.len()),
+        Some(text) => AccessMix::parse(text, shape.len()).map_err(value_error)?,
+    };
+    let state = match m.get("state").and_then(Value::as_str).unwrap_or("both") {
+        "cold" => CacheState::Cold,
+        "warm" => CacheState::Warm,
+        "both" => CacheState::Both,
+        other => {
+            return Err(value_error(format!(
+                "state must be cold, warm or both, not {other}"
+            )))
+        }
+    };
+    let planner = Planner {
+        codec: chunk_codec(&profile, m.get("compress").and_then(Value::as_str)),
+        profile,
+        mix,
+        setup: setup(&m),
+        state,
+    };
+    let top = m.get("top").and_then(Value::as_u64).unwrap_or(5) as usize;
+    let ranked = py
+        .detach(|| strategy.choose(&shape, dtype.size(), &planner))
+        .map_err(value_error)?;
+    let kept: Vec<_> = ranked.into_iter().take(top.max(1)).collect();
+    Ok(serde_json::to_string(&kept).expect("plans serialise"))
+}
+
+/// The cost model over stored arrays that hold the same data (a volume
+/// and its orientation copies): predicts reads, and names the fastest copy.
+#[pyclass(frozen)]
+pub struct CostModel {
+    arrays: Vec<StoredArray>,
+    profile: DeviceProfile,
+    setup: ReadSetup,
+}
+
+#[pymethods]
+impl CostModel {
+    /// Options: `profile` (JSON text), `threads`, `in_flight`, `verify`.
+    #[new]
+    fn new(py: Python<'_>, paths: Vec<PathBuf>, options: &str) -> PyResult<Self> {
+        let m = object(options)?;
+        let profile = options::profile(&m)?;
+        let arrays = engine(py, || {
+            paths
+                .iter()
+                .map(|p| {
+                    let array = CoreArray::open(p)?;
+                    stored_array(&array, &profile).ok_or_else(|| {
+                        Error::from(cubeslab_core::store::StoreError::Unsupported {
+                            path: p.clone(),
+                            what:
+                                "the cost model covers sharded arrays read on the engine's own path"
+                                    .into(),
+                        })
+                    })
+                })
+                .collect::<Result<Vec<_>, Error>>()
+        })?;
+        Ok(Self {
+            arrays,
+            setup: setup(&m),
+            profile,
+        })
+    }
+
+    /// Predicted cost of reading the window from array `index`, as JSON.
+    fn predict(
+        &self,
+        index: usize,
+        starts: Vec<u64>,
+        stops: Vec<u64>,
+        steps: Vec<u64>,
+        cold: bool,
+    ) -> PyResult<String> {
+        let window = crate::window(&starts, &stops, &steps)?;
+        let array = self
+            .arrays
+            .get(index)
+            .ok_or_else(|| value_error(format!("no array {index}")))?;
+        window
+            .validate(&array.shape)
+            .map_err(|e| value_error(e.to_string()))?;
+        let cache = if cold { Cache::Cold } else { Cache::Warm };
+        let p = predict(array, &window, &self.setup, cache, &self.profile);
+        Ok(serde_json::to_string(&p).expect("predictions serialise"))
+    }
+
+    /// Index of the array predicted fastest for the window (cold plus warm time).
+    fn fastest(&self, starts: Vec<u64>, stops: Vec<u64>, steps: Vec<u64>) -> PyResult<usize> {
+        let window = crate::window(&starts, &stops, &steps)?;
+        let mut best = (f64::INFINITY, 0);
+        for (i, array) in self.arrays.iter().enumerate() {
+            window
+                .validate(&array.shape)
+                .map_err(|e| value_error(e.to_string()))?;
+            let (warm, cold) =
+                cubeslab_core::plan::predict_both(array, &window, &self.setup, &self.profile);
+            let t = warm.seconds + cold.seconds;
+            if t < best.0 {
+                best = (t, i);
+            }
+        }
+        Ok(best.1)
+    }
+}

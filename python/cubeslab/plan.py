@@ -1,0 +1,159 @@
+"""Layout planning: device profiles (measure, save, find) and plans.
+
+A profile is measured once per filesystem (``cubeslab profile PATH``) and
+saved per user, keyed by the filesystem's device number, so a plan for a
+store on that filesystem finds it. Without one, plans use the engine's
+built-in typical machine (a 2-core VM on an NVMe-backed disk).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+
+from . import _engine
+from .codecs import compressors
+from .errors import InvalidInputError
+
+PROFILE_CODECS = ("zstd:1", "zstd:3", "gzip:5", "blosc-lz4", "blosc-zstd")
+"""Codecs a profile times (names as ``--compress`` takes them)."""
+
+QUICK = {"file_bytes": 128 << 20, "cell_seconds": 0.03}
+"""Settings of ``--quick``: a smaller scratch file and shorter cells (about 5 s)."""
+
+
+def profile_dir() -> Path:
+    """Where profiles are saved: ``$CUBESLAB_PROFILE_DIR``, else ``$XDG_CONFIG_HOME/cubeslab/profiles``."""
+    if "CUBESLAB_PROFILE_DIR" in os.environ:
+        return Path(os.environ["CUBESLAB_PROFILE_DIR"])
+    config = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return config / "cubeslab" / "profiles"
+
+
+def _device(path: str | os.PathLike) -> int:
+    """Device number of the filesystem holding ``path`` (or its nearest existing parent)."""
+    p = Path(path).absolute()
+    while not p.exists():
+        p = p.parent
+    return p.stat().st_dev
+
+
+def profile_path(path: str | os.PathLike) -> Path:
+    """The default profile file for the filesystem holding ``path``."""
+    return profile_dir() / f"device-{_device(path):x}.json"
+
+
+def measure_profile(
+    path: str | os.PathLike,
+    *,
+    output: str | os.PathLike | None = None,
+    quick: bool = False,
+    threads: int | None = None,
+) -> dict:
+    """Measure the filesystem holding ``path`` and the cores; save and return the profile.
+
+    output: where to save it (default: :func:`profile_path`). quick: about 5 s instead of 30.
+    """
+    from .synthetic import SyntheticSurvey
+
+    directory = Path(path)
+    if not directory.is_dir():
+        raise InvalidInputError(f"{directory}: not a directory to profile")
+    sample = SyntheticSurvey(64, 64, 256, seed=3).block(0, 64)
+    options: dict = {"codecs": {name: compressors(name, 4) for name in PROFILE_CODECS}}
+    if quick:
+        options.update(QUICK)
+    if threads is not None:
+        options["threads"] = threads
+    text = _engine.measure_profile(
+        os.fspath(directory), json.dumps(options), sample.reshape(-1).view(np.uint8), [64, 64, 256], "float32"
+    )
+    profile = json.loads(text)
+    profile["host"] = platform.node()
+    profile["measured"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    profile["quick"] = quick
+    target = Path(output) if output is not None else profile_path(directory)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + ".tmp")
+    tmp.write_text(json.dumps(profile, indent=1))
+    tmp.replace(target)
+    profile["saved_to"] = str(target)
+    return profile
+
+
+def find_profile(
+    near: str | os.PathLike | None = None, profile: str | os.PathLike | None = None
+) -> str | None:
+    """The JSON text of the profile to plan with, or None for the built-in typical machine.
+
+    An explicit ``profile`` file wins, then ``$CUBESLAB_PROFILE``, then the saved
+    profile of the filesystem holding ``near``.
+    """
+    for candidate in (profile, os.environ.get("CUBESLAB_PROFILE")):
+        if candidate:
+            p = Path(candidate)
+            if not p.is_file():
+                raise InvalidInputError(f"{p}: no such profile file (measure one with `cubeslab profile`)")
+            return p.read_text()
+    if near is not None:
+        p = profile_path(near)
+        if p.is_file():
+            return p.read_text()
+    return None
+
+
+def check_layout(layout: str) -> None:
+    """Raise ValueError naming the problem if ``layout`` is not a strategy name or shape."""
+    _engine.check_layout(layout)
+
+
+def plan(
+    shape,
+    dtype="float32",
+    *,
+    layout: str = "auto",
+    access: str | None = None,
+    compress: str | None = None,
+    profile: str | os.PathLike | None = None,
+    near: str | os.PathLike | None = None,
+    threads: int | None = None,
+    in_flight: int | None = None,
+    verify: bool = True,
+    state: str = "both",
+    top: int = 5,
+) -> list[dict]:
+    """Plan a layout for an array; the pick first, then runners-up (``layout="auto"`` only).
+
+    Each entry: ``layout`` (``inner``, ``shard``), ``score`` (the slowest weighted
+    access, seconds), ``padding``, ``chunks``, ``shards`` and ``accesses``: per
+    access its ``warm`` and ``cold`` predictions (``seconds``, ``requests``,
+    ``device_bytes``, ``touched_bytes``, ``io_seconds``, ``cpu_seconds`` ...).
+
+    access: reads to plan for, e.g. ``"inline,crossline,time"`` (the default in
+    3-D), ``"time=2,trace"``, ``"spectra:5,ion-images:25,box:5x5x1000"``.
+    """
+    options = {
+        "layout": layout,
+        "access": access,
+        "compress": compress,
+        "threads": threads,
+        "in_flight": in_flight,
+        "verify": verify,
+        "state": state,
+        "top": top,
+    }
+    text = find_profile(near, profile)
+    if text is not None:
+        options["profile"] = text
+    options = {k: v for k, v in options.items() if v is not None}
+    try:
+        return json.loads(
+            _engine.plan_layout([int(n) for n in shape], np.dtype(dtype).name, json.dumps(options))
+        )
+    except ValueError as error:
+        raise InvalidInputError(str(error)) from None

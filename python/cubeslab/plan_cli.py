@@ -1,0 +1,206 @@
+"""The ``cubeslab profile`` and ``cubeslab plan`` commands (registered by :mod:`cubeslab.cli`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+console = Console()
+
+
+def _size(n: float) -> str:
+    for unit, factor in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= factor:
+            return f"{n / factor:.3g} {unit}"
+    return f"{n:.0f} B"
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g}"
+
+
+def profile_command(
+    path: Annotated[Path, typer.Argument(help="A directory on the filesystem to profile")],
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Profile file (default: per user, per filesystem)")
+    ] = None,
+    quick: Annotated[bool, typer.Option(help="About 5 s instead of 30 (rougher numbers)")] = False,
+    threads: Annotated[int | None, typer.Option(help="Worker threads (default: all cores)")] = None,
+    plot: Annotated[Path | None, typer.Option(help="Write a PNG of throughput against queue depth")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the profile as JSON")] = False,
+) -> None:
+    """Measure reads against request size and queue depth (cold and warm), memory and codec speeds."""
+    from .plan import measure_profile
+
+    with console.status("measuring (a scratch file is written, read and removed) ..."):
+        profile = measure_profile(path, output=output, quick=quick, threads=threads)
+    if as_json:
+        console.print_json(json.dumps(profile))
+    else:
+        print_profile(profile)
+    if plot is not None:
+        plot_profile(profile, plot)
+        console.print(f"wrote {escape(str(plot))}")
+    console.print(f"saved to {escape(profile['saved_to'])}")
+
+
+def print_profile(profile: dict) -> None:
+    io = profile["io"]
+    for state in ("cold", "warm"):
+        table = Table(title=f"{state} reads, MB/s (rows: request size; columns: requests in flight)")
+        table.add_column("size", justify="right")
+        for depth in io["depths"]:
+            table.add_column(str(depth), justify="right")
+        for size, row in zip(io["sizes"], io[state], strict=True):
+            table.add_row(_size(size), *(f"{v / 1e6:,.0f}" for v in row))
+        console.print(table)
+    memory, engine = profile["memory"], profile["engine"]
+    table = Table(title=f"per thread, {profile['threads']} threads busy", show_header=False)
+    table.add_row("memory copy", f"{memory['copy'] / 1e9:.1f} GB/s")
+    table.add_row("crc32c", f"{memory['crc'] / 1e9:.1f} GB/s")
+    table.add_row("first touch of mapped pages", f"{memory['fault'] / 1e9:.1f} GB/s")
+    table.add_row("read call", f"{engine['call'] * 1e6:.1f} µs")
+    table.add_row("per chunk", f"{engine['task'] * 1e9:.0f} ns")
+    table.add_row("per strided element", f"{engine['strided_element'] * 1e9:.2f} ns")
+    table.add_row("shard open", f"{engine['shard_open'] * 1e6:.1f} µs")
+    console.print(table)
+    if profile["codecs"]:
+        table = Table(title="codecs on synthetic seismic (one core)")
+        for column in ("codec", "ratio", "decode MB/s", "encode MB/s"):
+            table.add_column(column, justify="right")
+        for c in profile["codecs"]:
+            table.add_row(
+                c["name"], f"{c['ratio']:.2f}", f"{c['decode'] / 1e6:,.0f}", f"{c['encode'] / 1e6:,.0f}"
+            )
+        console.print(table)
+
+
+def plot_profile(profile: dict, path: Path) -> None:
+    """Cold read throughput against requests in flight, one line per request size."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    io = profile["io"]
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
+    for size, row in zip(io["sizes"], io["cold"], strict=True):
+        ax.plot(io["depths"], [v / 1e6 for v in row], marker="o", label=_size(size))
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("requests in flight (queue depth)")
+    ax.set_ylabel("cold read throughput (MB/s)")
+    ax.set_title(f"{profile.get('host', '')}: {profile['path']}")
+    ax.grid(True, alpha=0.3)
+    ax.legend(title="request size", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def plan_command(
+    source: Annotated[
+        Path | None, typer.Argument(help="SEG-Y file or cube store (or give --shape)", show_default=False)
+    ] = None,
+    shape: Annotated[
+        str | None, typer.Option(help="Array shape instead of a source, e.g. 600,800,1000")
+    ] = None,
+    dtype: Annotated[str, typer.Option(help="Element type")] = "float32",
+    layout: Annotated[
+        str, typer.Option(help="auto, cube:N, reference-001[:KIB,RATIO,ASYM], AxBxC or AxBxC/DxExF")
+    ] = "auto",
+    access: Annotated[
+        str | None, typer.Option(help="Reads to plan for, e.g. inline,crossline,time=2,trace")
+    ] = None,
+    compress: Annotated[str, typer.Option(help="Compression the store will use")] = "none",
+    profile: Annotated[
+        Path | None, typer.Option(help="Profile file (default: the one for SOURCE's disk)")
+    ] = None,
+    state: Annotated[str, typer.Option(help="Objective counts cold, warm or both reads")] = "both",
+    top: Annotated[int, typer.Option(help="Layouts to show")] = 5,
+    explain: Annotated[bool, typer.Option(help="Show each access's requests, bytes and work")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+) -> None:
+    """Choose chunk and shard shapes, with predicted read times per access and the runners-up."""
+    from .plan import find_profile, plan
+
+    if (source is None) == (shape is None):
+        raise typer.BadParameter("give a SEG-Y file or store, or --shape")
+    near = source if source is not None else Path.cwd()
+    if shape is not None:
+        dims = [int(x) for x in shape.replace("x", ",").split(",")]
+    elif source.is_file():
+        from .ingest import describe_segy
+
+        info = describe_segy(source)
+        dims = [info["inline"]["count"], info["crossline"]["count"], info["samples_per_trace"]]
+        if info.get("offset"):
+            dims.insert(2, info["offset"]["count"])
+    else:
+        from . import open as open_cube
+
+        cube = open_cube(source)
+        dims, dtype = list(cube.shape), str(cube.dtype)
+    plans = plan(
+        dims, dtype, layout=layout, access=access, compress=compress, profile=profile, near=near,
+        state=state, top=top,
+    )  # fmt: skip
+    if as_json:
+        console.print_json(json.dumps(plans))
+        return
+    machine = "measured profile" if find_profile(near, profile) else "built-in typical machine (no profile)"
+    console.print(f"array {dims} {dtype}, planned on the {machine}")
+    print_plans(plans, explain)
+
+
+def print_plans(plans: list[dict], explain: bool) -> None:
+    names = [a["access"] for a in plans[0]["accesses"]]
+    table = Table(title="layouts, best first (times in ms: warm / cold)")
+    table.add_column("chunks / shards")
+    for name in names:
+        table.add_column(name, justify="right")
+    table.add_column("slowest", justify="right")
+    table.add_column("padding", justify="right")
+    for i, p in enumerate(plans):
+        label = "x".join(map(str, p["layout"]["inner"])) + " / " + "x".join(map(str, p["layout"]["shard"]))
+        cells = [f"{_ms(a['warm']['seconds'])} / {_ms(a['cold']['seconds'])}" for a in p["accesses"]]
+        style = "bold green" if i == 0 else None
+        table.add_row(label, *cells, _ms(p["score"]), f"{p['padding']:.2%}", style=style)
+    console.print(table)
+    if not explain:
+        return
+    best = plans[0]
+    table = Table(title="the pick, explained (cold read: what goes to the device, and the CPU work)")
+    for column in (
+        "access",
+        "chunks",
+        "shards",
+        "requests",
+        "device",
+        "touched",
+        "output",
+        "io",
+        "cpu",
+        "predicted",
+    ):
+        table.add_column(column, justify="right")
+    for a in best["accesses"]:
+        for state in ("warm", "cold"):
+            p = a[state]
+            table.add_row(
+                f"{a['access']} {state}", str(p["chunks"]), str(p["shards"]),
+                str(p["requests"]) if state == "cold" else "-",
+                _size(p["device_bytes"]) if state == "cold" else "-",
+                _size(p["touched_bytes"]), _size(p["output_bytes"]),
+                f"{_ms(p['io_seconds'])} ms", f"{_ms(p['cpu_seconds'])} ms", f"{_ms(p['seconds'])} ms",
+            )  # fmt: skip
+    console.print(table)
+    console.print(
+        "io: device time at the queue depth the reader keeps; cpu: checksum, decode and copy work summed "
+        "over threads; predicted: wall time with io and cpu overlapped, shards' indexes read first."
+    )
