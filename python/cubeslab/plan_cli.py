@@ -57,7 +57,8 @@ def print_profile(profile: dict) -> None:
         table.add_column("size", justify="right")
         for depth in io["depths"]:
             table.add_column(str(depth), justify="right")
-        for size, row in zip(io["sizes"], io[state], strict=True):
+        rows = io.get("cold_measured") or io["cold"] if state == "cold" else io["warm"]
+        for size, row in zip(io["sizes"], rows, strict=True):
             table.add_row(_size(size), *(f"{v / 1e6:,.0f}" for v in row))
         console.print(table)
     memory, engine = profile["memory"], profile["engine"]
@@ -66,6 +67,7 @@ def print_profile(profile: dict) -> None:
     table.add_row("crc32c", f"{memory['crc'] / 1e9:.1f} GB/s")
     table.add_row("first touch of mapped pages", f"{memory['fault'] / 1e9:.1f} GB/s")
     table.add_row("read call", f"{engine['call'] * 1e6:.1f} µs")
+    table.add_row("hand-off to the workers", f"{engine['handoff'] * 1e6:.1f} µs")
     table.add_row("per chunk", f"{engine['task'] * 1e9:.0f} ns")
     table.add_row("per strided element", f"{engine['strided_element'] * 1e9:.2f} ns")
     table.add_row("shard open", f"{engine['shard_open'] * 1e6:.1f} µs")
@@ -90,7 +92,7 @@ def plot_profile(profile: dict, path: Path) -> None:
 
     io = profile["io"]
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
-    for size, row in zip(io["sizes"], io["cold"], strict=True):
+    for size, row in zip(io["sizes"], io.get("cold_measured") or io["cold"], strict=True):
         ax.plot(io["depths"], [v / 1e6 for v in row], marker="o", label=_size(size))
     ax.set_xscale("log", base=2)
     ax.set_xlabel("requests in flight (queue depth)")

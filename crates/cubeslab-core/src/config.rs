@@ -33,7 +33,7 @@ impl Default for Parallelism {
 impl Parallelism {
     /// Explicit values where given, else the environment, else the defaults.
     pub fn resolve(threads: Option<usize>, in_flight: Option<usize>) -> Self {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cores = cores();
         let threads = threads
             .or_else(|| env_usize("CUBESLAB_THREADS"))
             .unwrap_or(cores);
@@ -50,6 +50,13 @@ impl Parallelism {
     pub fn pool(&self) -> Arc<ThreadPool> {
         thread_pool(self.threads)
     }
+}
+
+/// The number of cores, asked once: the standard library reads cgroup
+/// files to answer, which cost tens of microseconds per read call.
+fn cores() -> usize {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 fn env_usize(name: &str) -> Option<usize> {

@@ -3,10 +3,12 @@
 //! and each codec's speed on sample data — all on the filesystem and cores
 //! that will serve the stores.
 //!
-//! Queue depth is made the way the engine makes it: that many requests in
-//! flight at once, here one blocking `pread` per thread. Cold cells evict
-//! the scratch file with `posix_fadvise(DONTNEED)` first and never read a
-//! block twice.
+//! Cold cells read the way the engine reads: the file memory-mapped, each
+//! worker thread handing the kernel its next requests with
+//! `madvise(WILLNEED)` ahead of the one it touches, `depth` requests in
+//! flight in all. They evict the scratch file with `posix_fadvise(DONTNEED)`
+//! first and never read a block twice. Warm cells time `pread` from the
+//! page cache.
 
 use std::{
     fs::File,
@@ -25,7 +27,7 @@ use super::stored::dir_bytes;
 use crate::{
     config::Parallelism,
     error::Result,
-    store::{ArraySpec, DType, ReadOptions, ZarrArray},
+    store::{will_need, ArraySpec, DType, ReadOptions, ZarrArray},
     window::{DimRange, Window},
     Error,
 };
@@ -91,20 +93,22 @@ pub fn measure(
     drop(file);
     progress("engine costs");
     let engine = measure_engine(&scratch.dir, options.threads, &memory)?;
-    let mut codecs = Vec::new();
-    for (name, compressors) in &options.codecs {
-        progress(&format!("codec {name}"));
-        codecs.push(measure_codec(&scratch.dir, name, compressors, sample)?);
-    }
-    Ok(DeviceProfile {
+    let mut profile = DeviceProfile {
         format: PROFILE_FORMAT,
         path: options.dir.display().to_string(),
         threads: options.threads,
         io,
         memory,
         engine,
-        codecs,
-    })
+        codecs: Vec::new(),
+    };
+    for (name, compressors) in &options.codecs {
+        progress(&format!("codec {name}"));
+        profile
+            .codecs
+            .push(measure_codec(&scratch.dir, name, compressors, sample)?);
+    }
+    Ok(profile)
 }
 
 /// Scratch files, removed when dropped.
@@ -168,9 +172,20 @@ fn measure_io(file: &File, path: &Path, options: &MeasureOptions) -> Result<IoTa
     let warm_region = (256u64 << 20).min(options.file_bytes);
     for (i, &size) in options.sizes.iter().enumerate() {
         for (j, &depth) in options.depths.iter().enumerate() {
+            // Mapped pages survive eviction: map afresh for each cell, after it.
             evict(file);
+            // SAFETY: the scratch file is not modified while mapped.
+            let map = unsafe { memmap2::Mmap::map(file) }.map_err(|e| Error::io(path, e))?;
+            let _ = map.advise(memmap2::Advice::Random);
             let slots = (options.file_bytes / size).max(1);
-            cold[i][j] = read_cell(file, path, size, depth, slots, slots, options.cell_seconds)?;
+            cold[i][j] = mapped_cell(
+                &map,
+                size,
+                depth,
+                slots,
+                options.threads,
+                options.cell_seconds,
+            );
         }
     }
     read_all(file, path, warm_region)?;
@@ -192,9 +207,63 @@ fn measure_io(file: &File, path: &Path, options: &MeasureOptions) -> Result<IoTa
     Ok(IoTable {
         sizes: options.sizes.clone(),
         depths: options.depths.clone(),
-        cold,
+        cold: IoTable::envelope(&cold),
+        cold_measured: cold,
         warm,
     })
+}
+
+/// Cold reads as the engine makes them: `threads` workers share the
+/// requests (blocks of `size` in a shuffled order over `slots`); each keeps
+/// `depth / threads` of them advised ahead and touches every page of the
+/// one it is at. Stops after `seconds`; bytes per second.
+fn mapped_cell(
+    map: &memmap2::Mmap,
+    size: u64,
+    depth: u64,
+    slots: u64,
+    threads: usize,
+    seconds: f64,
+) -> f64 {
+    let order = shuffled(slots);
+    let threads = (threads as u64).min(slots).max(1);
+    let ahead = depth.div_ceil(threads).max(1);
+    let per_thread = slots / threads;
+    let start = Instant::now();
+    let bytes: u64 = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                let order = &order[(t * per_thread) as usize..((t + 1) * per_thread) as usize];
+                scope.spawn(move || {
+                    let advise = |k: usize| will_need(map, order[k] * size, size);
+                    let mut advised = 0usize;
+                    let mut sum = 0u8;
+                    let mut done = 0u64;
+                    for k in 0..order.len() {
+                        while advised < order.len() && advised < k + ahead as usize {
+                            advise(advised);
+                            advised += 1;
+                        }
+                        let offset = (order[k] * size) as usize;
+                        for page in (offset..offset + size as usize).step_by(4096) {
+                            sum = sum.wrapping_add(map[page]);
+                        }
+                        done += size;
+                        if k as u64 + 1 >= ahead && start.elapsed().as_secs_f64() > seconds {
+                            break;
+                        }
+                    }
+                    std::hint::black_box(sum);
+                    done
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("reader thread"))
+            .sum()
+    });
+    bytes as f64 / start.elapsed().as_secs_f64().max(1e-9)
 }
 
 /// Read blocks of `size` at `depth` in flight, in a shuffled order over
@@ -333,7 +402,24 @@ fn measure_memory(
         std::hint::black_box(sum);
         region as f64 / start.elapsed().as_secs_f64()
     });
-    Ok(MemoryRates { copy, crc, fault })
+    let first_write = per_thread(threads, |_| {
+        let start = Instant::now();
+        let mut fresh: Vec<u8> = Vec::with_capacity(BUFFER);
+        // SAFETY: every byte is written before the vector is read or dropped.
+        unsafe {
+            std::ptr::write_bytes(fresh.as_mut_ptr(), 1, BUFFER);
+            fresh.set_len(BUFFER);
+        }
+        let rate = BUFFER as f64 / start.elapsed().as_secs_f64();
+        std::hint::black_box(&fresh);
+        rate
+    });
+    Ok(MemoryRates {
+        copy,
+        crc,
+        fault,
+        first_write,
+    })
 }
 
 /// Median wall time of `runs` calls.
@@ -370,6 +456,10 @@ fn calibration_array(
     let n = shape.iter().product::<u64>() as usize;
     let data: Vec<u8> = (0..n).flat_map(|i| (i as f32).to_ne_bytes()).collect();
     array.write_array(&data, Parallelism::resolve(Some(1), None))?;
+    // Written back before it is read: writeback competing with the reads,
+    // and dirty pages that eviction cannot drop, would skew every number.
+    // SAFETY: sync(2) has no preconditions.
+    unsafe { libc::sync() };
     ZarrArray::open(&path)
 }
 
@@ -396,43 +486,67 @@ fn measure_engine(dir: &Path, threads: usize, memory: &MemoryRates) -> Result<En
         parallelism: Parallelism::resolve(Some(threads), None),
         verify: false,
     };
-    let runs = 41;
-    // One big chunk: 4096 runs of 64 contiguous elements, or 64 runs of 64 strided ones.
-    let block = calibration_array(dir, "block", [64, 64, 64], [64, 64, 64], [64, 64, 64])?;
+    let runs = 21;
+    // One 16 MiB chunk: 65536 runs of 64 contiguous elements, or 256 runs of
+    // 256 strided ones. Large reads, so the fixed costs are a small share.
+    let block = calibration_array(dir, "block", [256, 256, 64], [256, 256, 64], [256, 256, 64])?;
+    // A one-element read runs on the calling thread: the fixed cost of a call.
     let call = median_time(runs * 4, || {
         read_window(&block, &window([(0, 1), (0, 1), (0, 1)]), &all)
     })?;
-    let call_one = median_time(runs * 4, || {
-        read_window(&block, &window([(0, 1), (0, 1), (0, 1)]), &one)
-    })?;
-    let whole = median_time(runs, || {
-        read_window(&block, &Window::full(&[64, 64, 64]), &one)
-    })?;
+    // Waking the pool's workers and waiting for them.
+    let handoff_with = |threads: usize| {
+        let pool = Parallelism::resolve(Some(threads), None).pool();
+        median_time(runs * 4, || {
+            pool.install(|| {
+                use rayon::prelude::*;
+                (0..threads).into_par_iter().for_each(|i| {
+                    std::hint::black_box(i);
+                })
+            });
+            Ok(())
+        })
+    };
+    let handoff = handoff_with(threads)?;
+    let call_one = call + handoff_with(1)?;
+    let full = Window::full(&[256, 256, 64]);
+    let whole = median_time(runs, || read_window(&block, &full, &one))?;
     let slice = median_time(runs, || {
-        read_window(&block, &window([(0, 64), (0, 64), (7, 8)]), &one)
+        read_window(&block, &window([(0, 256), (0, 256), (7, 8)]), &one)
     })?;
-    // Many tiny chunks: 4096 chunks of one run of 64 elements each.
-    let tiny = calibration_array(dir, "tiny", [64, 64, 64], [1, 1, 64], [64, 64, 64])?;
+    let n = 65536.0;
+    let bytes = n * 64.0 * 4.0;
+    let run = ((whole - call_one - bytes / memory.copy) / n).max(1e-10);
+    // (This read and the next stay on the calling thread: at most
+    // `SERIAL_BYTES` of output from unverified raw chunks.)
+    let strided_element = ((slice - call - 256.0 * run) / n).max(1e-11);
+    // Many chunks, one element from each: 16384 chunks of 4 KiB, each in
+    // its own page, as a plane's chunks lie scattered through memory (the
+    // cost includes the cache and TLB misses of reaching a chunk).
+    let scattered = calibration_array(
+        dir,
+        "scattered",
+        [128, 128, 1024],
+        [1, 1, 1024],
+        [128, 128, 1024],
+    )?;
     let tasks = median_time(runs, || {
-        read_window(&tiny, &Window::full(&[64, 64, 64]), &one)
+        read_window(&scattered, &window([(0, 128), (0, 128), (5, 6)]), &one)
     })?;
-    let run_bytes = 64.0 * 4.0;
-    let task = ((tasks - whole) / 4095.0).max(1e-9);
-    let run = ((whole - call_one - task) / 4096.0 - run_bytes / memory.copy).max(1e-10);
-    let strided_element = ((slice - call_one - task - 64.0 * run) / 4096.0).max(1e-11);
+    let task = ((tasks - call) / 16384.0 - run).max(1e-9);
     // Fresh shards: 64 shards of one chunk each, on a new handle every time.
     let shards_path = dir.join("shards");
     let _ = calibration_array(dir, "shards", [64, 64, 64], [8, 8, 64], [8, 8, 64])?;
     let reused = ZarrArray::open(&shards_path)?;
-    let full = Window::full(&[64, 64, 64]);
-    read_window(&reused, &full, &one)?;
-    let warm_handle = median_time(runs, || read_window(&reused, &full, &one))?;
+    let shards_window = Window::full(&[64, 64, 64]);
+    read_window(&reused, &shards_window, &one)?;
+    let warm_handle = median_time(runs, || read_window(&reused, &shards_window, &one))?;
     let fresh_handle = {
         let mut times = Vec::new();
         for _ in 0..runs {
             let fresh = ZarrArray::open(&shards_path)?;
             let start = Instant::now();
-            read_window(&fresh, &full, &one)?;
+            read_window(&fresh, &shards_window, &one)?;
             times.push(start.elapsed().as_secs_f64());
         }
         times.sort_by(f64::total_cmp);
@@ -441,6 +555,7 @@ fn measure_engine(dir: &Path, threads: usize, memory: &MemoryRates) -> Result<En
     let shard_open = ((fresh_handle - warm_handle) / 64.0).max(1e-7);
     Ok(EngineCosts {
         call,
+        handoff,
         task,
         run,
         strided_element,

@@ -61,6 +61,8 @@ pub struct AccessCost {
     pub access: String,
     /// Its weight in the mix.
     pub weight: f64,
+    /// The window predicted: `[start, stop)` per dimension.
+    pub window: Vec<[u64; 2]>,
     /// Data in the page cache.
     pub warm: Prediction,
     /// Data on the device.
@@ -103,6 +105,7 @@ impl Planner {
                 AccessCost {
                     access: access.name(shape.len()),
                     weight: *weight,
+                    window: window.dims.iter().map(|r| [r.start, r.stop]).collect(),
                     warm,
                     cold,
                 }

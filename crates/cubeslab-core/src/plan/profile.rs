@@ -33,8 +33,12 @@ pub struct IoTable {
     pub sizes: Vec<u64>,
     /// Requests in flight, ascending.
     pub depths: Vec<u64>,
-    /// Throughput reading uncached data: `cold[size][depth]`, bytes/s.
+    /// Throughput reading uncached data: `cold[size][depth]`, bytes/s; the
+    /// monotone envelope of `cold_measured` (see [`IoTable::envelope`]).
     pub cold: Vec<Vec<f64>>,
+    /// The cold throughput as measured, before the envelope.
+    #[serde(default)]
+    pub cold_measured: Vec<Vec<f64>>,
     /// Throughput reading data in the page cache: `warm[size][depth]`, bytes/s.
     pub warm: Vec<Vec<f64>>,
 }
@@ -44,6 +48,25 @@ impl IoTable {
     /// flight, interpolated in log size and log depth (clamped at the edges).
     pub fn cold_rate(&self, size: f64, depth: f64) -> f64 {
         interpolate(&self.sizes, &self.depths, &self.cold, size, depth)
+    }
+
+    /// A device serves more requests in flight, or larger requests, at
+    /// least as fast as fewer or smaller ones; a measured dip is noise (on a
+    /// virtual disk, other tenants). The envelope: the running maximum along
+    /// depth, then along size.
+    pub fn envelope(table: &[Vec<f64>]) -> Vec<Vec<f64>> {
+        let mut out = table.to_vec();
+        for row in out.iter_mut() {
+            for j in 1..row.len() {
+                row[j] = row[j].max(row[j - 1]);
+            }
+        }
+        for i in 1..out.len() {
+            for j in 0..out[i].len() {
+                out[i][j] = out[i][j].max(out[i - 1][j]);
+            }
+        }
+        out
     }
 
     /// The best cold throughput measured: the device's sequential bandwidth.
@@ -89,13 +112,23 @@ pub struct MemoryRates {
     pub crc: f64,
     /// First touch of a freshly mapped page-cache file (page faults), bytes/s.
     pub fault: f64,
+    /// First write to freshly allocated memory (page faults and zeroing:
+    /// a new output array), bytes/s.
+    #[serde(default = "first_write_default")]
+    pub first_write: f64,
+}
+
+fn first_write_default() -> f64 {
+    4e9
 }
 
 /// The engine's fixed costs, measured on a small store.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EngineCosts {
-    /// One read call: planning, thread hand-off, return (s).
+    /// One read call done on the calling thread: planning and return (s).
     pub call: f64,
+    /// Handing a read's work to the worker threads and back (s).
+    pub handoff: f64,
     /// One inner chunk: locate, look up, dispatch (s).
     pub task: f64,
     /// One run of the copy (an innermost loop) (s).
@@ -160,7 +193,7 @@ impl DeviceProfile {
         let depths: Vec<u64> = (0..7).map(|i| 1u64 << i).collect(); // 1 .. 64
                                                                     // IOPS at QD1 ~ 12k (80 us), scaling with depth up to ~60k for
                                                                     // small requests; sequential bandwidth ~2 GB/s.
-        let cold = sizes
+        let cold: Vec<Vec<f64>> = sizes
             .iter()
             .map(|&s| {
                 depths
@@ -184,6 +217,7 @@ impl DeviceProfile {
             io: IoTable {
                 sizes,
                 depths,
+                cold_measured: cold.clone(),
                 cold,
                 warm,
             },
@@ -191,9 +225,11 @@ impl DeviceProfile {
                 copy: 8e9,
                 crc: 12e9,
                 fault: 6e9,
+                first_write: 4e9,
             },
             engine: EngineCosts {
-                call: 20e-6,
+                call: 10e-6,
+                handoff: 40e-6,
                 task: 60e-9,
                 run: 15e-9,
                 strided_element: 1.5e-9,
@@ -222,6 +258,8 @@ mod tests {
         let lo = t.cold[0][1].min(t.cold[1][2]);
         let hi = t.cold[0][1].max(t.cold[1][2]);
         assert!(mid >= lo * 0.999 && mid <= hi * 1.001, "{lo} {mid} {hi}");
+        let envelope = IoTable::envelope(&[vec![1.0, 3.0, 2.0], vec![2.0, 1.0, 5.0]]);
+        assert_eq!(envelope, vec![vec![1.0, 3.0, 3.0], vec![2.0, 3.0, 5.0]]);
         // Clamped beyond the edges.
         assert!((t.cold_rate(1.0, 0.5) / t.cold[0][0] - 1.0).abs() < 1e-9);
         let json = p.to_json();

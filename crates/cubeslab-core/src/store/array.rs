@@ -305,13 +305,13 @@ impl ZarrArray {
         if expected == 0 {
             return Ok(());
         }
-        let pool = options.parallelism.pool();
         match &self.sharded {
             // A 0-d array (one element) has nothing to plan: zarrs reads it.
-            Some(path) if !self.shape.is_empty() => {
-                pool.install(|| self.read_sharded(path, window, out, options))
-            }
-            _ => pool.install(|| self.read_generic(window, out, options)),
+            Some(path) if !self.shape.is_empty() => self.read_sharded(path, window, out, options),
+            _ => options
+                .parallelism
+                .pool()
+                .install(|| self.read_generic(window, out, options)),
         }
     }
 

@@ -27,6 +27,7 @@ pub use dtype::DType;
 pub use error::StoreError;
 pub use group::{Group, StoreState};
 pub use lock::{live_holder, StoreLock};
+pub use shard::will_need;
 pub use shard_builder::ShardBuilder;
-pub use sharded::{COALESCE_GAP, MAX_REQUEST};
+pub use sharded::{COALESCE_GAP, MAX_REQUEST, SERIAL_BYTES};
 pub use spec::ArraySpec;

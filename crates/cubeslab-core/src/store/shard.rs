@@ -45,6 +45,26 @@ pub(crate) struct ShardFile {
 
 const ABSENT: u64 = u64::MAX;
 
+/// The largest range handed to `madvise(WILLNEED)` at once. The kernel reads
+/// at most max(read-ahead window, device's optimal IO size) per call and
+/// silently drops the rest — 128 KiB with default settings — so longer
+/// requests are advised in pieces of this size (the block layer merges
+/// them again).
+pub const WILL_NEED_PIECE: u64 = 128 << 10;
+
+/// Ask the kernel to start reading `len` bytes at `offset` of `map` into the
+/// page cache, without waiting.
+pub fn will_need(map: &Mmap, offset: u64, len: u64) {
+    let end = (offset + len).min(map.len() as u64);
+    let mut at = offset;
+    while at < end {
+        let n = WILL_NEED_PIECE.min(end - at);
+        // Advice is a hint; failure only costs speed.
+        let _ = map.advise_range(Advice::WillNeed, at as usize, n as usize);
+        at += n;
+    }
+}
+
 impl ShardFile {
     /// Open the shard at `path`. A missing file is a shard of absent chunks.
     pub fn open(array: &Path, path: &Path, key: &str, layout: &ShardLayout) -> Result<Self> {
@@ -144,8 +164,7 @@ impl ShardFile {
     /// threads.
     pub fn prefetch(&self, offset: u64, len: u64) {
         if let Some(map) = &self.map {
-            // Advice is a hint; failure only costs speed.
-            let _ = map.advise_range(Advice::WillNeed, offset as usize, len as usize);
+            will_need(map, offset, len);
         }
     }
 

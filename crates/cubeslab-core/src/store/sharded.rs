@@ -185,20 +185,40 @@ impl ZarrArray {
             touched.push(shards_d);
             slot_of.push(slots);
         }
+        let span_counts: Vec<u64> = spans.iter().map(|s| s.len() as u64).collect();
+        let n_tasks: u64 = span_counts.iter().product();
+        let chunk_bytes = path.inner_shape.iter().product::<u64>() as usize * elem;
+        // Small reads stay on the calling thread: waking the workers costs
+        // more than their help saves. Unverified raw chunks are only read
+        // where selected; every other chunk is checked or decoded whole.
+        let raw_partial = matches!(path.codecs, InnerCodecs::Raw { .. }) && !options.verify;
+        let work = if raw_partial {
+            window.num_elements() * elem as u64
+        } else {
+            n_tasks * chunk_bytes as u64
+        };
+        let serial = work <= SERIAL_BYTES;
+        let pool = options.parallelism.pool();
+
         // Open the touched shards (in parallel: each reads and checks an index).
         let touched_shape: Vec<u64> = touched.iter().map(|t| t.len() as u64).collect();
         let n_shards: u64 = touched_shape.iter().product();
-        let shards: Vec<Arc<ShardFile>> = (0..n_shards)
-            .into_par_iter()
-            .map(|i| {
-                let idx = unravel(i, &touched_shape);
-                let indices: Vec<u64> = (0..nd).map(|d| touched[d][idx[d] as usize]).collect();
-                self.shard(path, &indices)
-            })
-            .collect::<Result<_>>()?;
+        let open = |i: u64| {
+            let idx = unravel(i, &touched_shape);
+            let indices: Vec<u64> = (0..nd).map(|d| touched[d][idx[d] as usize]).collect();
+            self.shard(path, &indices)
+        };
+        let shards: Vec<Arc<ShardFile>> = if serial {
+            (0..n_shards).map(open).collect::<Result<_>>()?
+        } else {
+            pool.install(|| {
+                (0..n_shards)
+                    .into_par_iter()
+                    .map(open)
+                    .collect::<Result<_>>()
+            })?
+        };
 
-        let span_counts: Vec<u64> = spans.iter().map(|s| s.len() as u64).collect();
-        let n_tasks: u64 = span_counts.iter().product();
         let touched_strides = strides(&touched_shape);
         let inner_strides = strides(cps);
         let locate = |t: u64| -> (usize, usize, [ChunkSpan; MAX_DIMS]) {
@@ -234,8 +254,6 @@ impl ZarrArray {
             ndim: nd,
             elem,
         };
-        let chunk_bytes = path.inner_shape.iter().product::<u64>() as usize * elem;
-        let raw_partial = matches!(path.codecs, InnerCodecs::Raw { .. }) && !options.verify;
 
         // Byte range each task needs: the whole chunk, or for an unverified
         // raw chunk only the span between its first and last selected element.
@@ -266,29 +284,33 @@ impl ZarrArray {
             .max(1);
         let piece = n_tasks.div_ceil(threads * 4).max(1);
         let out_ptr = SendPtr(out.as_mut_ptr());
-        (0..n_tasks.div_ceil(piece))
-            .into_par_iter()
-            .try_for_each(|p| {
-                let (first, last) = (p * piece, ((p + 1) * piece).min(n_tasks));
-                let mut ahead = Prefetcher::new(first, last, outstanding);
-                for t in first..last {
-                    if !warm {
-                        ahead.advance(t, &range_of, &shards);
-                    }
-                    let (slot, inner, task_spans) = locate(t);
-                    self.read_task(
-                        path,
-                        &shards[slot],
-                        inner,
-                        &task_spans[..nd],
-                        &placement,
-                        chunk_bytes,
-                        options.verify,
-                        out_ptr.get(),
-                    )?;
+        let run_piece = |p: u64| -> Result<()> {
+            let (first, last) = (p * piece, ((p + 1) * piece).min(n_tasks));
+            let mut ahead = Prefetcher::new(first, last, outstanding);
+            for t in first..last {
+                if !warm {
+                    ahead.advance(t, &range_of, &shards);
                 }
-                Ok(())
-            })
+                let (slot, inner, task_spans) = locate(t);
+                self.read_task(
+                    path,
+                    &shards[slot],
+                    inner,
+                    &task_spans[..nd],
+                    &placement,
+                    chunk_bytes,
+                    options.verify,
+                    out_ptr.get(),
+                )?;
+            }
+            Ok(())
+        };
+        let pieces = n_tasks.div_ceil(piece);
+        if serial {
+            (0..pieces).try_for_each(run_piece)
+        } else {
+            pool.install(|| (0..pieces).into_par_iter().try_for_each(run_piece))
+        }
     }
 
     /// Copy one inner chunk's selected elements into the output.
@@ -467,6 +489,11 @@ fn selected_extent(
     }
     (lo, hi)
 }
+
+/// Reads whose chunks hold at most this many bytes run on the calling
+/// thread alone (a trace, a small box): handing work to the pool and back
+/// costs tens of microseconds on a busy machine, more than such reads take.
+pub const SERIAL_BYTES: u64 = 256 << 10;
 
 /// Ranges closer than this are requested as one: the kernel then issues
 /// fewer, larger reads, which every device serves faster.

@@ -1,0 +1,418 @@
+"""Planner validation: the cost model's predictions against measured reads over a sweep of layouts.
+
+For each generated volume (cube-like, long in the last dimension like an MSI cube, flat), the
+planner ranks every admissible layout for the volume's access mix; the sweep writes and reads a
+spread of them (the pick, its runners-up, cube:N, reference-001's formula, and layouts drawn evenly
+from the rest of the ranking), measuring every access warm and cold beside the model's prediction
+for the written store. Reported: the median absolute error of the predictions per access type and
+cache state, and the measured slowest access of the optimizer's pick against the best layout of
+the sweep.
+
+Then, on the 600 x 800 x 1000 float32 benchmark volume: the slowest plane of the `auto` layout
+against `reference-001` and 64^3 chunks, and each plane read cold from the orientation copies
+(`--views`) against the device's sequential bandwidth.
+
+Warm: the page cache holds the files and the handle has read the window before. Cold: the array's
+files are evicted with posix_fadvise(DONTNEED) and the handle reopened before each read. Medians
+of the runs (min and max in the JSON). The model plans with the device profile of the disk holding
+bench/data (measured first if there is none).
+
+Usage: python bench/plan.py [--size small|full] [--layouts 30] [--out bench/results]
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import cubeslab
+from cubeslab import _engine
+from cubeslab.plan import measure_profile, plan, profile_path
+from cubeslab.synthetic import SyntheticSurvey, write_segy
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import cold_runs, disk_bandwidth, files_under, warm_runs
+
+ROOT = Path(__file__).resolve().parent
+DATA = ROOT / "data"
+
+PLANES = "inline,crossline,time"
+MSI = "spectra:5,ion-images:25,box:5x5x1000"
+
+VOLUMES = {
+    # name: (shape at full size, at small size, dtype, access mix)
+    "cube": ((384, 384, 512), (96, 96, 128), "float32", PLANES),
+    "msi": ((64, 64, 40000), (24, 24, 8000), "uint16", MSI),
+    "flat": ((1024, 1024, 64), (256, 256, 32), "float32", PLANES),
+}
+
+
+def volume_data(shape, dtype) -> np.ndarray:
+    if np.dtype(dtype) == np.float32:
+        return SyntheticSurvey(*shape, seed=5).block(0, shape[0])
+    # MSI-like counts: a baseline with sparse peaks along m/z.
+    rng = np.random.default_rng(5)
+    data = rng.poisson(2.0, size=shape).astype(np.uint16)
+    peaks = rng.choice(shape[-1], size=max(shape[-1] // 200, 1), replace=False)
+    data[..., peaks] += rng.integers(50, 5000, size=(*shape[:-1], len(peaks)), dtype=np.uint16)
+    return data
+
+
+def layout_key(entry: dict) -> str:
+    return "x".join(map(str, entry["layout"]["inner"])) + "/" + "x".join(map(str, entry["layout"]["shard"]))
+
+
+def sweep_layouts(shape, dtype, access, count) -> tuple[list[dict], dict]:
+    """The layouts to measure, each with its planner evaluation and how it was chosen; and the pick."""
+    profile = profile_path(DATA)
+    ranked = plan(shape, dtype, access=access, profile=profile, top=1_000_000)
+    chosen: dict[str, dict] = {}
+
+    def add(entry, why):
+        chosen.setdefault(layout_key(entry), {**entry, "why": why})
+
+    for i, entry in enumerate(ranked[:5]):
+        add(entry, "pick" if i == 0 else f"runner-up {i}")
+    for name in ("reference-001", "cube:8", "cube:16", "cube:32", "cube:64", "cube:128"):
+        add(plan(shape, dtype, layout=name, access=access, profile=profile)[0], name)
+    rest = ranked[5:]
+    wanted = max(count - len(chosen), 0)
+    for i in np.linspace(0, len(rest) - 1, num=min(wanted, len(rest))).astype(int):
+        add(rest[i], f"rank {i + 6} of {len(ranked)}")
+    return list(chosen.values()), ranked[0]
+
+
+def measure_layout(path: Path, entry: dict, data: np.ndarray, profile: str, warm: int, cold: int) -> dict:
+    inner, shard = entry["layout"]["inner"], entry["layout"]["shard"]
+    if path.exists():
+        shutil.rmtree(path)
+    array = cubeslab.Array.create(path, data.shape, data.dtype, chunks=inner, shards=shard)
+    array.write(data)
+    del array
+    os.sync()  # written back: stores are read long after they are written
+    model = _engine.CostModel([str(path)], json.dumps({"profile": profile}))
+    files = files_under(path)
+    out = {}
+    for a in entry["accesses"]:
+        key = tuple(slice(lo, hi) for lo, hi in a["window"])
+        starts = [lo for lo, _ in a["window"]]
+        stops = [hi for _, hi in a["window"]]
+        steps = [1] * len(starts)
+        reader = cubeslab.Array(path)
+        w = warm_runs(lambda reader=reader, key=key: reader.read(key), warm)
+        del reader
+
+        def opener(key=key):
+            fresh = cubeslab.Array(path)
+            return lambda: fresh.read(key)
+
+        c = cold_runs(opener, files, cold)
+        out[a["access"]] = {
+            "warm": w,
+            "cold": c,
+            "predicted_warm_s": json.loads(model.predict(0, starts, stops, steps, False))["seconds"],
+            "predicted_cold_s": json.loads(model.predict(0, starts, stops, steps, True))["seconds"],
+        }
+    shutil.rmtree(path)
+    return out
+
+
+def relative_error(predicted: float, measured: float) -> float:
+    return abs(predicted - measured) / measured
+
+
+def run_volume(name: str, shape, dtype, access, args, profile: str) -> dict:
+    print(f"\n== {name}: {shape} {dtype}, accesses {access}", flush=True)
+    data = volume_data(shape, dtype)
+    layouts, pick = sweep_layouts(shape, dtype, access, args.layouts)
+    rows = []
+    for i, entry in enumerate(layouts):
+        t0 = time.perf_counter()
+        measured = measure_layout(DATA / f"plan-{name}.zarr", entry, data, profile, args.warm, args.cold)
+        row = {
+            "layout": layout_key(entry),
+            "why": entry["why"],
+            "padding": entry["padding"],
+            "predicted_score_s": entry["score"],
+            "accesses": measured,
+        }
+        # The objective, measured: the slowest access, warm plus cold median.
+        row["measured_score_s"] = max(
+            m["warm"]["median_s"] + m["cold"]["median_s"] for m in measured.values()
+        )
+        rows.append(row)
+        cells = "  ".join(
+            f"{a} {m['warm']['median_s'] * 1e3:.2f}/{m['predicted_warm_s'] * 1e3:.2f} "
+            f"{m['cold']['median_s'] * 1e3:.1f}/{m['predicted_cold_s'] * 1e3:.1f}"
+            for a, m in measured.items()
+        )
+        print(f"[{i + 1}/{len(layouts)}] {row['layout']:28s} {entry['why']:18s} {cells}  "
+              f"({time.perf_counter() - t0:.1f} s)", flush=True)  # fmt: skip
+    errors: dict = {}
+    for a in rows[0]["accesses"]:
+        for state in ("warm", "cold"):
+            e = [
+                relative_error(r["accesses"][a][f"predicted_{state}_s"], r["accesses"][a][state]["median_s"])
+                for r in rows
+            ]
+            errors[f"{a} {state}"] = {"median": statistics.median(e), "max": max(e)}
+    best = min(rows, key=lambda r: r["measured_score_s"])
+    picked = next(r for r in rows if r["layout"] == layout_key(pick))
+    return {
+        "shape": list(shape),
+        "dtype": dtype,
+        "access": access,
+        "layouts_ranked": None,
+        "rows": rows,
+        "errors": errors,
+        "pick": picked["layout"],
+        "pick_score_s": picked["measured_score_s"],
+        "best": best["layout"],
+        "best_score_s": best["measured_score_s"],
+        "pick_over_best": picked["measured_score_s"] / best["measured_score_s"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", choices=("small", "full"), default="full")
+    parser.add_argument("--layouts", type=int, default=30)
+    parser.add_argument("--warm", type=int, default=5)
+    parser.add_argument("--cold", type=int, default=5)
+    parser.add_argument("--volumes", default=",".join(VOLUMES))
+    parser.add_argument("--benchmark-volume", default="600,800,1000", help="'' to skip that part")
+    parser.add_argument("--out", type=Path, default=ROOT / "results")
+    args = parser.parse_args()
+    DATA.mkdir(parents=True, exist_ok=True)
+    profile_file = profile_path(DATA)
+    if not profile_file.is_file():
+        print("no device profile for this disk yet: measuring one (about 30 s)", flush=True)
+        measure_profile(DATA)
+    profile = profile_file.read_text()
+    results: dict = {
+        "profile": json.loads(profile),
+        "size": args.size,
+        "disk_read_Bps": None,
+        "volumes": {},
+    }
+    for name in args.volumes.split(","):
+        full, small, dtype, access = VOLUMES[name]
+        shape = full if args.size == "full" else small
+        results["volumes"][name] = run_volume(name, shape, dtype, access, args, profile)
+    if args.benchmark_volume:
+        shape = tuple(int(x) for x in args.benchmark_volume.split(","))
+        results["benchmark_volume"] = benchmark_volume(shape, args, profile)
+        results["disk_read_Bps"] = results["benchmark_volume"]["disk_read_Bps"]
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "plan.json").write_text(json.dumps(results, indent=1))
+    (args.out / "plan.md").write_text(markdown(results))
+    scatter(results, args.out / "plan.png")
+    print(f"wrote {args.out / 'plan.json'}, plan.md and plan.png")
+
+
+def plane_windows(shape):
+    n0, n1, n2 = shape
+    return {
+        "inline": (n0 // 2, slice(None), slice(None)),
+        "crossline": (slice(None), n1 // 2, slice(None)),
+        "time": (slice(None), slice(None), n2 // 2),
+    }
+
+
+def benchmark_volume(shape, args, profile: str) -> dict:
+    """Auto against reference-001 and 64^3 on the benchmark volume; planes cold from the views."""
+    print(f"\n== benchmark volume {shape}", flush=True)
+    tag = "x".join(map(str, shape))
+    sgy = DATA / f"bench-{tag}.sgy"
+    if not sgy.exists():
+        print(f"generating {sgy} ...", flush=True)
+        write_segy(sgy, SyntheticSurvey(*shape), inlines_per_block=32)
+    disk = disk_bandwidth(sgy)
+    out: dict = {"shape": list(shape), "disk_read_Bps": disk, "strategies": {}}
+    for strategy in ("auto", "reference-001", "cube:64"):
+        store = DATA / f"plan-bench-{strategy.replace(':', '')}.zarr"
+        kwargs = {"views": ["inline", "crossline", "time"]} if strategy == "auto" else {}
+        t0 = time.perf_counter()
+        summary = cubeslab.ingest(sgy, store, overwrite=True, layout=strategy, **kwargs)
+        seconds = time.perf_counter() - t0
+        cube = cubeslab.open(store)
+        planes: dict = {}
+        for plane, key in plane_windows(shape).items():
+            main = cubeslab.Array(store / "amplitude")  # the main layout alone, without the views
+            w = warm_runs(lambda main=main, key=key: main.read(key), args.warm)
+            del main
+
+            def opener(key=key, store=store):
+                fresh = cubeslab.Array(store / "amplitude")
+                return lambda: fresh.read(key)
+
+            c = cold_runs(opener, files_under(store / "amplitude"), args.cold)
+            planes[plane] = {"warm": w, "cold": c}
+            w_ms, c_ms = w["median_s"] * 1e3, c["median_s"] * 1e3
+            print(f"{strategy:14s} {plane:10s} warm {w_ms:8.2f} ms  cold {c_ms:8.1f} ms", flush=True)
+        entry = {"layout": summary["plan"]["layout"], "ingest_s": seconds, "planes": planes}
+        if kwargs:
+            views: dict = {}
+            for plane, key in plane_windows(shape).items():
+                source = cube.amplitude.source_for(key)
+
+                def opener(key=key, store=store):
+                    fresh = cubeslab.open(store).amplitude
+                    return lambda: fresh.read(key)
+
+                c = cold_runs(opener, files_under(store), args.cold)
+                nbytes = int(np.prod(cube.amplitude.read(key).shape)) * 4
+                views[plane] = {
+                    "source": Path(source).name,
+                    "cold": c,
+                    "bytes": nbytes,
+                    "fraction_of_sequential": nbytes / c["median_s"] / disk,
+                }
+                share, ms = views[plane]["fraction_of_sequential"], c["median_s"] * 1e3
+                print(f"{'views':14s} {plane:10s} from {Path(source).name:22s} cold {ms:8.2f} ms "
+                      f"= {share:.0%} of sequential", flush=True)  # fmt: skip
+            entry["views"] = views
+            entry["stored_bytes"] = summary["stored_bytes"]
+            entry["view_bytes"] = {k: v["stored_bytes"] for k, v in summary["views"].items()}
+        del cube
+        out["strategies"][strategy] = entry
+        shutil.rmtree(store)
+    for state in ("warm", "cold"):
+        slowest = {
+            s: max(p[state]["median_s"] for p in e["planes"].values()) for s, e in out["strategies"].items()
+        }
+        out[f"slowest_{state}_s"] = slowest
+        out[f"auto_speedup_{state}"] = {s: slowest[s] / slowest["auto"] for s in slowest if s != "auto"}
+    return out
+
+
+def markdown(results: dict) -> str:
+    p = results["profile"]
+    lines = [
+        "# Planner validation",
+        "",
+        f"Profile of {p['path']} ({p['threads']} threads); predictions by the cost model for each "
+        "written store. Times in ms, medians: measured / predicted. Warm: page cache and handle warm; "
+        "cold: files evicted with posix_fadvise(DONTNEED), handle reopened.",
+    ]
+    for name, v in results["volumes"].items():
+        accesses = list(v["rows"][0]["accesses"])
+        lines += [
+            "",
+            f"## {name}: {' x '.join(map(str, v['shape']))} {v['dtype']}, accesses {v['access']}",
+            "",
+            "Median absolute prediction error: "
+            + ", ".join(f"{k} {e['median']:.0%}" for k, e in v["errors"].items())
+            + ".",
+            "",
+            f"Optimizer's pick {v['pick']}: slowest access (warm + cold) {v['pick_score_s'] * 1e3:.1f} ms; "
+            f"best of the sweep {v['best']}: {v['best_score_s'] * 1e3:.1f} ms; "
+            f"pick / best = {v['pick_over_best']:.2f}.",
+            "",
+            "| layout | chosen as | padding | "
+            + " | ".join(f"{a} warm | {a} cold" for a in accesses)
+            + " | slowest (warm+cold) |",
+            "|---|---|---:|" + "---:|" * (2 * len(accesses)) + "---:|",
+        ]
+        for r in sorted(v["rows"], key=lambda r: r["measured_score_s"]):
+            cells = []
+            for a in accesses:
+                m = r["accesses"][a]
+                cells.append(f"{m['warm']['median_s'] * 1e3:.2f} / {m['predicted_warm_s'] * 1e3:.2f}")
+                cells.append(f"{m['cold']['median_s'] * 1e3:.1f} / {m['predicted_cold_s'] * 1e3:.1f}")
+            lines.append(
+                f"| {r['layout']} | {r['why']} | {r['padding']:.1%} | "
+                + " | ".join(cells)
+                + f" | {r['measured_score_s'] * 1e3:.1f} |"
+            )
+    b = results.get("benchmark_volume")
+    if b:
+        lines += [
+            "",
+            f"## Benchmark volume {' x '.join(map(str, b['shape']))} float32",
+            "",
+            f"Disk sequential read (best of 3, cold): {b['disk_read_Bps'] / 1e9:.2f} GB/s.",
+            "",
+            "| strategy | layout | inline warm / cold | crossline warm / cold | time warm / cold "
+            "| slowest warm / cold |",
+            "|---|---|---:|---:|---:|---:|",
+        ]
+        for s, e in b["strategies"].items():
+            cells = [
+                f"{p['warm']['median_s'] * 1e3:.2f} / {p['cold']['median_s'] * 1e3:.1f}"
+                for p in e["planes"].values()
+            ]
+            slow = f"{b['slowest_warm_s'][s] * 1e3:.2f} / {b['slowest_cold_s'][s] * 1e3:.1f}"
+            lines.append(f"| {s} | {e['layout']} | " + " | ".join(cells) + f" | {slow} |")
+        lines += [
+            "",
+            "auto's slowest plane is faster by: "
+            + ", ".join(
+                f"{s} {b['auto_speedup_warm'][s]:.1f}x warm, {b['auto_speedup_cold'][s]:.1f}x cold"
+                for s in b["auto_speedup_warm"]
+            )
+            + ".",
+        ]
+        views = b["strategies"]["auto"].get("views")
+        if views:
+            auto = b["strategies"]["auto"]
+            extra = sum(auto["view_bytes"].values()) / auto["stored_bytes"]
+            lines += [
+                "",
+                f"With `--views inline,crossline,time` (+{extra:.0%} on disk), each plane read cold:",
+                "",
+                "| plane | read from | cold ms | MB/s | share of sequential bandwidth |",
+                "|---|---|---:|---:|---:|",
+            ]
+            for plane, v in views.items():
+                mbps = v["bytes"] / v["cold"]["median_s"] / 1e6
+                lines.append(
+                    f"| {plane} | {v['source']} | {v['cold']['median_s'] * 1e3:.2f} | {mbps:,.0f} | "
+                    f"{v['fraction_of_sequential']:.0%} |"
+                )
+    return "\n".join(lines) + "\n"
+
+
+def scatter(results: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 5), dpi=100)
+    for ax, state in zip(axes, ("warm", "cold"), strict=True):
+        lo, hi = np.inf, 0.0
+        for name, v in results["volumes"].items():
+            for a in v["rows"][0]["accesses"]:
+                pred = [r["accesses"][a][f"predicted_{state}_s"] * 1e3 for r in v["rows"]]
+                meas = [r["accesses"][a][state]["median_s"] * 1e3 for r in v["rows"]]
+                ax.scatter(meas, pred, s=14, label=f"{name} {a}", alpha=0.8)
+                lo, hi = min(lo, *pred, *meas), max(hi, *pred, *meas)
+        ax.plot([lo, hi], [lo, hi], color="k", lw=0.8)
+        ax.plot([lo, hi], [lo * 1.25, hi * 1.25], color="k", lw=0.5, ls="--")
+        ax.plot([lo, hi], [lo / 1.25, hi / 1.25], color="k", lw=0.5, ls="--")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("measured (ms, median)")
+        ax.set_ylabel("predicted (ms)")
+        ax.set_title(f"{state} reads: predicted vs measured (dashed: ±25 %)")
+        ax.grid(True, alpha=0.3)
+    axes[1].legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    main()
