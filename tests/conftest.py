@@ -8,6 +8,8 @@ Nothing under ../shared/data is ever written: tests that write or corrupt work o
 from __future__ import annotations
 
 import itertools
+import os
+import tempfile
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +19,11 @@ import pytest
 
 import cubeslab
 from cubeslab.synthetic import SyntheticSurvey, write_segy
+
+# Plans made in tests use the built-in typical machine, never a profile the
+# developer measured; tests that measure one write it here.
+os.environ["CUBESLAB_PROFILE_DIR"] = tempfile.mkdtemp(prefix="cubeslab-profiles-")
+os.environ.pop("CUBESLAB_PROFILE", None)
 
 REPO = Path(__file__).resolve().parents[1]
 DATA_DIR = REPO.parent / "shared" / "data"
