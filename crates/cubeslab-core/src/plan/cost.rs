@@ -13,8 +13,8 @@ use serde::Serialize;
 
 use super::{layout::Layout, profile::DeviceProfile};
 use crate::{
-    store::{COALESCE_GAP, MAX_REQUEST, SERIAL_BYTES},
-    window::{chunk_spans, ChunkSpan, Window},
+    store::{pieces_per_thread, TaskOrder, COALESCE_GAP, MAX_REQUEST, SERIAL_BYTES},
+    window::Window,
 };
 
 /// How inner chunks are stored.
@@ -142,11 +142,8 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
         .zip(inner)
         .map(|(s, c)| s / c)
         .collect();
-    let spans: Vec<Vec<ChunkSpan>> = (0..nd)
-        .map(|d| chunk_spans(&window.dims[d], inner[d]))
-        .collect();
-    let counts: Vec<u64> = spans.iter().map(|s| s.len() as u64).collect();
-    let n_tasks: u64 = counts.iter().product();
+    let order = TaskOrder::new(window, inner, &cps);
+    let n_tasks = order.n_tasks();
     let mut prediction = Prediction {
         chunks: n_tasks,
         output_bytes: window.num_elements() * elem,
@@ -163,16 +160,7 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
             serial: true,
         };
     }
-    // Shards touched: distinct shard indices per dimension, multiplied.
-    prediction.shards = spans
-        .iter()
-        .zip(&cps)
-        .map(|(s, &c)| {
-            let mut shards: Vec<u64> = s.iter().map(|sp| sp.chunk / c).collect();
-            shards.dedup();
-            shards.len() as u64
-        })
-        .product();
+    prediction.shards = order.n_shards();
 
     let chunk_elems: u64 = inner.iter().product();
     let chunk_bytes = chunk_elems * elem;
@@ -189,24 +177,12 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
     for d in (0..nd.saturating_sub(1)).rev() {
         chunk_strides[d] = chunk_strides[d + 1] * inner[d + 1];
     }
-    let mut inner_strides = vec![1u64; nd];
-    for d in (0..nd.saturating_sub(1)).rev() {
-        inner_strides[d] = inner_strides[d + 1] * cps[d + 1];
-    }
-    let shard_grid: Vec<u64> = array
-        .shape
-        .iter()
-        .zip(&array.layout.shard)
-        .map(|(&n, &s)| n.div_ceil(s))
-        .collect();
-    let mut shard_strides = vec![1u64; nd];
-    for d in (0..nd.saturating_sub(1)).rev() {
-        shard_strides[d] = shard_strides[d + 1] * shard_grid[d + 1];
-    }
     let steps: Vec<u64> = window.dims.iter().map(|r| r.step).collect();
 
     let threads = setup.threads.max(1) as u64;
-    let piece = n_tasks.div_ceil(threads * 4).max(1);
+    // Requests are merged within a worker's run of chunks, cut as a cold read cuts them.
+    let piece = n_tasks.div_ceil(threads * pieces_per_thread(false)).max(1);
+    let warm_piece = n_tasks.div_ceil(threads * pieces_per_thread(true)).max(1);
     let engine = &profile.engine;
     let memory = &profile.memory;
     let mut cpu = 0.0;
@@ -215,23 +191,22 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
     // The open request of the current piece: (shard id, start, length).
     let mut open: Option<(u64, u64, u64)> = None;
 
-    // Walk the tasks in the read path's order (C order over the spans).
-    let mut idx = vec![0usize; nd];
+    // Walk the tasks in the read path's order.
     for t in 0..n_tasks {
         if t % piece == 0 {
             if let Some((_, _, len)) = open.take() {
                 request_sizes.push(len);
             }
         }
-        let mut shard_id = 0u64;
-        let mut inner_pos = 0u64;
+        let task = order.locate(t);
+        let spans = &task.spans[..nd];
+        let shard_id = task.slot as u64;
+        let inner_pos = task.inner as u64;
         let mut lo = 0u64;
         let mut hi = 0u64;
         let mut selected = 1u64;
         for d in 0..nd {
-            let s = &spans[d][idx[d]];
-            shard_id += (s.chunk / cps[d]) * shard_strides[d];
-            inner_pos += (s.chunk % cps[d]) * inner_strides[d];
+            let s = &spans[d];
             lo += s.first * chunk_strides[d];
             hi += (s.first + (s.count - 1) * steps[d]) * chunk_strides[d];
             selected *= s.count;
@@ -270,9 +245,9 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
         }
         let inner_dim = (0..nd)
             .rev()
-            .find(|&d| spans[d][idx[d]].count > 1)
+            .find(|&d| spans[d].count > 1)
             .unwrap_or(nd - 1);
-        let run_len = spans[inner_dim][idx[inner_dim]].count;
+        let run_len = spans[inner_dim].count;
         let runs = selected / run_len;
         let contiguous = inner_dim == nd - 1 && steps[inner_dim] == 1;
         work += runs as f64 * engine.run;
@@ -282,15 +257,6 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
             selected as f64 * engine.strided_element
         };
         cpu += work;
-
-        // Next task index (odometer, last dimension fastest).
-        for d in (0..nd).rev() {
-            idx[d] += 1;
-            if idx[d] < spans[d].len() {
-                break;
-            }
-            idx[d] = 0;
-        }
     }
     if let Some((_, _, len)) = open.take() {
         request_sizes.push(len);
@@ -313,7 +279,7 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
     let busy = if serial {
         1.0
     } else {
-        threads.min(n_tasks.div_ceil(piece)) as f64
+        threads.min(n_tasks.div_ceil(warm_piece)) as f64
     };
     Walk {
         counts: prediction,

@@ -19,6 +19,7 @@ mod shard;
 mod shard_builder;
 mod sharded;
 mod spec;
+mod task_order;
 mod zstd_chunk;
 
 pub use array::{ReadOptions, ZarrArray};
@@ -29,5 +30,6 @@ pub use group::{Group, StoreState};
 pub use lock::{live_holder, StoreLock};
 pub use shard::will_need;
 pub use shard_builder::ShardBuilder;
-pub use sharded::{COALESCE_GAP, MAX_REQUEST, SERIAL_BYTES};
+pub use sharded::{pieces_per_thread, COALESCE_GAP, MAX_REQUEST, SERIAL_BYTES};
 pub use spec::ArraySpec;
+pub use task_order::{Task, TaskOrder};

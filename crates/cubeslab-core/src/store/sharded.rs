@@ -15,11 +15,12 @@ use zarrs::{
 use super::{
     array::{metadata_error, u64_list},
     shard::{ShardFile, ShardLayout},
+    task_order::{Task, TaskOrder},
     zstd_chunk, ReadOptions, StoreError, ZarrArray,
 };
 use crate::{
     error::Result,
-    window::{chunk_spans, strides, unravel, ChunkSpan, Placement, Window, MAX_DIMS},
+    window::{strides, ChunkSpan, Placement, Window, MAX_DIMS},
     Error,
 };
 
@@ -165,28 +166,8 @@ impl ZarrArray {
         let nd = self.shape.len();
         let elem = self.dtype.size();
         let cps = &path.layout.chunks_per_shard;
-        // Per dimension: the spans over inner chunks, and for each span the
-        // slot of its shard among the touched shards and its position inside it.
-        let spans: Vec<Vec<ChunkSpan>> = (0..nd)
-            .map(|d| chunk_spans(&window.dims[d], path.inner_shape[d]))
-            .collect();
-        let mut touched: Vec<Vec<u64>> = Vec::with_capacity(nd); // shard indices per dim
-        let mut slot_of: Vec<Vec<(u64, u64)>> = Vec::with_capacity(nd); // (shard slot, inner pos)
-        for d in 0..nd {
-            let mut shards_d: Vec<u64> = Vec::new();
-            let mut slots = Vec::with_capacity(spans[d].len());
-            for s in &spans[d] {
-                let shard = s.chunk / cps[d];
-                if shards_d.last() != Some(&shard) {
-                    shards_d.push(shard);
-                }
-                slots.push(((shards_d.len() - 1) as u64, s.chunk % cps[d]));
-            }
-            touched.push(shards_d);
-            slot_of.push(slots);
-        }
-        let span_counts: Vec<u64> = spans.iter().map(|s| s.len() as u64).collect();
-        let n_tasks: u64 = span_counts.iter().product();
+        let order = TaskOrder::new(window, &path.inner_shape, cps);
+        let n_tasks = order.n_tasks();
         let chunk_bytes = path.inner_shape.iter().product::<u64>() as usize * elem;
         // Small reads stay on the calling thread: waking the workers costs
         // more than their help saves. Unverified raw chunks are only read
@@ -201,44 +182,16 @@ impl ZarrArray {
         let pool = options.parallelism.pool();
 
         // Open the touched shards (in parallel: each reads and checks an index).
-        let touched_shape: Vec<u64> = touched.iter().map(|t| t.len() as u64).collect();
-        let n_shards: u64 = touched_shape.iter().product();
-        let open = |i: u64| {
-            let idx = unravel(i, &touched_shape);
-            let indices: Vec<u64> = (0..nd).map(|d| touched[d][idx[d] as usize]).collect();
-            self.shard(path, &indices)
-        };
+        let open = |slot: u64| self.shard(path, &order.shard_indices(slot));
         let shards: Vec<Arc<ShardFile>> = if serial {
-            (0..n_shards).map(open).collect::<Result<_>>()?
+            (0..order.n_shards()).map(open).collect::<Result<_>>()?
         } else {
             pool.install(|| {
-                (0..n_shards)
+                (0..order.n_shards())
                     .into_par_iter()
                     .map(open)
                     .collect::<Result<_>>()
             })?
-        };
-
-        let touched_strides = strides(&touched_shape);
-        let inner_strides = strides(cps);
-        let locate = |t: u64| -> (usize, usize, [ChunkSpan; MAX_DIMS]) {
-            let idx = unravel(t, &span_counts);
-            let mut shard_slot = 0u64;
-            let mut inner = 0u64;
-            let mut task_spans = [ChunkSpan {
-                chunk: 0,
-                first: 0,
-                count: 0,
-                out_first: 0,
-            }; MAX_DIMS];
-            for d in 0..nd {
-                let i = idx[d] as usize;
-                let (slot, pos) = slot_of[d][i];
-                shard_slot += slot * touched_strides[d];
-                inner += pos * inner_strides[d];
-                task_spans[d] = spans[d][i];
-            }
-            (shard_slot as usize, inner as usize, task_spans)
         };
 
         let mut steps = [1u64; MAX_DIMS];
@@ -258,10 +211,10 @@ impl ZarrArray {
         // Byte range each task needs: the whole chunk, or for an unverified
         // raw chunk only the span between its first and last selected element.
         let range_of = |t: u64| -> Option<(usize, u64, u64)> {
-            let (slot, inner, task_spans) = locate(t);
+            let Task { slot, inner, spans } = order.locate(t);
             let (offset, nbytes) = shards[slot].range(inner)?;
             if raw_partial {
-                let (lo, hi) = selected_extent(&task_spans[..nd], &steps, &chunk_strides);
+                let (lo, hi) = selected_extent(&spans[..nd], &steps, &chunk_strides);
                 Some((slot, offset + lo * elem as u64, (hi - lo + 1) * elem as u64))
             } else {
                 Some((slot, offset, nbytes))
@@ -282,7 +235,7 @@ impl ZarrArray {
             .in_flight
             .div_ceil(threads as usize)
             .max(1);
-        let piece = n_tasks.div_ceil(threads * 4).max(1);
+        let piece = n_tasks.div_ceil(threads * pieces_per_thread(warm)).max(1);
         let out_ptr = SendPtr(out.as_mut_ptr());
         let run_piece = |p: u64| -> Result<()> {
             let (first, last) = (p * piece, ((p + 1) * piece).min(n_tasks));
@@ -291,12 +244,12 @@ impl ZarrArray {
                 if !warm {
                     ahead.advance(t, &range_of, &shards);
                 }
-                let (slot, inner, task_spans) = locate(t);
+                let Task { slot, inner, spans } = order.locate(t);
                 self.read_task(
                     path,
                     &shards[slot],
                     inner,
-                    &task_spans[..nd],
+                    &spans[..nd],
                     &placement,
                     chunk_bytes,
                     options.verify,
@@ -488,6 +441,19 @@ fn selected_extent(
         hi += (s.first + (s.count - 1) * steps[d]) * chunk_strides[d];
     }
     (lo, hi)
+}
+
+/// How many runs of chunks each worker gets. Warm, four: the runs even out
+/// uneven work. Cold, one: a worker's read-ahead never reaches past its
+/// own run, so one long run keeps its requests in flight from start to end
+/// (with several, a run whose chunks merge into one request would wait for
+/// it alone).
+pub const fn pieces_per_thread(warm: bool) -> u64 {
+    if warm {
+        4
+    } else {
+        1
+    }
 }
 
 /// Reads whose chunks hold at most this many bytes run on the calling

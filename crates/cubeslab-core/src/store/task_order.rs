@@ -1,0 +1,172 @@
+//! The order in which a read visits the inner chunks of a window: shard by
+//! shard (the touched shards in C order), and inside each shard its chunks
+//! in C order — the order they lie in the file, so that neighbouring chunks
+//! merge into one request and each worker's run of chunks stays in few
+//! shards. The cost model walks the same order.
+
+use crate::window::{chunk_spans, strides, unravel, ChunkSpan, Window, MAX_DIMS};
+
+/// One inner chunk to read: which touched shard, where in it, which part.
+pub struct Task {
+    /// Index of the shard among the touched shards (C order).
+    pub slot: usize,
+    /// Position of the inner chunk in its shard (C order).
+    pub inner: usize,
+    /// The selection inside the chunk, per dimension.
+    pub spans: [ChunkSpan; MAX_DIMS],
+}
+
+/// The chunks a window touches, in reading order.
+pub struct TaskOrder {
+    nd: usize,
+    spans: Vec<Vec<ChunkSpan>>,
+    /// Per dimension: the shard indices touched, ascending.
+    touched: Vec<Vec<u64>>,
+    /// Per dimension and touched shard: (first span, number of spans).
+    ranges: Vec<Vec<(usize, u64)>>,
+    touched_shape: Vec<u64>,
+    /// Where each touched shard's tasks start; one more entry: the total.
+    starts: Vec<u64>,
+    chunks_per_shard: Vec<u64>,
+    inner_strides: [u64; MAX_DIMS],
+}
+
+impl TaskOrder {
+    /// The tasks of `window` over inner chunks of `inner_shape`, grouped
+    /// `chunks_per_shard` to a shard.
+    pub fn new(window: &Window, inner_shape: &[u64], chunks_per_shard: &[u64]) -> Self {
+        let nd = inner_shape.len();
+        let spans: Vec<Vec<ChunkSpan>> = (0..nd)
+            .map(|d| chunk_spans(&window.dims[d], inner_shape[d]))
+            .collect();
+        let mut touched: Vec<Vec<u64>> = Vec::with_capacity(nd);
+        let mut ranges: Vec<Vec<(usize, u64)>> = Vec::with_capacity(nd);
+        for d in 0..nd {
+            let (mut shards, mut r): (Vec<u64>, Vec<(usize, u64)>) = (Vec::new(), Vec::new());
+            for (i, s) in spans[d].iter().enumerate() {
+                let shard = s.chunk / chunks_per_shard[d];
+                if shards.last() == Some(&shard) {
+                    r.last_mut().expect("pushed with the shard").1 += 1;
+                } else {
+                    shards.push(shard);
+                    r.push((i, 1));
+                }
+            }
+            touched.push(shards);
+            ranges.push(r);
+        }
+        let touched_shape: Vec<u64> = touched.iter().map(|t| t.len() as u64).collect();
+        let n_shards: u64 = if nd == 0 {
+            0
+        } else {
+            touched_shape.iter().product()
+        };
+        let mut starts = Vec::with_capacity(n_shards as usize + 1);
+        let mut total = 0u64;
+        for q in 0..n_shards {
+            starts.push(total);
+            let idx = unravel(q, &touched_shape);
+            total += (0..nd)
+                .map(|d| ranges[d][idx[d] as usize].1)
+                .product::<u64>();
+        }
+        starts.push(total);
+        Self {
+            nd,
+            spans,
+            touched,
+            ranges,
+            touched_shape,
+            starts,
+            chunks_per_shard: chunks_per_shard.to_vec(),
+            inner_strides: strides(chunks_per_shard),
+        }
+    }
+
+    /// Number of chunks (tasks).
+    pub fn n_tasks(&self) -> u64 {
+        *self.starts.last().unwrap_or(&0)
+    }
+
+    /// Number of touched shards.
+    pub fn n_shards(&self) -> u64 {
+        self.starts.len() as u64 - 1
+    }
+
+    /// The shard grid indices of touched shard `slot`.
+    pub fn shard_indices(&self, slot: u64) -> Vec<u64> {
+        let idx = unravel(slot, &self.touched_shape);
+        (0..self.nd)
+            .map(|d| self.touched[d][idx[d] as usize])
+            .collect()
+    }
+
+    /// Spans per dimension (over all chunks the window touches).
+    pub fn spans(&self) -> &[Vec<ChunkSpan>] {
+        &self.spans
+    }
+
+    /// Task `t` in reading order.
+    pub fn locate(&self, t: u64) -> Task {
+        let q = self.starts.partition_point(|&s| s <= t) - 1;
+        let local = t - self.starts[q];
+        let sidx = unravel(q as u64, &self.touched_shape);
+        let mut counts = [1u64; MAX_DIMS];
+        for d in 0..self.nd {
+            counts[d] = self.ranges[d][sidx[d] as usize].1;
+        }
+        let lidx = unravel(local, &counts[..self.nd]);
+        let mut inner = 0u64;
+        let mut spans = [ChunkSpan {
+            chunk: 0,
+            first: 0,
+            count: 0,
+            out_first: 0,
+        }; MAX_DIMS];
+        for d in 0..self.nd {
+            let span = self.spans[d][self.ranges[d][sidx[d] as usize].0 + lidx[d] as usize];
+            inner += (span.chunk % self.chunks_per_shard[d]) * self.inner_strides[d];
+            spans[d] = span;
+        }
+        Task {
+            slot: q,
+            inner: inner as usize,
+            spans,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::window::DimRange;
+
+    #[test]
+    fn every_chunk_once_shard_by_shard_in_file_order() {
+        // 10 x 10 chunks of 2 x 2 in shards of 3 x 4 chunks; a window that
+        // cuts shards at both ends.
+        let window = Window {
+            dims: vec![DimRange::new(3, 17), DimRange::new(1, 20)],
+        };
+        let order = TaskOrder::new(&window, &[2, 2], &[3, 4]);
+        let n = order.n_tasks();
+        assert_eq!(n, 8 * 10); // chunks 1..=8 x 0..=9
+        let mut seen = std::collections::HashSet::new();
+        let mut last: Option<(usize, usize)> = None;
+        for t in 0..n {
+            let task = order.locate(t);
+            assert!(seen.insert((task.spans[0].chunk, task.spans[1].chunk)));
+            // Shard slots never go back; inside a shard positions ascend.
+            if let Some((slot, inner)) = last {
+                assert!(task.slot > slot || (task.slot == slot && task.inner > inner));
+            }
+            last = Some((task.slot, task.inner));
+            let shard = order.shard_indices(task.slot as u64);
+            assert_eq!(
+                shard,
+                vec![task.spans[0].chunk / 3, task.spans[1].chunk / 4]
+            );
+        }
+        assert_eq!(order.n_shards(), 3 * 3);
+    }
+}
