@@ -83,9 +83,11 @@ def run_demo(
         png = directory / f"{name.replace(' ', '_')}.png"
         save_png(data, png, title, tuple((d, cube.coords[d]) for d in dims))
     console.print(table)
+    chunks = "x".join(map(str, cube.amplitude.chunks))
     console.print(
-        "cubeslab checks every chunk's crc32c by default, reading whole 16^3 chunks; with verify off it "
-        "touches only the plane's bytes. segyio reads inlines fast (one run of traces), time slices slowly."
+        f"cubeslab checks every chunk's crc32c by default, reading whole {chunks} chunks (the layout the "
+        "planner chose for this machine); with verify off it touches only the plane's bytes. segyio reads "
+        "inlines fast (one run of traces), time slices slowly."
     )
     console.print(f"pictures of the three planes in {directory}/")
     if handle:
