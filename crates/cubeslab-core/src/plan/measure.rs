@@ -487,8 +487,8 @@ fn measure_engine(dir: &Path, threads: usize, memory: &MemoryRates) -> Result<En
         verify: false,
     };
     let runs = 21;
-    // One 16 MiB chunk: 65536 runs of 64 contiguous elements, or 256 runs of
-    // 256 strided ones. Large reads, so the fixed costs are a small share.
+    // One 16 MiB chunk, read as 65536 short runs of 8 contiguous elements, or
+    // as 256 runs of 256 strided ones: large reads, so fixed costs are a small share.
     let block = calibration_array(dir, "block", [256, 256, 64], [256, 256, 64], [256, 256, 64])?;
     // A one-element read runs on the calling thread: the fixed cost of a call.
     let call = median_time(runs * 4, || {
@@ -509,14 +509,16 @@ fn measure_engine(dir: &Path, threads: usize, memory: &MemoryRates) -> Result<En
     };
     let handoff = handoff_with(threads)?;
     let call_one = call + handoff_with(1)?;
-    let full = Window::full(&[256, 256, 64]);
-    let whole = median_time(runs, || read_window(&block, &full, &one))?;
     let slice = median_time(runs, || {
         read_window(&block, &window([(0, 256), (0, 256), (7, 8)]), &one)
     })?;
+    // Short runs (8 elements, as in a crossline through shallow chunks):
+    // 65536 of them, 2 MiB in all, so the per-run cost dominates.
+    let short = median_time(runs, || {
+        read_window(&block, &window([(0, 256), (0, 256), (0, 8)]), &one)
+    })?;
     let n = 65536.0;
-    let bytes = n * 64.0 * 4.0;
-    let run = ((whole - call_one - bytes / memory.copy) / n).max(1e-10);
+    let run = ((short - call_one - n * 32.0 / memory.copy) / n).max(1e-10);
     // (This read and the next stay on the calling thread: at most
     // `SERIAL_BYTES` of output from unverified raw chunks.)
     let strided_element = ((slice - call - 256.0 * run) / n).max(1e-11);
