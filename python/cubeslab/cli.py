@@ -56,12 +56,8 @@ def ingest(
     compress: Annotated[
         str, typer.Option(help="none, zstd[:level], gzip[:level], blosc-lz4, blosc-zstd")
     ] = "none",
-    layout: Annotated[
-        str, typer.Option(help="auto, cube:N, reference-001[:KIB,RATIO,ASYM], AxBxC or AxBxC/DxExF")
-    ] = "auto",
-    access: Annotated[
-        str | None, typer.Option(help="Reads to plan the layout for, e.g. inline,crossline,time=2,trace")
-    ] = None,
+    layout: plan_cli.LayoutOption = "auto",
+    access: plan_cli.AccessOption = None,
     views: Annotated[
         str | None, typer.Option(help="Orientation copies to write too, e.g. inline,crossline,time")
     ] = None,

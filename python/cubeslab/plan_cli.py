@@ -13,6 +13,16 @@ from rich.table import Table
 
 console = Console()
 
+LayoutOption = Annotated[
+    str, typer.Option(help="auto, cube:N, reference-001[:KIB,RATIO,ASYM], AxBxC or AxBxC/DxExF")
+]
+"""``--layout``, as ingest and plan take it."""
+
+AccessOption = Annotated[
+    str | None, typer.Option(help="Reads to plan the layout for, e.g. inline,crossline,time=2,trace")
+]
+"""``--access``, as ingest and plan take it."""
+
 
 def _size(n: float) -> str:
     for unit, factor in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
@@ -113,12 +123,8 @@ def plan_command(
         str | None, typer.Option(help="Array shape instead of a source, e.g. 600,800,1000")
     ] = None,
     dtype: Annotated[str, typer.Option(help="Element type")] = "float32",
-    layout: Annotated[
-        str, typer.Option(help="auto, cube:N, reference-001[:KIB,RATIO,ASYM], AxBxC or AxBxC/DxExF")
-    ] = "auto",
-    access: Annotated[
-        str | None, typer.Option(help="Reads to plan for, e.g. inline,crossline,time=2,trace")
-    ] = None,
+    layout: LayoutOption = "auto",
+    access: AccessOption = None,
     compress: Annotated[str, typer.Option(help="Compression the store will use")] = "none",
     profile: Annotated[
         Path | None, typer.Option(help="Profile file (default: the one for SOURCE's disk)")

@@ -86,7 +86,8 @@ impl Layout {
     }
 }
 
-fn join(sides: &[u64]) -> String {
+/// `16x16x16`: sides joined as `--layout` writes them.
+pub(super) fn join(sides: &[u64]) -> String {
     sides
         .iter()
         .map(u64::to_string)

@@ -1,7 +1,7 @@
 //! Layout strategies by name, as `--layout` takes them.
 
 use super::{
-    layout::{reference_001, Layout, Reference001},
+    layout::{join, reference_001, Layout, Reference001},
     optimize::{Evaluated, Planner},
 };
 
@@ -134,14 +134,6 @@ impl Strategy {
         layout.check(shape)?;
         Ok(vec![planner.evaluate(shape, elem, &layout)])
     }
-}
-
-fn join(sides: &[u64]) -> String {
-    sides
-        .iter()
-        .map(u64::to_string)
-        .collect::<Vec<_>>()
-        .join("x")
 }
 
 #[cfg(test)]
