@@ -10,6 +10,7 @@
 
 mod array;
 mod atomic;
+mod checksum;
 mod dtype;
 mod error;
 mod group;
@@ -24,6 +25,7 @@ mod zstd_chunk;
 
 pub use array::{ReadOptions, ZarrArray};
 pub use atomic::{write_atomic, write_json_atomic};
+pub use checksum::crc32c;
 pub use dtype::DType;
 pub use error::StoreError;
 pub use group::{Group, StoreState};

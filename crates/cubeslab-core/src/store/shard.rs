@@ -10,7 +10,7 @@ use std::{fs::File, path::Path};
 
 use memmap2::{Advice, Mmap};
 
-use super::StoreError;
+use super::{checksum::crc32c, StoreError};
 use crate::{error::Result, Error};
 
 /// How a shard's index is laid out.
@@ -111,7 +111,7 @@ impl ShardFile {
         let entries = &raw[..layout.num_chunks() * 16];
         if layout.index_crc {
             let stored = u32::from_le_bytes(raw[entries.len()..].try_into().expect("4 bytes"));
-            let computed = crc32c::crc32c(entries);
+            let computed = crc32c(entries);
             if stored != computed {
                 return Err(StoreError::Checksum {
                     array: array.to_path_buf(),

@@ -7,7 +7,9 @@ use std::{borrow::Cow, num::NonZeroU64};
 
 use zarrs::array::{ArrayBytes, ArrayToBytesCodecTraits, CodecOptions};
 
-use super::{sharded::InnerCodecs, write_atomic, zstd_chunk, StoreError, ZarrArray};
+use super::{
+    checksum::crc32c, sharded::InnerCodecs, write_atomic, zstd_chunk, StoreError, ZarrArray,
+};
 use crate::{error::Result, window::unravel};
 
 /// Marks an absent inner chunk in a shard index.
@@ -116,7 +118,7 @@ impl ZarrArray {
                     match *slot {
                         Some(at) => {
                             if *crc {
-                                let sum = crc32c::crc32c(&data[at..at + builder.chunk_bytes]);
+                                let sum = crc32c(&data[at..at + builder.chunk_bytes]);
                                 data[at + builder.chunk_bytes..at + builder.chunk_bytes + 4]
                                     .copy_from_slice(&sum.to_le_bytes());
                             }
@@ -149,7 +151,7 @@ impl ZarrArray {
                                 message,
                             })?;
                             if *crc {
-                                let sum = crc32c::crc32c(&out[start..]);
+                                let sum = crc32c(&out[start..]);
                                 out.extend_from_slice(&sum.to_le_bytes());
                             }
                             entry(start as u64, (out.len() - start) as u64);
@@ -201,7 +203,7 @@ impl ZarrArray {
             .into());
         }
         if sharded.layout.index_crc {
-            let sum = crc32c::crc32c(&index);
+            let sum = crc32c(&index);
             index.extend_from_slice(&sum.to_le_bytes());
         }
         shard.extend_from_slice(&index);

@@ -14,6 +14,7 @@ use zarrs::{
 
 use super::{
     array::{metadata_error, u64_list},
+    checksum::crc32c,
     shard::{ShardFile, ShardLayout},
     task_order::{Task, TaskOrder},
     zstd_chunk, ReadOptions, StoreError, ZarrArray,
@@ -398,7 +399,7 @@ impl ZarrArray {
 
     fn check_crc(&self, shard: &ShardFile, inner: usize, data: &[u8], stored: &[u8]) -> Result<()> {
         let stored = u32::from_le_bytes(stored.try_into().expect("4 bytes"));
-        let computed = crc32c::crc32c(data);
+        let computed = crc32c(data);
         if stored == computed {
             Ok(())
         } else {
