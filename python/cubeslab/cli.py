@@ -20,6 +20,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColu
 from rich.table import Table
 
 from . import plan_cli
+from .codecs import COMPRESSION_HELP
 from .errors import CubeslabError, SelectionError
 from .plan import check_layout
 
@@ -53,9 +54,11 @@ def ingest(
     overwrite: Annotated[bool, typer.Option(help="Replace an existing store")] = False,
     resume: Annotated[bool, typer.Option(help="Continue a stopped ingest (same source and options)")] = False,
     dtype: Annotated[str, typer.Option(help="float32, another numpy type, or 'native'")] = "float32",
-    compress: Annotated[
-        str, typer.Option(help="none, zstd[:level], gzip[:level], blosc-lz4, blosc-zstd")
-    ] = "none",
+    compress: Annotated[str, typer.Option(help=COMPRESSION_HELP)] = "none",
+    max_error: Annotated[
+        str | None,
+        typer.Option(help="ZFP with every sample's error within this: absolute (0.5) or of the RMS (0.5%)"),
+    ] = None,
     layout: plan_cli.LayoutOption = "auto",
     access: plan_cli.AccessOption = None,
     views: Annotated[
@@ -98,7 +101,7 @@ def ingest(
 
         summary = run_ingest(
             source, store, overwrite=overwrite, resume=resume, dtype=None if dtype == "float32" else dtype,
-            compress=compress, layout=layout, access=access,
+            compress=compress, max_error=max_error, layout=layout, access=access,
             views=[v for v in (views or "").split(",") if v.strip()], profile=profile,
             memory_limit=parse_size(memory_limit), threads=threads, endian=endian.value,
             inline_byte=inline_byte, crossline_byte=crossline_byte, offset_byte=offset_byte,
@@ -153,6 +156,14 @@ def store_report(store: Path) -> dict:
         }
     )
     extra = cube.attributes.get("cubeslab", {})
+    compression = extra.get("compression")
+    if compression:
+        codec = compression["codec"]
+        if compression["requested"] != codec:
+            codec += f" (tuned for {compression['requested']})"
+        report["compression"] = codec
+        if "achieved" in compression:
+            report["error"] = error_summary(compression["achieved"])
     if "plan" in extra:
         report["layout"] = f"{extra['plan']['layout']} ({extra['plan']['strategy']})"
     if extra.get("views"):
@@ -165,6 +176,22 @@ def store_report(store: Path) -> dict:
         if key in extra:
             report[key] = extra[key]
     return report
+
+
+def error_summary(errors: dict) -> str:
+    """One line from recorded error statistics (see compress/metrics.rs)."""
+
+    def db(x):
+        return "exact" if x is None else f"{x:.1f} dB"
+
+    text = (
+        f"max |error| {errors['max_abs_error']:.4g}, RMS error {errors['rms_error']:.4g} "
+        f"(signal RMS {errors['rms_signal']:.4g}), SNR {db(errors['snr_db'])}, PSNR {db(errors['psnr_db'])}"
+    )
+    worst = errors.get("worst_chunk_snr")
+    if worst:
+        text += f"; worst chunk {worst['chunk']}: SNR {db(worst['snr_db'])}"
+    return text
 
 
 @app.command()

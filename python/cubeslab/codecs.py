@@ -1,45 +1,31 @@
-"""Compression settings by name → Zarr v3 codec JSON: the one place the names are defined.
-
-Every chunk also gets a crc32c after these codecs; that is added by the engine.
+"""Compression by name (``--compress``). The names and the Zarr v3 codec chains they stand
+for are defined once, in the engine (``crates/cubeslab-core/src/compress/name.rs``); every
+chunk also gets a crc32c there.
 """
 
 from __future__ import annotations
 
 from .errors import InvalidInputError
 
-COMPRESSION_NAMES = ("none", "zstd[:level]", "gzip[:level]", "blosc-lz4", "blosc-zstd[:level]")
+COMPRESSION_HELP = (
+    "none, zstd[:LEVEL], gzip[:LEVEL], blosc-lz4[:LEVEL], blosc-zstd[:LEVEL][,shuffle=byte|bit|none], "
+    "bitround:KEEPBITS, zfp:tolerance=T, zfp:precision=P, zfp:rate=R, zfp:reversible, "
+    "zfp:snr=DB, zfp:max-error=E[%]"
+)
+"""What ``--compress`` takes."""
 
 
-def compressors(spec: str | None, itemsize: int = 4) -> list[dict]:
-    """Codec list for a compression spec such as ``"zstd:3"`` (``None`` or ``"none"``: no compression).
+def with_max_error(compress: str | None, max_error: str | float | None) -> str | None:
+    """Fold a ``--max-error`` bound into the compression name (it means ZFP tuned for that bound).
 
-    >>> compressors("zstd:5")
-    [{'name': 'zstd', 'configuration': {'level': 5, 'checksum': False}}]
+    >>> with_max_error(None, "0.5%")
+    'zfp:max-error=0.5%'
     """
-    if spec is None or spec == "none":
-        return []
-    name, _, arg = spec.partition(":")
-    try:
-        level = int(arg) if arg else None
-    except ValueError:
-        raise InvalidInputError(f"compression level must be an integer in {spec!r}") from None
-    if name == "zstd":
-        return [
-            {"name": "zstd", "configuration": {"level": 3 if level is None else level, "checksum": False}}
-        ]
-    if name == "gzip":
-        return [{"name": "gzip", "configuration": {"level": 5 if level is None else level}}]
-    if name in ("blosc-lz4", "blosc-zstd"):
-        return [
-            {
-                "name": "blosc",
-                "configuration": {
-                    "cname": name.split("-")[1],
-                    "clevel": 5 if level is None else level,
-                    "shuffle": "shuffle",
-                    "typesize": itemsize,
-                    "blocksize": 0,
-                },
-            }
-        ]
-    raise InvalidInputError(f"unknown compression {spec!r}; choose one of {', '.join(COMPRESSION_NAMES)}")
+    if max_error is None:
+        return compress
+    if compress not in (None, "none"):
+        raise InvalidInputError(
+            f"--max-error chooses ZFP's parameters itself; drop --compress {compress} "
+            "(or give zfp:tolerance=... instead of --max-error)"
+        )
+    return f"zfp:max-error={max_error}"

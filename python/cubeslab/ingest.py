@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from . import _engine
-from .codecs import compressors
+from .codecs import with_max_error
 from .errors import CubeslabError, InvalidInputError
 
 ProgressCallback = Callable[[int, int], None]
@@ -24,6 +24,7 @@ def ingest(
     resume: bool = False,
     dtype: str | None = None,
     compress: str | None = None,
+    max_error: str | float | None = None,
     layout: str = "auto",
     access: str | None = None,
     views: Sequence[str] | None = None,
@@ -44,7 +45,13 @@ def ingest(
     dtype: element type of the amplitudes: ``"float32"`` (default), another
         numpy name, or ``"native"`` for the type that holds the source's
         sample format exactly (int16 for format 3, ...).
-    compress: ``"none"`` (default) or a name from :mod:`cubeslab.codecs`.
+    compress: ``"none"`` (default), ``"zstd:3"``, ``"gzip:5"``, ``"blosc-lz4"``,
+        ``"blosc-zstd:5,shuffle=bit"``, ``"bitround:12"``, ``"zfp:tolerance=0.01"``,
+        ``"zfp:rate=4"``, ``"zfp:precision=16"``, ``"zfp:reversible"``, or an error target
+        tuned on a sample of the survey: ``"zfp:snr=40"`` (dB), ``"zfp:max-error=0.5%"``.
+        See :data:`cubeslab.codecs.COMPRESSION_HELP`.
+    max_error: shorthand for ``compress="zfp:max-error=..."``: a bound on every sample's
+        error, absolute (``0.5``) or relative to the RMS amplitude (``"0.5%"``).
     layout: how chunk and shard shapes are chosen: ``"auto"`` (the planner's pick for
         ``access`` on this machine's profile), ``"cube:N"``, ``"reference-001"`` (reference
         001's published formula), ``"AxBxC"`` (chunks) or ``"AxBxC/DxExF"`` (chunks/shards).
@@ -64,11 +71,11 @@ def ingest(
 
     if dtype not in (None, "native"):
         dtype = np.dtype(dtype).name
+    compress = with_max_error(compress, max_error)
     options = {
         "overwrite": overwrite,
         "resume": resume,
         "dtype": dtype,
-        "compressors": compressors(compress),  # the engine sets blosc's typesize to the stored type's
         "layout": layout,
         "access": access,
         "views": list(views or []),

@@ -17,10 +17,9 @@ from pathlib import Path
 import numpy as np
 
 from . import _engine
-from .codecs import compressors
 from .errors import InvalidInputError
 
-PROFILE_CODECS = ("zstd:1", "zstd:3", "gzip:5", "blosc-lz4", "blosc-zstd")
+PROFILE_CODECS = ("zstd:1", "zstd:3", "gzip:5", "blosc-lz4:5", "blosc-zstd:5", "zfp:rate=8", "zfp:rate=4")
 """Codecs a profile times (names as ``--compress`` takes them)."""
 
 QUICK = {"file_bytes": 128 << 20, "cell_seconds": 0.03}
@@ -65,7 +64,7 @@ def measure_profile(
     if not directory.is_dir():
         raise InvalidInputError(f"{directory}: not a directory to profile")
     sample = SyntheticSurvey(64, 64, 256, seed=3).block(0, 64)
-    options: dict = {"codecs": {name: compressors(name, 4) for name in PROFILE_CODECS}}
+    options: dict = {"codecs": list(PROFILE_CODECS)}
     if quick:
         options.update(QUICK)
     if threads is not None:

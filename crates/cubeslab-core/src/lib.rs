@@ -6,6 +6,7 @@
 //!
 //! * [`window`]: which elements a read selects, and how they map to chunks.
 //! * [`store`]: Zarr v3 arrays on a filesystem: open, create, read, write.
+//! * [`compress`]: `--compress` names, codec chains, error metrics, ZFP tuning.
 //! * [`segy`]: SEG-Y headers, sample formats and survey geometry.
 //! * [`ingest`]: SEG-Y → cube store, streaming within a memory bound.
 //! * [`export`]: cube store → SEG-Y.
@@ -15,6 +16,7 @@
 // N-D index arithmetic reads best as loops over dimension numbers.
 #![allow(clippy::needless_range_loop)]
 
+pub mod compress;
 pub mod config;
 pub mod error;
 pub mod export;

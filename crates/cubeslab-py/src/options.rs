@@ -1,6 +1,7 @@
 //! JSON option documents from Python → engine option structs.
 
 use cubeslab_core::{
+    compress::Compression,
     config::Parallelism,
     export::ExportOptions,
     ingest::{AmplitudeType, IngestOptions},
@@ -40,7 +41,15 @@ fn parallelism(m: &Map<String, Value>) -> Parallelism {
     Parallelism::resolve(usize_opt(m, "threads"), usize_opt(m, "in_flight"))
 }
 
-/// `{"shape", "dtype", "chunk_shape", "inner_chunks"?, "compressors"?, "dimension_names"?, "fill_value"?, "attributes"?}`
+/// The `compress` name of an option document (`none` when absent).
+pub fn compression(m: &Map<String, Value>) -> PyResult<Compression> {
+    match m.get("compress").and_then(Value::as_str) {
+        None => Ok(Compression::None),
+        Some(name) => Compression::parse(name).map_err(PyValueError::new_err),
+    }
+}
+
+/// `{"shape", "dtype", "chunk_shape", "inner_chunks"?, "compress"?, "dimension_names"?, "fill_value"?, "attributes"?}`
 pub fn array_spec(text: &str) -> PyResult<ArraySpec> {
     let m = parse(text)?;
     let shape = u64s(m.get("shape").unwrap_or(&Value::Null), "shape")?;
@@ -51,11 +60,16 @@ pub fn array_spec(text: &str) -> PyResult<ArraySpec> {
             None | Some(Value::Null) => None,
             Some(v) => Some(u64s(v, "inner_chunks")?),
         },
-        compressors: m
-            .get("compressors")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default(),
+        codecs: {
+            let c = compression(&m)?;
+            if c.needs_tuning() {
+                return Err(PyValueError::new_err(format!(
+                    "{} is an error target, tuned on the data at ingest; give zfp a tolerance, precision or rate here",
+                    c.name()
+                )));
+            }
+            c.codecs(dt).map_err(PyValueError::new_err)?
+        },
         dimension_names: match m.get("dimension_names").and_then(Value::as_array) {
             Some(names) => names
                 .iter()
@@ -66,7 +80,11 @@ pub fn array_spec(text: &str) -> PyResult<ArraySpec> {
         fill_value: m
             .get("fill_value")
             .cloned()
-            .unwrap_or_else(|| dt.default_fill()),
+            .unwrap_or_else(|| match compression(&m) {
+                // ZFP has no NaN.
+                Ok(Compression::Zfp(_)) => 0.into(),
+                _ => dt.default_fill(),
+            }),
         attributes: m
             .get("attributes")
             .and_then(Value::as_object)
@@ -141,11 +159,7 @@ pub fn ingest_options(text: &str) -> PyResult<IngestOptions> {
                     .collect()
             })
             .unwrap_or_default(),
-        compressors: m
-            .get("compressors")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default(),
+        compression: compression(&m)?,
         memory_limit: m
             .get("memory_limit")
             .and_then(Value::as_u64)

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use cubeslab_core::{
+    compress::Compression,
     config::Parallelism,
     plan::{
         chunk_codec, measure, predict, stored_array, AccessMix, Cache, CacheState, DeviceProfile,
@@ -75,11 +76,11 @@ pub fn measure_profile(
         }
     }
     opts.threads = setup(&m).threads;
-    if let Some(codecs) = m.get("codecs").and_then(Value::as_object) {
+    if let Some(codecs) = m.get("codecs").and_then(Value::as_array) {
         opts.codecs = codecs
             .iter()
-            .map(|(name, chain)| (name.clone(), chain.as_array().cloned().unwrap_or_default()))
-            .collect();
+            .map(|name| Compression::parse(name.as_str().unwrap_or("?")).map_err(value_error))
+            .collect::<PyResult<_>>()?;
     }
     let dtype =
         DType::from_name(dtype).ok_or_else(|| value_error(format!("unsupported dtype {dtype}")))?;

@@ -7,6 +7,7 @@ use serde_json::{json, Map, Value};
 
 use super::{task::TaskArrays, IngestOptions, Layout};
 use crate::{
+    compress::Compression,
     config::Parallelism,
     error::Result,
     segy::{binary_header_fields, Endian, Geometry, SegyFile, TextEncoding},
@@ -110,16 +111,17 @@ pub(super) fn amplitude_spec(
     names: &SurveyNames,
     layout: &Layout,
     dtype: DType,
-    compressors: &[Value],
+    codecs: &[Value],
+    fill_value: Value,
 ) -> ArraySpec {
     ArraySpec {
         shape,
         dtype,
         chunk_shape: layout.shard.clone(),
         inner_chunks: Some(layout.inner.clone()),
-        compressors: compressors.to_vec(),
+        codecs: codecs.to_vec(),
         dimension_names: names.amplitude_dims(),
-        fill_value: dtype.default_fill(),
+        fill_value,
         attributes: json!({"coordinates": "cdp_x cdp_y"})
             .as_object()
             .cloned()
@@ -232,9 +234,9 @@ pub(super) fn create_arrays(
                     dtype,
                     chunk_shape: chunk,
                     inner_chunks: None,
-                    compressors: vec![
-                        json!({"name": "zstd", "configuration": {"level": 1, "checksum": false}}),
-                    ],
+                    codecs: Compression::Zstd { level: 1 }
+                        .codecs(dtype)
+                        .expect("zstd takes every type"),
                     dimension_names: dims,
                     fill_value: dtype.default_fill(),
                     attributes: attributes.as_object().cloned().unwrap_or_default(),
@@ -273,7 +275,7 @@ pub(super) fn create_arrays(
                 dtype,
                 chunk_shape: vec![(n as u64).max(1)],
                 inner_chunks: None,
-                compressors: Vec::new(),
+                codecs: Vec::new(),
                 dimension_names: vec![name.to_string()],
                 fill_value: dtype.default_fill(),
                 attributes: Map::new(),
@@ -323,7 +325,7 @@ pub(super) fn create_arrays(
             dtype: DType::UInt8,
             chunk_shape: vec![],
             inner_chunks: None,
-            compressors: Vec::new(),
+            codecs: Vec::new(),
             dimension_names: vec![],
             fill_value: json!(0),
             attributes: header_attributes.as_object().cloned().unwrap_or_default(),

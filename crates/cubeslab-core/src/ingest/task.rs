@@ -2,6 +2,7 @@
 //! trace dimensions) and a range of shards along the samples.
 
 use crate::{
+    compress::ChunkErrors,
     error::Result,
     segy::{header_field, Geometry, SegyFile, TRACE_HEADER_LEN},
     store::{DType, ShardBuilder, ZarrArray},
@@ -115,8 +116,75 @@ impl IngestTask {
         shards_done && aux_done
     }
 
-    /// Read, decode, encode and write; returns source bytes read.
-    pub fn run(&self, source: &SegyFile, geometry: &Geometry, arrays: &TaskArrays) -> Result<u64> {
+    /// Read, decode, encode and write; returns source bytes read and, for
+    /// lossy compression, the errors of the chunks written.
+    pub fn run(
+        &self,
+        source: &SegyFile,
+        geometry: &Geometry,
+        arrays: &TaskArrays,
+    ) -> Result<(u64, Option<ChunkErrors>)> {
+        let mut shards: Vec<ShardBuilder> = self
+            .z_shards
+            .clone()
+            .map(|z| {
+                let mut indices = self.block.clone();
+                indices.push(z);
+                arrays.amplitude.shard_builder(&indices)
+            })
+            .collect::<Result<_>>()?;
+        let (bytes_read, aux) = self.fill(source, geometry, &mut shards)?;
+        let mut errors: Option<ChunkErrors> = None;
+        for shard in shards {
+            if let Some(e) = arrays.amplitude.write_shard(shard)? {
+                errors.get_or_insert_with(ChunkErrors::default).merge(&e);
+            }
+        }
+        if let Some(aux) = aux {
+            arrays.trace_mask.write_chunk(&self.block, &aux.mask)?;
+            arrays
+                .cdp_x
+                .write_chunk(&self.block, &to_bytes(&aux.cdp_x))?;
+            arrays
+                .cdp_y
+                .write_chunk(&self.block, &to_bytes(&aux.cdp_y))?;
+            let mut header_indices = self.block.clone();
+            header_indices.push(0);
+            arrays
+                .raw_headers
+                .write_chunk(&header_indices, &aux.headers)?;
+        }
+        Ok((bytes_read, errors))
+    }
+
+    /// This task narrowed to the one shard along the samples at `z` (of
+    /// those it covers), to sample the data.
+    pub fn narrowed(&self, z: u64) -> Self {
+        let z = z.clamp(self.z_shards.start, self.z_shards.end - 1);
+        Self {
+            z_shards: z..z + 1,
+            ..self.clone()
+        }
+    }
+
+    /// Shard indices of the shards this task builds.
+    pub fn shard_indices(&self) -> impl Iterator<Item = Vec<u64>> + '_ {
+        self.z_shards.clone().map(|z| {
+            let mut indices = self.block.clone();
+            indices.push(z);
+            indices
+        })
+    }
+
+    /// Read the block's live traces and place their samples into `shards`
+    /// (one per shard of `z_shards`); returns the source bytes read and, for
+    /// the first shards along the samples, the per-trace outputs.
+    pub fn fill(
+        &self,
+        source: &SegyFile,
+        geometry: &Geometry,
+        shards: &mut [ShardBuilder],
+    ) -> Result<(u64, Option<Aux>)> {
         let nt = self.shape.len() - 1;
         let (trace_shape, block_shape) = (&self.shape[..nt], &self.shard[..nt]);
         let lo: Vec<u64> = (0..nt).map(|d| self.block[d] * block_shape[d]).collect();
@@ -147,15 +215,6 @@ impl IngestTask {
         let elem = self.dtype.size();
         let ns = self.shape[nt];
         let sz = self.shard[nt];
-        let mut shards: Vec<ShardBuilder> = self
-            .z_shards
-            .clone()
-            .map(|z| {
-                let mut indices = self.block.clone();
-                indices.push(z);
-                arrays.amplitude.shard_builder(&indices)
-            })
-            .collect::<Result<_>>()?;
         let (inner, cps) = (
             shards[0].inner_shape().to_vec(),
             shards[0].chunks_per_shard().to_vec(),
@@ -226,29 +285,12 @@ impl IngestTask {
             start = end;
         }
 
-        for shard in shards {
-            arrays.amplitude.write_shard(shard)?;
-        }
-        if let Some(aux) = aux {
-            arrays.trace_mask.write_chunk(&self.block, &aux.mask)?;
-            arrays
-                .cdp_x
-                .write_chunk(&self.block, &to_bytes(&aux.cdp_x))?;
-            arrays
-                .cdp_y
-                .write_chunk(&self.block, &to_bytes(&aux.cdp_y))?;
-            let mut header_indices = self.block.clone();
-            header_indices.push(0);
-            arrays
-                .raw_headers
-                .write_chunk(&header_indices, &aux.headers)?;
-        }
-        Ok(bytes_read)
+        Ok((bytes_read, aux))
     }
 }
 
 /// Per-trace outputs of a block besides amplitudes.
-struct Aux {
+pub(crate) struct Aux {
     mask: Vec<u8>,
     cdp_x: Vec<f64>,
     cdp_y: Vec<f64>,

@@ -20,14 +20,15 @@ use std::{
     time::Instant,
 };
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::profile::{CodecRate, DeviceProfile, EngineCosts, IoTable, MemoryRates, PROFILE_FORMAT};
 use super::stored::dir_bytes;
 use crate::{
+    compress::Compression,
     config::Parallelism,
     error::Result,
-    store::{crc32c, will_need, ArraySpec, DType, ReadOptions, ZarrArray},
+    store::{crc32c, will_need, ArraySpec, DType, ReadOptions, StoreError, ZarrArray},
     window::{DimRange, Window},
     Error,
 };
@@ -47,8 +48,8 @@ pub struct MeasureOptions {
     pub depths: Vec<u64>,
     /// Worker threads (the memory rates are measured with all of them busy).
     pub threads: usize,
-    /// Codecs to time: (name, compressor JSON list), on `sample`.
-    pub codecs: Vec<(String, Vec<Value>)>,
+    /// Codecs to time on `sample`.
+    pub codecs: Vec<Compression>,
 }
 
 impl MeasureOptions {
@@ -102,11 +103,11 @@ pub fn measure(
         engine,
         codecs: Vec::new(),
     };
-    for (name, compressors) in &options.codecs {
-        progress(&format!("codec {name}"));
+    for compression in &options.codecs {
+        progress(&format!("codec {}", compression.name()));
         profile
             .codecs
-            .push(measure_codec(&scratch.dir, name, compressors, sample)?);
+            .push(measure_codec(&scratch.dir, compression, sample)?);
     }
     Ok(profile)
 }
@@ -446,7 +447,7 @@ fn calibration_array(
         dtype: DType::Float32,
         chunk_shape: shard.to_vec(),
         inner_chunks: Some(inner.to_vec()),
-        compressors: Vec::new(),
+        codecs: Vec::new(),
         dimension_names: vec!["a".into(), "b".into(), "c".into()],
         fill_value: DType::Float32.default_fill(),
         attributes: Default::default(),
@@ -567,14 +568,16 @@ fn measure_engine(dir: &Path, threads: usize, memory: &MemoryRates) -> Result<En
 
 /// A codec's ratio and speed on the sample, through the engine's own
 /// write and read paths (so the decode rate is the one reads will see).
-fn measure_codec(
-    dir: &Path,
-    name: &str,
-    compressors: &[Value],
-    sample: &Sample<'_>,
-) -> Result<CodecRate> {
+fn measure_codec(dir: &Path, compression: &Compression, sample: &Sample<'_>) -> Result<CodecRate> {
+    let name = compression.name();
+    let codecs = compression
+        .codecs(sample.dtype)
+        .map_err(|what| StoreError::Unsupported {
+            path: dir.to_path_buf(),
+            what,
+        })?;
     let inner = [16u64, 16, 16].map(|c| c.min(sample.shape[0]).max(1));
-    let spec = |compressors: Vec<Value>| ArraySpec {
+    let spec = |codecs: Vec<Value>| ArraySpec {
         shape: sample.shape.to_vec(),
         dtype: sample.dtype,
         chunk_shape: sample.shape.to_vec(),
@@ -585,21 +588,11 @@ fn measure_codec(
                 .map(|(&c, &n)| c.min(n))
                 .collect(),
         ),
-        compressors,
+        codecs,
         dimension_names: vec!["a".into(), "b".into(), "c".into()],
         fill_value: sample.dtype.default_fill(),
         attributes: Default::default(),
     };
-    let compressors: Vec<Value> = compressors
-        .iter()
-        .cloned()
-        .map(|mut c| {
-            if c["name"] == "blosc" {
-                c["configuration"]["typesize"] = json!(sample.dtype.size());
-            }
-            c
-        })
-        .collect();
     let one = Parallelism::resolve(Some(1), None);
     let options = ReadOptions {
         parallelism: one,
@@ -609,14 +602,14 @@ fn measure_codec(
     let logical = sample.bytes.len() as f64;
     let time_read = |array: &ZarrArray| median_time(9, || read_window(array, &full, &options));
 
-    let raw_path = dir.join(format!("codec-raw-{}", sanitize(name)));
+    let raw_path = dir.join(format!("codec-raw-{}", sanitize(&name)));
     let raw = ZarrArray::create(&raw_path, &spec(Vec::new()))?;
     raw.write_array(sample.bytes, one)?;
     let raw = ZarrArray::open(&raw_path)?;
     let raw_time = time_read(&raw)?;
 
-    let path = dir.join(format!("codec-{}", sanitize(name)));
-    let array = ZarrArray::create(&path, &spec(compressors))?;
+    let path = dir.join(format!("codec-{}", sanitize(&name)));
+    let array = ZarrArray::create(&path, &spec(codecs))?;
     let start = Instant::now();
     array.write_array(sample.bytes, one)?;
     let encode_time = start.elapsed().as_secs_f64();
@@ -626,7 +619,7 @@ fn measure_codec(
     let _ = std::fs::remove_dir_all(&raw_path);
     let _ = std::fs::remove_dir_all(&path);
     Ok(CodecRate {
-        name: name.to_string(),
+        name,
         ratio: logical / stored.max(1.0),
         decode: logical / (decode_time - raw_time).max(1e-6),
         encode: logical / encode_time.max(1e-6),
@@ -652,10 +645,7 @@ mod tests {
         options.sizes = vec![4096, 1 << 20];
         options.depths = vec![1, 4];
         options.threads = 2;
-        options.codecs = vec![(
-            "zstd:1".into(),
-            vec![json!({"name": "zstd", "configuration": {"level": 1, "checksum": false}})],
-        )];
+        options.codecs = vec![Compression::Zstd { level: 1 }];
         let data: Vec<u8> = (0..32 * 32 * 32)
             .flat_map(|i| ((i % 97) as f32).to_ne_bytes())
             .collect();

@@ -27,13 +27,16 @@ pub use profile::DeviceProfile;
 pub use stored::{dir_bytes, stored_array};
 pub use strategy::Strategy;
 
+use crate::compress::Compression;
+
 /// How chunks compressed with `compress` (a `--compress` name; `None` or
 /// `"none"` for raw) are costed: measured rates from the profile, or a
 /// cautious guess for a codec it did not measure.
 pub fn chunk_codec(profile: &DeviceProfile, compress: Option<&str>) -> ChunkCodec {
-    match compress {
-        None | Some("none") | Some("") => ChunkCodec::Raw { crc: true },
-        Some(name) => match profile.codec(name) {
+    let compression = compress.and_then(|name| Compression::parse(name).ok());
+    match compression {
+        None | Some(Compression::None) => ChunkCodec::Raw { crc: true },
+        Some(c) => match profile.codec(&c.name()) {
             Some(rate) => ChunkCodec::Compressed {
                 ratio: rate.ratio,
                 decode: rate.decode,

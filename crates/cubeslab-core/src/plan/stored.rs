@@ -10,7 +10,7 @@ use super::{
     layout::Layout,
     profile::DeviceProfile,
 };
-use crate::store::ZarrArray;
+use crate::{compress::Compression, store::ZarrArray};
 
 /// The model's view of `array`; `None` for arrays the engine does not read
 /// on its own sharded path (the model describes that path only).
@@ -27,20 +27,16 @@ pub fn stored_array(array: &ZarrArray, profile: &DeviceProfile) -> Option<Stored
         .cloned()
         .unwrap_or_default();
     let crc = codecs.iter().any(|c| c["name"] == "crc32c");
-    let compressors: Vec<&Value> = codecs
-        .iter()
-        .filter(|c| c["name"] != "bytes" && c["name"] != "crc32c")
-        .collect();
     let elem = array.dtype().size();
-    let codec = match compressors.first() {
-        None => ChunkCodec::Raw { crc },
-        Some(c) => {
+    let codec = match Compression::from_codecs(&codecs) {
+        Some(Compression::None) => ChunkCodec::Raw { crc },
+        compression => {
             let logical = array.shape().iter().product::<u64>() as f64 * elem as f64;
             let stored = dir_bytes(&array.path().join("c")) as f64;
             let ratio = if stored > 0.0 { logical / stored } else { 1.0 };
-            let decode = profile
-                .codec(&compression_name(c))
-                .map_or(1.0e9, |rate| rate.decode);
+            let decode = compression
+                .and_then(|c| profile.codec(&c.name()).map(|rate| rate.decode))
+                .unwrap_or(1.0e9);
             ChunkCodec::Compressed { ratio, decode, crc }
         }
     };
@@ -50,17 +46,6 @@ pub fn stored_array(array: &ZarrArray, profile: &DeviceProfile) -> Option<Stored
         layout,
         codec,
     })
-}
-
-/// The `--compress` name of a Zarr compressor (`zstd:3`, `gzip:5`, `blosc-lz4`).
-pub fn compression_name(codec: &Value) -> String {
-    let name = codec["name"].as_str().unwrap_or("?");
-    let conf = &codec["configuration"];
-    match name {
-        "zstd" | "gzip" => format!("{name}:{}", conf["level"].as_i64().unwrap_or(0)),
-        "blosc" => format!("blosc-{}", conf["cname"].as_str().unwrap_or("?")),
-        other => other.to_string(),
-    }
 }
 
 /// Bytes of all files under `dir` (0 if it is missing).

@@ -10,7 +10,11 @@ use zarrs::array::{ArrayBytes, ArrayToBytesCodecTraits, CodecOptions};
 use super::{
     checksum::crc32c, sharded::InnerCodecs, write_atomic, zstd_chunk, StoreError, ZarrArray,
 };
-use crate::{error::Result, window::unravel};
+use crate::{
+    compress::{ChunkErrors, ErrorStats},
+    error::Result,
+    window::unravel,
+};
 
 /// Marks an absent inner chunk in a shard index.
 const ABSENT: u64 = u64::MAX;
@@ -28,6 +32,59 @@ pub struct ShardBuilder {
 }
 
 impl ShardBuilder {
+    /// An empty shard (every chunk the fill value) at `indices` of an array
+    /// of `shape`, with `cps` inner chunks of `inner` per shard, elements of
+    /// `fill.len()` bytes, and `gap` bytes after each chunk for its checksum.
+    pub fn new(
+        indices: &[u64],
+        shape: &[u64],
+        inner: &[u64],
+        cps: &[u64],
+        fill: &[u8],
+        gap: usize,
+    ) -> Self {
+        let elems = inner.iter().product::<u64>() as usize;
+        let chunk_bytes = elems * fill.len();
+        let n: u64 = cps.iter().product();
+        let mut slots = Vec::with_capacity(n as usize);
+        let mut next = 0usize;
+        for i in 0..n {
+            let pos = unravel(i, cps);
+            let inside =
+                (0..inner.len()).all(|d| (indices[d] * cps[d] + pos[d]) * inner[d] < shape[d]);
+            slots.push(inside.then(|| {
+                let at = next;
+                next += chunk_bytes + gap;
+                at
+            }));
+        }
+        // Room for the index too, so finishing the shard never reallocates.
+        let mut data = Vec::with_capacity(next + slots.len() * 16 + 4);
+        let template = fill.repeat(elems);
+        for slot in &slots {
+            if slot.is_some() {
+                data.extend_from_slice(&template);
+                data.extend_from_slice(&[0u8; 4][..gap]);
+            }
+        }
+        ShardBuilder {
+            indices: indices.to_vec(),
+            inner_shape: inner.to_vec(),
+            chunks_per_shard: cps.to_vec(),
+            chunk_bytes,
+            slots,
+            data,
+        }
+    }
+
+    /// The elements of every inner chunk inside the array, in C order of the chunks.
+    pub fn chunks(&self) -> impl Iterator<Item = &[u8]> {
+        self.slots
+            .iter()
+            .flatten()
+            .map(|&at| &self.data[at..at + self.chunk_bytes])
+    }
+
     /// Inner chunk shape.
     pub fn inner_shape(&self) -> &[u64] {
         &self.inner_shape
@@ -58,48 +115,24 @@ impl ZarrArray {
                     "building shards of an array that is not sharded with a known chunk codec chain"
                         .into(),
             })?;
-        let cps = sharded.layout.chunks_per_shard.clone();
-        let inner = sharded.inner_shape.clone();
-        let elems = inner.iter().product::<u64>() as usize;
-        let chunk_bytes = elems * self.dtype.size();
         let gap = match sharded.codecs {
             InnerCodecs::Raw { crc: true } => 4,
             _ => 0,
         };
-        let n: u64 = cps.iter().product();
-        let mut slots = Vec::with_capacity(n as usize);
-        let mut next = 0usize;
-        for i in 0..n {
-            let pos = unravel(i, &cps);
-            let inside =
-                (0..inner.len()).all(|d| (indices[d] * cps[d] + pos[d]) * inner[d] < self.shape[d]);
-            slots.push(inside.then(|| {
-                let at = next;
-                next += chunk_bytes + gap;
-                at
-            }));
-        }
-        // Room for the index too, so finishing the shard never reallocates.
-        let mut data = Vec::with_capacity(next + slots.len() * 16 + 4);
-        let template = self.fill.repeat(elems);
-        for slot in &slots {
-            if slot.is_some() {
-                data.extend_from_slice(&template);
-                data.extend_from_slice(&[0u8; 4][..gap]);
-            }
-        }
-        Ok(ShardBuilder {
-            indices: indices.to_vec(),
-            inner_shape: inner,
-            chunks_per_shard: cps,
-            chunk_bytes,
-            slots,
-            data,
-        })
+        Ok(ShardBuilder::new(
+            indices,
+            &self.shape,
+            &sharded.inner_shape,
+            &sharded.layout.chunks_per_shard,
+            &self.fill,
+            gap,
+        ))
     }
 
-    /// Finish the shard (checksums, compression, index) and write it atomically.
-    pub fn write_shard(&self, builder: ShardBuilder) -> Result<()> {
+    /// Finish the shard (checksums, compression, index) and write it
+    /// atomically. For lossy codecs, each chunk is decoded again and
+    /// compared with what was written: the errors are returned.
+    pub fn write_shard(&self, builder: ShardBuilder) -> Result<Option<ChunkErrors>> {
         let sharded = self
             .sharded
             .as_ref()
@@ -110,6 +143,7 @@ impl ZarrArray {
             index.extend_from_slice(&offset.to_le_bytes());
             index.extend_from_slice(&nbytes.to_le_bytes());
         };
+        let mut errors: Option<ChunkErrors> = None;
         let mut shard = match &sharded.codecs {
             InnerCodecs::Raw { crc } => {
                 let mut data = builder.data;
@@ -169,7 +203,8 @@ impl ZarrArray {
                     .collect();
                 let options = CodecOptions::default().with_concurrent_target(1);
                 let mut out = Vec::with_capacity(builder.data.len() / 2);
-                for slot in &builder.slots {
+                let mut measured = sharded.lossy.then(ChunkErrors::default);
+                for (i, slot) in builder.slots.iter().enumerate() {
                     match *slot {
                         Some(at) => {
                             let chunk = &builder.data[at..at + builder.chunk_bytes];
@@ -186,12 +221,31 @@ impl ZarrArray {
                                     key: key.as_str().to_string(),
                                     message: e.to_string(),
                                 })?;
+                            if let Some(errors) = measured.as_mut() {
+                                let decoded = chain
+                                    .decode(
+                                        Cow::Borrowed(&encoded),
+                                        &shape,
+                                        self.array.data_type(),
+                                        self.array.fill_value(),
+                                        &options,
+                                    )
+                                    .and_then(|b| Ok(b.into_fixed()?))
+                                    .map_err(|e| StoreError::Codec {
+                                        array: self.dir.clone(),
+                                        key: key.as_str().to_string(),
+                                        message: e.to_string(),
+                                    })?;
+                                let stats = ErrorStats::of_bytes(chunk, &decoded, self.dtype);
+                                errors.add(&format!("{} (inner chunk {i})", key.as_str()), &stats);
+                            }
                             entry(out.len() as u64, encoded.len() as u64);
                             out.extend_from_slice(&encoded);
                         }
                         None => entry(ABSENT, ABSENT),
                     }
                 }
+                errors = measured;
                 out
             }
         };
@@ -209,6 +263,6 @@ impl ZarrArray {
         shard.extend_from_slice(&index);
         write_atomic(&self.dir.join(key.as_str()), &shard)?;
         self.forget_shard(&builder.indices);
-        Ok(())
+        Ok(errors)
     }
 }

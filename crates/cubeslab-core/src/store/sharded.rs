@@ -20,6 +20,7 @@ use super::{
     zstd_chunk, ReadOptions, StoreError, ZarrArray,
 };
 use crate::{
+    compress::Compression,
     error::Result,
     window::{strides, ChunkSpan, Placement, Window, MAX_DIMS},
     Error,
@@ -44,6 +45,8 @@ pub(super) enum InnerCodecs {
 /// The engine's own path for sharded arrays: inner chunk shape, index layout, codecs.
 pub(super) struct ShardedCodecs {
     pub inner_shape: Vec<u64>,
+    /// Whether decoded chunks may differ from the written elements (ZFP, bitround).
+    pub lossy: bool,
     pub layout: ShardLayout,
     pub codecs: InnerCodecs,
 }
@@ -103,6 +106,7 @@ impl ShardedCodecs {
             .and_then(Value::as_array)
             .cloned()
             .unwrap_or_default();
+        let lossy = Compression::from_codecs(&inner_codecs).is_some_and(|c| c.is_lossy());
         let decode = match inner_codecs.as_slice() {
             [b] if is_bytes_le(b) => InnerCodecs::Raw { crc: false },
             [b, c] if is_bytes_le(b) && is_crc(c) => InnerCodecs::Raw { crc: true },
@@ -143,6 +147,7 @@ impl ShardedCodecs {
             == "end";
         Ok(Some(Self {
             inner_shape,
+            lossy,
             layout: ShardLayout {
                 chunks_per_shard,
                 index_at_end,

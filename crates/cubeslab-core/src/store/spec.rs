@@ -20,9 +20,10 @@ pub struct ArraySpec {
     pub chunk_shape: Vec<u64>,
     /// Inner chunk shape inside each shard; `None` for an unsharded array.
     pub inner_chunks: Option<Vec<u64>>,
-    /// Bytes-to-bytes codecs (compressors) as Zarr v3 JSON, applied before
-    /// the crc32c that every chunk gets.
-    pub compressors: Vec<Value>,
+    /// The chunk codecs as Zarr v3 JSON up to the crc32c that every chunk
+    /// gets (see [`crate::compress::Compression::codecs`]); empty for raw
+    /// little-endian elements.
+    pub codecs: Vec<Value>,
     /// Names of the dimensions.
     pub dimension_names: Vec<String>,
     /// Fill value as Zarr v3 JSON (`"NaN"`, `0`, ...).
@@ -35,9 +36,11 @@ impl ArraySpec {
     /// The `zarr.json` document of this spec. Every chunk and every shard
     /// index carries a crc32c.
     pub fn metadata(&self) -> Value {
-        let mut chunk_codecs =
-            vec![json!({"name": "bytes", "configuration": {"endian": "little"}})];
-        chunk_codecs.extend(self.compressors.iter().cloned());
+        let mut chunk_codecs = if self.codecs.is_empty() {
+            vec![json!({"name": "bytes", "configuration": {"endian": "little"}})]
+        } else {
+            self.codecs.clone()
+        };
         chunk_codecs.push(json!({"name": "crc32c"}));
         let codecs = match &self.inner_chunks {
             Some(inner) => vec![json!({

@@ -1,0 +1,79 @@
+//! A sample of the survey's own chunks, to tune compression on before the
+//! store is written: small blocks of traces spread evenly over the survey,
+//! each cut into inner chunks exactly as the ingest will cut them.
+
+use crate::{
+    compress::Sample,
+    error::Result,
+    segy::{Geometry, SegyFile},
+    store::{DType, ShardBuilder},
+};
+
+use super::{task, Layout};
+
+/// At most this many bytes of chunks are sampled.
+pub const SAMPLE_BYTES: u64 = 32 << 20;
+
+/// Blocks of traces sampled.
+const SAMPLE_BLOCKS: usize = 8;
+
+/// Chunks of a survey of `shape` with inner chunks `inner`, from up to
+/// [`SAMPLE_BLOCKS`] blocks spread over it, each taken halfway down the
+/// samples; `fill` is the fill value's bytes.
+pub(super) fn sample_chunks(
+    source: &SegyFile,
+    geometry: &Geometry,
+    shape: &[u64],
+    inner: &[u64],
+    dtype: DType,
+    fill: &[u8],
+) -> Result<Sample> {
+    let nt = shape.len() - 1;
+    let chunk_bytes = inner.iter().product::<u64>() * dtype.size() as u64;
+    // Blocks of 2 x 2 (x ...) chunks over the traces, 4 chunks deep, while
+    // the sample stays within its byte budget.
+    let mut per_block: Vec<u64> = (0..=nt)
+        .map(|d| {
+            let grid = shape[d].div_ceil(inner[d]);
+            grid.min(if d == nt { 4 } else { 2 })
+        })
+        .collect();
+    while per_block.iter().product::<u64>() * chunk_bytes > SAMPLE_BYTES
+        && per_block.iter().any(|&p| p > 1)
+    {
+        let d = (0..=nt).max_by_key(|&d| per_block[d]).expect("dimensions");
+        per_block[d] = per_block[d].div_ceil(2);
+    }
+    let layout = Layout {
+        inner: inner.to_vec(),
+        shard: inner.iter().zip(&per_block).map(|(c, p)| c * p).collect(),
+    };
+    let block_bytes = per_block.iter().product::<u64>() * chunk_bytes;
+    let blocks = ((SAMPLE_BYTES / block_bytes.max(1)) as usize).clamp(1, SAMPLE_BLOCKS);
+    // One task per block of traces (no memory bound worth the name here).
+    let tasks = task::plan(shape, &layout, dtype, u64::MAX / 4, 1).map_err(|what| {
+        crate::store::StoreError::Unsupported {
+            path: source.path().to_path_buf(),
+            what,
+        }
+    })?;
+    let mid_z = shape[nt].div_ceil(layout.shard[nt]) / 2;
+    let step = tasks.len().div_ceil(blocks).max(1);
+    let mut chunks = Vec::new();
+    for t in tasks.iter().step_by(step).take(blocks) {
+        let t = t.narrowed(mid_z);
+        let mut builders: Vec<ShardBuilder> = t
+            .shard_indices()
+            .map(|indices| ShardBuilder::new(&indices, shape, inner, &per_block, fill, 0))
+            .collect();
+        t.fill(source, geometry, &mut builders)?;
+        for b in &builders {
+            chunks.extend(b.chunks().map(<[u8]>::to_vec));
+        }
+    }
+    Ok(Sample {
+        chunk_shape: inner.to_vec(),
+        dtype,
+        chunks,
+    })
+}
