@@ -1,6 +1,7 @@
 """Property tests: any array written through the engine reads back equal to numpy, for random shapes
-(sides that are not multiples of the chunk), random chunk and shard shapes, dtypes, compression and
-random windows with steps (numpy is the oracle)."""
+(sides that are not multiples of the chunk), random chunk and shard shapes, dtypes, every lossless
+compression (zstd, gzip, blosc with each shuffle, ZFP's reversible mode) and random windows with steps
+(numpy is the oracle): lossless codecs round-trip bit-exactly."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from hypothesis import strategies as st
 
 import cubeslab
 
-DTYPES = ["int8", "int16", "int32", "uint8", "uint16", "uint32", "float32", "float64"]
+DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "float32", "float64"]
+ZFP_DTYPES = ("int32", "int64", "float32", "float64")  # the types zfp codes
 
 
 @st.composite
@@ -24,7 +26,10 @@ def arrays_and_layouts(draw):
     sharded = draw(st.booleans())
     shards = tuple(c * draw(st.integers(1, 3)) for c in chunks) if sharded else None
     dtype = draw(st.sampled_from(DTYPES))
-    compress = draw(st.sampled_from([None, "zstd:1", "blosc-lz4"]))
+    lossless = [None, "zstd:1", "gzip:1", "blosc-lz4", "blosc-zstd:3,shuffle=bit", "blosc-lz4:1,shuffle=none"]
+    if dtype in ZFP_DTYPES:
+        lossless.append("zfp:reversible")
+    compress = draw(st.sampled_from(lossless))
     return shape, chunks, shards, np.dtype(dtype), compress
 
 
@@ -102,7 +107,9 @@ def test_fancy_indices_are_refused_with_a_clear_error(tmp_path):
         array[4]
 
 
-@pytest.mark.parametrize("compress", [None, "zstd:1", "zstd:-3", "gzip:2", "blosc-lz4"])
+@pytest.mark.parametrize(
+    "compress", [None, "zstd:1", "zstd:-3", "gzip:2", "blosc-lz4", "blosc-zstd:5,shuffle=bit"]
+)
 @pytest.mark.parametrize("sharded", [True, False])
 def test_zarr_python_reads_what_the_engine_writes(tmp_path, compress, sharded):
     import zarr

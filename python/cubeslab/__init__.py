@@ -10,6 +10,7 @@ from .array import Array, ReadSettings
 from .cube import Cube, open
 from .errors import *  # noqa: F403 - the exception classes are part of the top-level API
 from .ingest import describe_segy, export, ingest
+from .verify import verify
 
 __version__ = "0.1.0"
 
@@ -22,5 +23,6 @@ __all__ = [
     "export",
     "ingest",
     "open",
+    "verify",
     *errors.__all__,
 ]

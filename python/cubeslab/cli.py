@@ -334,6 +334,55 @@ def demo(
     run_demo(directory, size=size, repeats=repeats, console=console)
 
 
+@app.command()
+def verify(
+    store: Annotated[Path, typer.Argument(help="Store (or array) to check")],
+    against: Annotated[Path | None, typer.Option(help="SEG-Y source to compare the amplitudes with")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+    threads: Annotated[int | None, typer.Option(help="Worker threads (default: all cores)")] = None,
+) -> None:
+    """Re-read every chunk with checksums; report damaged, missing or unfinished parts, and the error
+    against the source. Exits 1 if anything is wrong."""
+    from .verify import verify as run_verify
+
+    report = run_verify(store, against=against, threads=threads)
+    if as_json:
+        console.print_json(json.dumps(report))
+    else:
+        print_verify(report)
+    if not report["ok"]:
+        raise typer.Exit(1)
+
+
+def print_verify(report: dict) -> None:
+    table = Table(title=f"verify {escape(report['store'])}: state {report['state']}")
+    for column in ("array", "shards", "read back", "absent", "bad chunks"):
+        table.add_column(column, justify="left" if column == "array" else "right")
+    for name, a in report["arrays"].items():
+        bad = len(a["bad"])
+        table.add_row(
+            escape(name), str(a["shards"]), str(a["shards_read"]), str(a["absent_shards"]),
+            f"[red]{bad}[/]" if bad else "0",
+        )  # fmt: skip
+    console.print(table)
+    for name, a in report["arrays"].items():
+        for b in a["bad"]:
+            console.print(f"[red]bad[/] {escape(name)}/{escape(b['chunk'])}: {escape(b['error'])}")
+    for u in report["unreadable"]:
+        console.print(f"[red]unreadable[/] {escape(u['array'])}: {escape(u['error'])}")
+    for f in report["leftovers"]:
+        console.print(f"[yellow]leftover temporary file[/] {escape(f)}")
+    if "against" in report:
+        a = report["against"]
+        console.print(f"against {escape(a['source'])} ({a['traces']} traces): {error_summary(a)}")
+        worst = a.get("worst_chunk_max_abs_error")
+        if worst:
+            console.print(f"largest error in chunk {escape(worst['chunk'])}: {worst['max_abs_error']}")
+        if "problem" in a:
+            console.print(f"[red]{escape(a['problem'])}[/]")
+    console.print("[green]ok[/]" if report["ok"] else "[red]problems found[/]")
+
+
 app.command("profile")(plan_cli.profile_command)
 app.command("plan")(plan_cli.plan_command)
 

@@ -11,6 +11,7 @@
 //! * [`ingest`]: SEG-Y → cube store, streaming within a memory bound.
 //! * [`export`]: cube store → SEG-Y.
 //! * [`plan`]: device profiles, the cost model and the layout optimizer.
+//! * [`verify`]: re-read every chunk with checksums; compare a store with its SEG-Y source.
 //! * [`config`]: threads and requests in flight.
 #![warn(missing_docs)]
 // N-D index arithmetic reads best as loops over dimension numbers.
@@ -24,6 +25,7 @@ pub mod ingest;
 pub mod plan;
 pub mod segy;
 pub mod store;
+pub mod verify;
 pub mod window;
 
 pub use error::{Error, ErrorKind};

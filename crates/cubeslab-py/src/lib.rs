@@ -7,6 +7,7 @@
 mod errors;
 mod options;
 mod plan;
+mod verify;
 
 use std::path::PathBuf;
 
@@ -245,5 +246,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(plan::measure_profile, m)?)?;
     m.add_function(wrap_pyfunction!(plan::plan_layout, m)?)?;
     m.add_function(wrap_pyfunction!(plan::check_layout, m)?)?;
+    m.add_function(wrap_pyfunction!(verify::verify_store, m)?)?;
+    m.add_function(wrap_pyfunction!(verify::compare_with_source, m)?)?;
     Ok(())
 }

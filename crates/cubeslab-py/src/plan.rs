@@ -153,6 +153,7 @@ pub fn plan_layout(
         mix,
         setup: setup(&m),
         state,
+        block: options::compression(&m)?.block_side(),
     };
     let top = m.get("top").and_then(Value::as_u64).unwrap_or(5) as usize;
     let ranked = py

@@ -64,9 +64,41 @@ impl ErrorStats {
         s
     }
 
-    /// Count one value.
+    /// Compare two C-order chunks of shape `inner` over their leading corner
+    /// of shape `sides` only (the part inside the array: the rest is padding).
+    pub fn of_chunk_corner(
+        original: &[u8],
+        decoded: &[u8],
+        dtype: DType,
+        inner: &[u64],
+        sides: &[u64],
+    ) -> Self {
+        if sides == inner {
+            return Self::of_bytes(original, decoded, dtype);
+        }
+        let nd = inner.len();
+        let elem = dtype.size();
+        let row = sides[nd - 1] as usize * elem;
+        let strides = crate::window::strides(inner);
+        let mut s = Self::default();
+        for r in 0..sides[..nd - 1].iter().product::<u64>() {
+            let at = crate::window::unravel(r, &sides[..nd - 1]);
+            let start = (0..nd - 1).map(|d| at[d] * strides[d]).sum::<u64>() as usize * elem;
+            s.merge(&Self::of_bytes(
+                &original[start..start + row],
+                &decoded[start..start + row],
+                dtype,
+            ));
+        }
+        s
+    }
+
+    /// Count one value. NaN in both (a cell without a trace) is not a value.
     #[inline]
     pub fn add(&mut self, original: f64, decoded: f64) {
+        if original.is_nan() && decoded.is_nan() {
+            return;
+        }
         let e = decoded - original;
         self.count += 1;
         self.signal_energy += original * original;

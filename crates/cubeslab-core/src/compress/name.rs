@@ -252,6 +252,15 @@ impl Compression {
             || matches!(self, Compression::Zfp(mode) if *mode != ZfpMode::Reversible)
     }
 
+    /// Chunk sides should be multiples of this: ZFP codes blocks of 4 values
+    /// along each dimension and pads partial ones.
+    pub fn block_side(&self) -> u64 {
+        match self {
+            Compression::Zfp(_) => 4,
+            _ => 1,
+        }
+    }
+
     /// Whether this is a target that must be tuned on the data before use.
     pub fn needs_tuning(&self) -> bool {
         matches!(

@@ -13,11 +13,12 @@
 //! The caller drives step 4 with [`Ingest::step`], so it can show progress
 //! and stop cleanly between steps (the store then stays marked incomplete).
 
-mod sample;
+mod rebuild;
 mod survey;
 mod task;
 
 pub use crate::plan::Layout;
+pub(crate) use rebuild::rebuild_shards;
 pub use survey::{SurveyNames, AMPLITUDE, FILE_HEADER, RAW_HEADERS, TRACE_MASK};
 
 use std::path::{Path, PathBuf};
@@ -173,6 +174,7 @@ impl Ingest {
             },
             codec: options.codec.clone(),
             state: CacheState::Both,
+            block: options.compression.block_side(),
         };
         let plan = options
             .layout
@@ -229,7 +231,7 @@ impl Ingest {
         let tuned = if compression.needs_tuning() {
             let fill = vec![0u8; dtype.size()];
             let sample =
-                sample::sample_chunks(&source, &geometry, &shape, &layout.inner, dtype, &fill)?;
+                rebuild::sample_chunks(&source, &geometry, &shape, &layout.inner, dtype, &fill)?;
             Some(tune(compression, &sample).map_err(unsupported)?)
         } else {
             None

@@ -52,6 +52,9 @@ pub struct Planner {
     pub codec: ChunkCodec,
     /// Cache state the objective counts.
     pub state: CacheState,
+    /// Chunk sides are multiples of this, or the whole dimension: the codec
+    /// works in blocks of this side (ZFP: 4) and pads partial ones.
+    pub block: u64,
 }
 
 /// One access's predicted cost under a layout.
@@ -137,7 +140,7 @@ impl Planner {
     /// from a ladder of sides with default shards, then the best of those
     /// with every shard growth rule.
     pub fn rank(&self, shape: &[u64], elem: usize) -> Vec<Evaluated> {
-        let inners = inner_candidates(shape, elem);
+        let inners = inner_candidates(shape, elem, self.block);
         let mut first: Vec<Evaluated> = inners
             .par_iter()
             .map(|inner| {
@@ -200,8 +203,27 @@ pub fn side_candidates(n: u64) -> Vec<u64> {
 }
 
 /// All inner chunk shapes within the size, padding and count bounds.
-fn inner_candidates(shape: &[u64], elem: usize) -> Vec<Vec<u64>> {
-    let mut per_dim: Vec<Vec<u64>> = shape.iter().map(|&n| side_candidates(n)).collect();
+fn inner_candidates(shape: &[u64], elem: usize, block: u64) -> Vec<Vec<u64>> {
+    let block = block.max(1);
+    let mut per_dim: Vec<Vec<u64>> = shape
+        .iter()
+        .map(|&n| {
+            let mut sides = side_candidates(n);
+            sides.retain(|&c| c % block == 0 || c == n);
+            if block > 1 {
+                // Whole blocks near each ladder step.
+                sides.extend(
+                    side_candidates(n)
+                        .iter()
+                        .map(|&c| c.div_ceil(block) * block)
+                        .filter(|&c| c <= n),
+                );
+                sides.sort_unstable();
+                sides.dedup();
+            }
+            sides
+        })
+        .collect();
     let mut total: usize = per_dim.iter().map(Vec::len).product();
     if total > MAX_COMBINATIONS {
         // Many dimensions: powers of two and the whole side only.
@@ -255,6 +277,7 @@ mod tests {
             },
             codec: ChunkCodec::Raw { crc: true },
             state: CacheState::Both,
+            block: 1,
         }
     }
 

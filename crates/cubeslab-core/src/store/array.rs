@@ -17,7 +17,7 @@ use zarrs::{
 };
 
 use super::{
-    group::read_metadata, shard::ShardFile, sharded::ShardedCodecs, write_atomic,
+    claims::Outer, group::read_metadata, shard::ShardFile, sharded::ShardedCodecs, write_atomic,
     write_json_atomic, ArraySpec, DType, StoreError,
 };
 use crate::{
@@ -57,6 +57,8 @@ pub struct ZarrArray {
     pub(super) fill: Vec<u8>,
     metadata: Value,
     pub(super) sharded: Option<ShardedCodecs>,
+    /// The compressor unsharded chunks start with (checked against bombs).
+    outer: Outer,
     shards: Mutex<HashMap<Vec<u64>, Arc<ShardFile>>>,
 }
 
@@ -127,6 +129,12 @@ impl ZarrArray {
             })?;
         let fill = array.fill_value().as_ne_bytes().to_vec();
         let sharded = ShardedCodecs::from_metadata(&dir, &metadata, shape.len(), &chunk_shape)?;
+        let outer = Outer::of(
+            metadata
+                .get("codecs")
+                .and_then(Value::as_array)
+                .map_or(&[][..], Vec::as_slice),
+        );
         Ok(Self {
             dir,
             array,
@@ -136,6 +144,7 @@ impl ZarrArray {
             fill,
             metadata,
             sharded,
+            outer,
             shards: Mutex::new(HashMap::new()),
         })
     }
@@ -331,6 +340,9 @@ impl ZarrArray {
             .iter()
             .map(|r| r.start..r.start + (r.len() - 1) * r.step + 1)
             .collect();
+        if self.sharded.is_none() && self.outer != Outer::Other {
+            self.check_claims(&bbox)?;
+        }
         let codec_options = CodecOptions::default().with_validate_checksums(options.verify);
         let bytes = self
             .array
@@ -379,6 +391,44 @@ impl ZarrArray {
         // SAFETY: `out` has the window's size (checked by the caller) and
         // `bytes` the bounding box's.
         unsafe { placement.copy(&spans, &bytes, out.as_mut_ptr()) };
+        Ok(())
+    }
+
+    /// Refuse to decode any chunk of the box whose compressed header claims
+    /// more bytes than a chunk holds (zarrs would allocate what it claims).
+    fn check_claims(&self, bbox: &[std::ops::Range<u64>]) -> Result<()> {
+        let first: Vec<u64> = bbox
+            .iter()
+            .zip(&self.chunk_shape)
+            .map(|(r, c)| r.start / c)
+            .collect();
+        let count: Vec<u64> = bbox
+            .iter()
+            .zip(&self.chunk_shape)
+            .zip(&first)
+            .map(|((r, c), f)| (r.end - 1) / c + 1 - f)
+            .collect();
+        let limit = self.chunk_shape.iter().product::<u64>() as usize * self.dtype.size();
+        for i in 0..count.iter().product::<u64>() {
+            let at = unravel(i, &count);
+            let indices: Vec<u64> = (0..first.len()).map(|d| first[d] + at[d]).collect();
+            let path = self.chunk_path(&indices);
+            let mut head = [0u8; 18];
+            let n = match std::fs::File::open(&path) {
+                Ok(mut f) => {
+                    std::io::Read::read(&mut f, &mut head).map_err(|e| Error::io(&path, e))?
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(Error::io(&path, e)),
+            };
+            self.outer
+                .check(&head[..n], limit)
+                .map_err(|message| StoreError::Corrupt {
+                    array: self.dir.clone(),
+                    key: self.array.chunk_key(&indices).as_str().to_string(),
+                    message,
+                })?;
+        }
         Ok(())
     }
 

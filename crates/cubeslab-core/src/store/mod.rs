@@ -11,6 +11,7 @@
 mod array;
 mod atomic;
 mod checksum;
+mod claims;
 mod dtype;
 mod error;
 mod group;
@@ -28,7 +29,7 @@ pub use atomic::{write_atomic, write_json_atomic};
 pub use checksum::crc32c;
 pub use dtype::DType;
 pub use error::StoreError;
-pub use group::{Group, StoreState};
+pub use group::{read_metadata, Group, StoreState};
 pub use lock::{live_holder, StoreLock};
 pub use shard::will_need;
 pub use shard_builder::ShardBuilder;

@@ -85,6 +85,17 @@ impl ShardBuilder {
             .map(|&at| &self.data[at..at + self.chunk_bytes])
     }
 
+    /// The shard's indices in the array's grid of shards.
+    pub fn indices(&self) -> &[u64] {
+        &self.indices
+    }
+
+    /// The elements of inner chunk `i` (C order of the chunks), if inside the array.
+    pub fn chunk(&self, i: usize) -> Option<&[u8]> {
+        let start = self.slots[i]?;
+        Some(&self.data[start..start + self.chunk_bytes])
+    }
+
     /// Inner chunk shape.
     pub fn inner_shape(&self) -> &[u64] {
         &self.inner_shape
@@ -236,7 +247,23 @@ impl ZarrArray {
                                         key: key.as_str().to_string(),
                                         message: e.to_string(),
                                     })?;
-                                let stats = ErrorStats::of_bytes(chunk, &decoded, self.dtype);
+                                let pos = unravel(i as u64, &builder.chunks_per_shard);
+                                let sides: Vec<u64> = (0..self.shape.len())
+                                    .map(|d| {
+                                        let origin = (builder.indices[d]
+                                            * builder.chunks_per_shard[d]
+                                            + pos[d])
+                                            * builder.inner_shape[d];
+                                        builder.inner_shape[d].min(self.shape[d] - origin)
+                                    })
+                                    .collect();
+                                let stats = ErrorStats::of_chunk_corner(
+                                    chunk,
+                                    &decoded,
+                                    self.dtype,
+                                    &builder.inner_shape,
+                                    &sides,
+                                );
                                 errors.add(&format!("{} (inner chunk {i})", key.as_str()), &stats);
                             }
                             entry(out.len() as u64, encoded.len() as u64);

@@ -15,6 +15,7 @@ use zarrs::{
 use super::{
     array::{metadata_error, u64_list},
     checksum::crc32c,
+    claims::Outer,
     shard::{ShardFile, ShardLayout},
     task_order::{Task, TaskOrder},
     zstd_chunk, ReadOptions, StoreError, ZarrArray,
@@ -47,6 +48,8 @@ pub(super) struct ShardedCodecs {
     pub inner_shape: Vec<u64>,
     /// Whether decoded chunks may differ from the written elements (ZFP, bitround).
     pub lossy: bool,
+    /// The compressor each stored chunk starts with (checked against bombs).
+    pub outer: Outer,
     pub layout: ShardLayout,
     pub codecs: InnerCodecs,
 }
@@ -107,6 +110,7 @@ impl ShardedCodecs {
             .cloned()
             .unwrap_or_default();
         let lossy = Compression::from_codecs(&inner_codecs).is_some_and(|c| c.is_lossy());
+        let outer = Outer::of(&inner_codecs);
         let decode = match inner_codecs.as_slice() {
             [b] if is_bytes_le(b) => InnerCodecs::Raw { crc: false },
             [b, c] if is_bytes_le(b) && is_crc(c) => InnerCodecs::Raw { crc: true },
@@ -148,6 +152,7 @@ impl ShardedCodecs {
         Ok(Some(Self {
             inner_shape,
             lossy,
+            outer,
             layout: ShardLayout {
                 chunks_per_shard,
                 index_at_end,
@@ -333,6 +338,10 @@ impl ZarrArray {
         verify: bool,
     ) -> Result<Cow<'a, [u8]>> {
         use zarrs::array::ArrayToBytesCodecTraits;
+        let chunk_bytes = path.inner_shape.iter().product::<u64>() as usize * self.dtype.size();
+        path.outer
+            .check(bytes, chunk_bytes)
+            .map_err(|message| self.corrupt(shard, inner, &message))?;
         let shape: Vec<NonZeroU64> = path
             .inner_shape
             .iter()
