@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMPS := .stamps
 ENGINE_SOURCES := Cargo.toml $(wildcard Cargo.lock) $(shell find crates -name '*.rs' -o -name Cargo.toml)
 
-.PHONY: help demo test bench bench-plan lint build rust-test py-test clean
+.PHONY: help demo test bench bench-plan bench-compress lint build rust-test py-test clean
 .DEFAULT_GOAL := help
 
 help: ## List the targets
@@ -54,6 +54,9 @@ test: lint rust-test py-test ## Everything CI runs
 
 bench: build ## Benchmarks: bench/results/core.json and core.md
 	$(PY) bench/core.py
+
+bench-compress: build ## Compression against seismic-zfp, MDIO, OpenVDS: bench/results/compress.{json,md,png}
+	$(PY) bench/compress.py --size $(or $(SIZE),small)
 
 bench-plan: build ## Planner validation: bench/results/plan.{json,md,png} (about 8 min)
 	$(PY) bench/plan.py

@@ -248,5 +248,6 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(plan::check_layout, m)?)?;
     m.add_function(wrap_pyfunction!(verify::verify_store, m)?)?;
     m.add_function(wrap_pyfunction!(verify::compare_with_source, m)?)?;
+    m.add_function(wrap_pyfunction!(verify::codec_trial, m)?)?;
     Ok(())
 }

@@ -1,9 +1,15 @@
-//! `cubeslab verify`: checksums of every chunk, and a store against its source.
+//! `cubeslab verify`: checksums of every chunk, and a store against its
+//! source; codec trials for the compression benchmark.
 
 use std::path::PathBuf;
 
-use cubeslab_core::verify::{check_store, compare_with_segy};
-use pyo3::prelude::*;
+use cubeslab_core::{
+    compress::{tune, Compression, Sample},
+    config::Parallelism,
+    store::DType,
+    verify::{check_store, compare_with_segy},
+};
+use pyo3::{buffer::PyBuffer, exceptions::PyValueError, prelude::*};
 
 use crate::{errors::engine, options};
 
@@ -37,4 +43,43 @@ pub fn compare_with_source(
         )
     })?;
     Ok(comparison.to_json().to_string())
+}
+
+/// Compress and decompress `chunks` (C-order chunks of `chunk_shape` and
+/// `dtype`, back to back) with the `--compress` name `name` on one thread:
+/// ratio, error and per-core speeds as JSON. Targets are tuned on the
+/// chunks first.
+#[pyfunction]
+pub fn codec_trial(
+    py: Python<'_>,
+    name: &str,
+    chunks: PyBuffer<u8>,
+    chunk_shape: Vec<u64>,
+    dtype: &str,
+) -> PyResult<String> {
+    let compression = Compression::parse(name).map_err(PyValueError::new_err)?;
+    let dtype = DType::from_name(dtype)
+        .ok_or_else(|| PyValueError::new_err(format!("unsupported dtype {dtype}")))?;
+    let bytes = chunks.to_vec(py)?;
+    let chunk_bytes = chunk_shape.iter().product::<u64>() as usize * dtype.size();
+    if chunk_bytes == 0 || bytes.len() % chunk_bytes != 0 {
+        return Err(PyValueError::new_err(
+            "chunks must be whole chunks of chunk_shape",
+        ));
+    }
+    let sample = Sample {
+        chunk_shape,
+        dtype,
+        chunks: bytes.chunks(chunk_bytes).map(<[u8]>::to_vec).collect(),
+    };
+    let one = Parallelism::resolve(Some(1), None);
+    let result = py.detach(|| one.pool().install(|| tune(&compression, &sample)));
+    let t = result.map_err(PyValueError::new_err)?;
+    let mut out = t.error.to_json();
+    out["codec"] = t.compression.name().into();
+    out["ratio"] = t.ratio.into();
+    out["encode_seconds"] = t.encode_seconds.into();
+    out["decode_seconds"] = t.decode_seconds.into();
+    out["bytes"] = (bytes.len() as u64).into();
+    Ok(out.to_string())
 }

@@ -50,6 +50,10 @@ pub struct Trial {
     pub worst_chunk_snr_db: f64,
     /// Original bytes over encoded bytes.
     pub ratio: f64,
+    /// Seconds spent encoding, summed over the chunks (CPU time on one core).
+    pub encode_seconds: f64,
+    /// Seconds spent decoding, summed over the chunks.
+    pub decode_seconds: f64,
 }
 
 /// Compress and decompress every chunk of `sample` with `compression`.
@@ -66,10 +70,11 @@ pub fn trial(compression: &Compression, sample: &Sample) -> Result<Trial, String
     let data_type = data_type(sample.dtype);
     let fill = FillValue::new(vec![0u8; sample.dtype.size()]);
     let options = CodecOptions::default().with_concurrent_target(1);
-    let per_chunk: Vec<(ErrorStats, usize)> = sample
+    let per_chunk: Vec<(ErrorStats, usize, f64, f64)> = sample
         .chunks
         .par_iter()
         .map(|chunk| {
+            let started = std::time::Instant::now();
             let encoded = chain
                 .encode(
                     ArrayBytes::new_flen(Cow::Borrowed(chunk.as_slice())),
@@ -80,20 +85,31 @@ pub fn trial(compression: &Compression, sample: &Sample) -> Result<Trial, String
                 )
                 .map_err(|e| e.to_string())?;
             let size = encoded.len();
+            let encoded_at = std::time::Instant::now();
             let decoded = chain
                 .decode(encoded, &shape, &data_type, &fill, &options)
                 .and_then(|b| Ok(b.into_fixed()?))
                 .map_err(|e| e.to_string())?;
-            Ok((ErrorStats::of_bytes(chunk, &decoded, sample.dtype), size))
+            let decode = encoded_at.elapsed().as_secs_f64();
+            let encode = (encoded_at - started).as_secs_f64();
+            Ok((
+                ErrorStats::of_bytes(chunk, &decoded, sample.dtype),
+                size,
+                encode,
+                decode,
+            ))
         })
         .collect::<Result<_, String>>()?;
     let mut error = ErrorStats::default();
     let mut encoded = 0usize;
     let mut worst = f64::INFINITY;
-    for (stats, size) in &per_chunk {
+    let (mut encode_seconds, mut decode_seconds) = (0.0, 0.0);
+    for (stats, size, encode, decode) in &per_chunk {
         error.merge(stats);
         encoded += size;
         worst = worst.min(stats.snr_db());
+        encode_seconds += encode;
+        decode_seconds += decode;
     }
     let original: usize = sample.chunks.iter().map(Vec::len).sum();
     Ok(Trial {
@@ -101,6 +117,8 @@ pub fn trial(compression: &Compression, sample: &Sample) -> Result<Trial, String
         error,
         worst_chunk_snr_db: worst,
         ratio: original as f64 / encoded.max(1) as f64,
+        encode_seconds,
+        decode_seconds,
     })
 }
 

@@ -17,8 +17,12 @@ use zarrs::{
 };
 
 use super::{
-    claims::Outer, group::read_metadata, shard::ShardFile, sharded::ShardedCodecs, write_atomic,
-    write_json_atomic, ArraySpec, DType, StoreError,
+    claims::Outer,
+    decoded::{decoded_cache_bytes, DecodedCache},
+    group::read_metadata,
+    shard::ShardFile,
+    sharded::ShardedCodecs,
+    write_atomic, write_json_atomic, ArraySpec, DType, StoreError,
 };
 use crate::{
     config::Parallelism,
@@ -60,6 +64,8 @@ pub struct ZarrArray {
     /// The compressor unsharded chunks start with (checked against bombs).
     outer: Outer,
     shards: Mutex<HashMap<Vec<u64>, Arc<ShardFile>>>,
+    /// Decoded chunks of compressed shards, for reads that come back to them.
+    pub(super) decoded: DecodedCache,
 }
 
 impl std::fmt::Debug for ZarrArray {
@@ -146,6 +152,7 @@ impl ZarrArray {
             sharded,
             outer,
             shards: Mutex::new(HashMap::new()),
+            decoded: DecodedCache::new(decoded_cache_bytes()),
         })
     }
 
@@ -438,6 +445,13 @@ impl ZarrArray {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(indices);
+        self.decoded.forget_shard(self.shard_id(indices));
+    }
+
+    /// A shard's position in the grid of shards, C order.
+    fn shard_id(&self, indices: &[u64]) -> u64 {
+        let grid = self.chunk_grid_shape();
+        indices.iter().zip(&grid).fold(0, |id, (i, n)| id * n + i)
     }
 
     pub(super) fn shard(&self, path: &ShardedCodecs, indices: &[u64]) -> Result<Arc<ShardFile>> {
@@ -454,6 +468,7 @@ impl ZarrArray {
             &self.dir,
             &self.dir.join(key.as_str()),
             key.as_str(),
+            self.shard_id(indices),
             &path.layout,
         )?);
         let mut cache = self.shards.lock().unwrap_or_else(|p| p.into_inner());

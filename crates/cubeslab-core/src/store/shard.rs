@@ -38,6 +38,8 @@ impl ShardLayout {
 pub(crate) struct ShardFile {
     /// The shard's key (for messages).
     pub key: String,
+    /// The shard's position in the array's grid of shards, C order.
+    pub id: u64,
     map: Option<Mmap>,
     /// `(offset, nbytes)` per inner chunk; `None` for absent chunks.
     index: Vec<Option<(u64, u64)>>,
@@ -67,7 +69,13 @@ pub fn will_need(map: &Mmap, offset: u64, len: u64) {
 
 impl ShardFile {
     /// Open the shard at `path`. A missing file is a shard of absent chunks.
-    pub fn open(array: &Path, path: &Path, key: &str, layout: &ShardLayout) -> Result<Self> {
+    pub fn open(
+        array: &Path,
+        path: &Path,
+        key: &str,
+        id: u64,
+        layout: &ShardLayout,
+    ) -> Result<Self> {
         let corrupt = |message: String| -> Error {
             StoreError::Corrupt {
                 array: array.to_path_buf(),
@@ -81,6 +89,7 @@ impl ShardFile {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Ok(Self {
                     key: key.to_string(),
+                    id,
                     map: None,
                     index: vec![None; layout.num_chunks()],
                 })
@@ -142,6 +151,7 @@ impl ShardFile {
         }
         Ok(Self {
             key: key.to_string(),
+            id,
             map: Some(map),
             index,
         })

@@ -308,24 +308,55 @@ impl ZarrArray {
                 // SAFETY: disjoint output parts; `data` is a whole chunk.
                 unsafe { placement.copy(task_spans, data, dst) };
             }
-            InnerCodecs::Zstd { crc, .. } => {
-                let frame = self.checked(shard, inner, bytes, *crc, verify)?;
-                zstd_chunk::with_decompressed(frame, chunk_bytes, |data| {
-                    // SAFETY: disjoint output parts; `data` is a whole chunk.
-                    unsafe { placement.copy(task_spans, data, dst) }
-                })
-                .map_err(|message| self.codec_error(shard, inner, message))?;
-            }
-            InnerCodecs::Chain(chain) => {
-                let decoded = self.decode_chain(chain, path, shard, inner, bytes, verify)?;
-                if decoded.len() != chunk_bytes {
-                    return Err(self.corrupt(shard, inner, "decoded chunk has the wrong size"));
-                }
-                // SAFETY: as above.
-                unsafe { placement.copy(task_spans, &decoded, dst) };
+            InnerCodecs::Zstd { .. } | InnerCodecs::Chain(_) => {
+                let id = (shard.id, inner);
+                let data = match self.decoded.get(id) {
+                    Some(data) => data,
+                    None => {
+                        let data = Arc::new(self.decode(
+                            path,
+                            shard,
+                            inner,
+                            bytes,
+                            chunk_bytes,
+                            verify,
+                        )?);
+                        self.decoded.insert(id, data.clone());
+                        data
+                    }
+                };
+                // SAFETY: disjoint output parts; `data` is a whole chunk.
+                unsafe { placement.copy(task_spans, &data, dst) };
             }
         }
         Ok(())
+    }
+
+    /// Decode a compressed chunk whole (checking its crc32c if `verify`).
+    fn decode(
+        &self,
+        path: &ShardedCodecs,
+        shard: &ShardFile,
+        inner: usize,
+        bytes: &[u8],
+        chunk_bytes: usize,
+        verify: bool,
+    ) -> Result<Vec<u8>> {
+        let decoded = match &path.codecs {
+            InnerCodecs::Zstd { crc, .. } => {
+                let frame = self.checked(shard, inner, bytes, *crc, verify)?;
+                zstd_chunk::with_decompressed(frame, chunk_bytes, <[u8]>::to_vec)
+                    .map_err(|message| self.codec_error(shard, inner, message))?
+            }
+            InnerCodecs::Chain(chain) => self
+                .decode_chain(chain, path, shard, inner, bytes, verify)?
+                .into_owned(),
+            InnerCodecs::Raw { .. } => unreachable!("raw chunks are not decoded"),
+        };
+        if decoded.len() != chunk_bytes {
+            return Err(self.corrupt(shard, inner, "decoded chunk has the wrong size"));
+        }
+        Ok(decoded)
     }
 
     fn decode_chain<'a>(
