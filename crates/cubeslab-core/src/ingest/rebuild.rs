@@ -17,11 +17,12 @@ use super::{task, Layout};
 /// At most this many bytes of chunks are sampled.
 pub const SAMPLE_BYTES: u64 = 32 << 20;
 
-/// Blocks of traces sampled.
-const SAMPLE_BLOCKS: usize = 8;
+/// Most blocks of traces sampled.
+const SAMPLE_BLOCKS: usize = 64;
 
-/// Chunks of a survey of `shape` with inner chunks `inner`, from up to
-/// [`SAMPLE_BLOCKS`] blocks spread over its traces and depths; `fill` is
+/// Chunks of a survey of `shape` with inner chunks `inner`: up to
+/// [`SAMPLE_BLOCKS`] columns of chunks (one chunk's traces, all depths)
+/// scattered over the traces (a small survey is taken whole); `fill` is
 /// the fill value's bytes.
 pub(super) fn sample_chunks(
     source: &SegyFile,
@@ -33,47 +34,53 @@ pub(super) fn sample_chunks(
 ) -> Result<Sample> {
     let nt = shape.len() - 1;
     let chunk_bytes = inner.iter().product::<u64>() * dtype.size() as u64;
-    // Blocks of 2 x 2 (x ...) chunks over the traces, 4 chunks deep, while
-    // the sample stays within its byte budget.
-    // A survey that fits the budget is sampled whole.
+    let grid: Vec<u64> = (0..=nt).map(|d| shape[d].div_ceil(inner[d])).collect();
     let whole = shape.iter().product::<u64>() * dtype.size() as u64 <= SAMPLE_BYTES;
-    let mut per_block: Vec<u64> = (0..=nt)
-        .map(|d| {
-            let grid = shape[d].div_ceil(inner[d]);
-            if whole {
-                grid
-            } else {
-                grid.min(if d == nt { 4 } else { 2 })
-            }
-        })
+    let per_block: Vec<u64> = (0..=nt)
+        // A block's traces are read whole anyway: take every chunk down them.
+        .map(|d| if whole || d == nt { grid[d] } else { 1 })
         .collect();
-    while per_block.iter().product::<u64>() * chunk_bytes > SAMPLE_BYTES
-        && per_block.iter().any(|&p| p > 1)
-    {
-        let d = (0..=nt).max_by_key(|&d| per_block[d]).expect("dimensions");
-        per_block[d] = per_block[d].div_ceil(2);
-    }
     let layout = Layout {
         inner: inner.to_vec(),
         shard: inner.iter().zip(&per_block).map(|(c, p)| c * p).collect(),
     };
     let block_bytes = per_block.iter().product::<u64>() * chunk_bytes;
     let blocks = ((SAMPLE_BYTES / block_bytes.max(1)) as usize).clamp(1, SAMPLE_BLOCKS);
-    // One task per block of traces (no memory bound worth the name here).
+    // One task per block of traces, in C order of the blocks (no memory
+    // bound worth the name here).
     let tasks = task::plan(shape, &layout, dtype, u64::MAX / 4, 1).map_err(|what| {
         crate::store::StoreError::Unsupported {
             path: source.path().to_path_buf(),
             what,
         }
     })?;
-    // Blocks spread evenly over the traces, and each at its own depth, so
-    // that the sample sees amplitudes from top to bottom.
+    let block_grid: Vec<u64> = (0..nt)
+        .map(|d| shape[d].div_ceil(layout.shard[d]))
+        .collect();
     let z_shards = shape[nt].div_ceil(layout.shard[nt]);
-    let step = tasks.len().div_ceil(blocks).max(1);
+    // Block k sits at fraction (k + 1/2) / blocks along the first trace
+    // dimension and at additive-recurrence (golden ratio) fractions along the
+    // others and the depth: an even, unaligned scatter, so that no row,
+    // column or depth of the survey stands in for the rest.
+    let fractions = |k: usize, d: usize| -> f64 {
+        let first = (k as f64 + 0.5) / blocks as f64;
+        (first + d as f64 * 0.618_033_988_749_895 * (k as f64 + 1.0)).fract()
+    };
+    let mut chosen: Vec<(usize, u64)> = Vec::new();
+    for k in 0..blocks {
+        let mut index = 0u64;
+        for d in 0..nt {
+            let at = (fractions(k, d) * block_grid[d] as f64) as u64;
+            index = index * block_grid[d] + at.min(block_grid[d] - 1);
+        }
+        let z = ((fractions(k, nt) * z_shards as f64) as u64).min(z_shards - 1);
+        if !chosen.contains(&(index as usize, z)) {
+            chosen.push((index as usize, z));
+        }
+    }
     let mut chunks = Vec::new();
-    for (k, t) in tasks.iter().step_by(step).take(blocks).enumerate() {
-        let z = (2 * k as u64 + 1) * z_shards / (2 * blocks as u64);
-        let t = t.narrowed(z);
+    for (index, z) in chosen {
+        let t = tasks[index].narrowed(z);
         let mut builders: Vec<ShardBuilder> = t
             .shard_indices()
             .map(|indices| ShardBuilder::new(&indices, shape, inner, &per_block, fill, 0))
