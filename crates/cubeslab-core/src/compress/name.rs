@@ -261,6 +261,25 @@ impl Compression {
         }
     }
 
+    /// A prior on the compression ratio of float32 seismic amplitudes, for
+    /// planning before any data is seen: lossless codecs gain little on
+    /// real-valued samples; ZFP spends about one bit per 6 dB of SNR.
+    pub fn expected_ratio(&self) -> f64 {
+        let bits = |b: f64| 32.0 / b.clamp(0.5, 32.0);
+        match self {
+            Compression::None => 1.0,
+            Compression::Zstd { .. } | Compression::Gzip { .. } | Compression::Blosc { .. } => 1.2,
+            Compression::BitRound { keepbits, .. } => bits(*keepbits as f64 + 9.0) * 1.2,
+            Compression::Zfp(mode) => match *mode {
+                ZfpMode::Rate { rate } => bits(rate),
+                ZfpMode::Precision { precision } => bits(precision as f64),
+                ZfpMode::Snr { db } => bits((db + 3.0) / 6.02),
+                ZfpMode::Reversible => 1.3,
+                ZfpMode::Accuracy { .. } | ZfpMode::MaxError(_) | ZfpMode::Expert { .. } => 4.0,
+            },
+        }
+    }
+
     /// Whether this is a target that must be tuned on the data before use.
     pub fn needs_tuning(&self) -> bool {
         matches!(

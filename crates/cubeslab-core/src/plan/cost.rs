@@ -36,6 +36,16 @@ pub enum ChunkCodec {
     },
 }
 
+impl ChunkCodec {
+    /// Decoded bytes over stored bytes (1 for raw chunks).
+    pub fn ratio(&self) -> f64 {
+        match self {
+            ChunkCodec::Raw { .. } => 1.0,
+            ChunkCodec::Compressed { ratio, .. } => *ratio,
+        }
+    }
+}
+
 /// An array as stored: what the model needs of it.
 #[derive(Debug, Clone)]
 pub struct StoredArray {

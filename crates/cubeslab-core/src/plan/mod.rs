@@ -30,8 +30,9 @@ pub use strategy::Strategy;
 use crate::compress::Compression;
 
 /// How chunks compressed with `compress` (a `--compress` name; `None` or
-/// `"none"` for raw) are costed: measured rates from the profile, or a
-/// cautious guess for a codec it did not measure.
+/// `"none"` for raw) are costed: measured rates from the profile; for a
+/// codec it did not measure, the mode's expected ratio and, for ZFP, the
+/// decode rate of a measured ZFP setting.
 pub fn chunk_codec(profile: &DeviceProfile, compress: Option<&str>) -> ChunkCodec {
     let compression = compress.and_then(|name| Compression::parse(name).ok());
     match compression {
@@ -42,11 +43,21 @@ pub fn chunk_codec(profile: &DeviceProfile, compress: Option<&str>) -> ChunkCode
                 decode: rate.decode,
                 crc: true,
             },
-            None => ChunkCodec::Compressed {
-                ratio: 1.3,
-                decode: 1.0e9,
-                crc: true,
-            },
+            None => {
+                let zfp_decode = profile
+                    .codecs
+                    .iter()
+                    .find(|r| r.name.starts_with("zfp:"))
+                    .map(|r| r.decode);
+                ChunkCodec::Compressed {
+                    ratio: c.expected_ratio(),
+                    decode: match c {
+                        Compression::Zfp(_) => zfp_decode.unwrap_or(3.0e8),
+                        _ => 1.0e9,
+                    },
+                    crc: true,
+                }
+            }
         },
     }
 }

@@ -12,8 +12,12 @@ use super::{
 };
 
 /// Stored bytes beyond the data's own may be at most this share of them
-/// (reference 003 saw padding double a file).
+/// (reference 003 saw padding double a file): padding, and each chunk's
+/// checksum and index entry.
 pub const MAX_PADDING: f64 = 0.02;
+
+/// Bytes each stored chunk adds: its crc32c (4) and its shard index entry (16).
+pub const CHUNK_OVERHEAD_BYTES: f64 = 20.0;
 
 /// Smallest inner chunk considered: below this, fixed per-chunk costs dominate.
 pub const MIN_CHUNK_BYTES: u64 = 4 << 10;
@@ -140,7 +144,7 @@ impl Planner {
     /// from a ladder of sides with default shards, then the best of those
     /// with every shard growth rule.
     pub fn rank(&self, shape: &[u64], elem: usize) -> Vec<Evaluated> {
-        let inners = inner_candidates(shape, elem, self.block);
+        let inners = inner_candidates(shape, elem, self.block, self.codec.ratio());
         let mut first: Vec<Evaluated> = inners
             .par_iter()
             .map(|inner| {
@@ -203,7 +207,9 @@ pub fn side_candidates(n: u64) -> Vec<u64> {
 }
 
 /// All inner chunk shapes within the size, padding and count bounds.
-fn inner_candidates(shape: &[u64], elem: usize, block: u64) -> Vec<Vec<u64>> {
+/// `ratio`: the expected compression ratio, which shrinks the chunks the
+/// per-chunk overhead is weighed against.
+fn inner_candidates(shape: &[u64], elem: usize, block: u64, ratio: f64) -> Vec<Vec<u64>> {
     let block = block.max(1);
     let mut per_dim: Vec<Vec<u64>> = shape
         .iter()
@@ -252,7 +258,10 @@ fn inner_candidates(shape: &[u64], elem: usize, block: u64) -> Vec<Vec<u64>> {
         let big_enough = bytes >= MIN_CHUNK_BYTES.min(whole);
         if small_enough
             && big_enough
-            && layout.padding(shape) <= MAX_PADDING
+            // (One chunk holding a small array is always allowed.)
+            && (bytes >= whole
+                || layout.padding(shape) + CHUNK_OVERHEAD_BYTES * ratio.max(1.0) / bytes as f64
+                    <= MAX_PADDING)
             && layout.counts(shape).0 <= MAX_CHUNKS
         {
             out.push(layout.inner);

@@ -116,7 +116,16 @@ impl Strategy {
             Layout::with_default_shards(inner, shape, elem)
         };
         let layout = match self {
-            Self::Auto => return Ok(planner.rank(shape, elem)),
+            Self::Auto => {
+                let ranked = planner.rank(shape, elem);
+                if ranked.is_empty() {
+                    return Err(format!(
+                        "no chunk shape for an array of shape {shape:?} fits the bounds (chunks of 4 KiB to 16 MiB, \
+                         padding and per-chunk overhead within 2 %); give --layout AxBxC"
+                    ));
+                }
+                return Ok(ranked);
+            }
             Self::Cube(n) => fixed(vec![*n; shape.len()]),
             Self::Reference001(params) => fixed(reference_001(shape, elem, *params)),
             Self::Chunks(inner) => {
