@@ -118,6 +118,70 @@ def test_c2_an_index_claiming_impossible_sizes_is_an_error_without_allocating_th
     assert peak_rss_mib() - before < 200
 
 
+def forge_index(shard, change) -> None:
+    """Edit a shard's index with ``change(index)`` and give it a matching checksum."""
+    raw = bytearray(shard.read_bytes())
+    index = index_of(bytes(raw), N_PER_SHARD).copy()
+    change(index)
+    table = index.astype("<u8").tobytes()
+    raw[-(N_PER_SHARD * 16 + 4) :] = table + crc32c(table).to_bytes(4, "little")
+    shard.write_bytes(bytes(raw))
+
+
+def test_c2_index_entries_sharing_bytes_are_an_error_not_another_chunks_values(tmp_path):
+    # Two entries at the same bytes would each pass their checksum: chunk 3 would read as chunk 2.
+    path, _ = store_of(tmp_path)
+    shard = shard_files(path)[0]
+
+    def alias(index):
+        index[3] = index[2]
+
+    forge_index(shard, alias)
+    with pytest.raises(cubeslab.CorruptDataError, match=r"c/0/0/0.*index entries 2 and 3 share bytes"):
+        cubeslab.Array(path)[0:4, 0:8, 0:8]
+    assert not cubeslab.verify(path)["ok"]
+
+
+def test_c2_an_entry_pointing_into_the_index_is_an_error(tmp_path):
+    path, _ = store_of(tmp_path)
+    shard = shard_files(path)[0]
+    size = shard.stat().st_size
+
+    def into_index(index):
+        index[N_PER_SHARD - 1] = (size - 40, 8)
+
+    forge_index(shard, into_index)
+    with pytest.raises(cubeslab.CorruptDataError, match=r"outside the chunk data"):
+        cubeslab.Array(path)[0:4, 0:8, 0:8]
+
+
+def test_shards_whose_chunks_are_listed_out_of_file_order_still_read(tmp_path):
+    # The Zarr spec lets chunks lie in any order in a shard: only overlap is an error.
+    import zarr
+
+    data = np.arange(16 * 16 * 16, dtype=np.float32).reshape(16, 16, 16)
+    z = zarr.create_array(tmp_path / "z.zarr", shape=data.shape, chunks=(4, 4, 4), shards=(16, 16, 16),
+                          dtype="float32", compressors=None)  # fmt: skip
+    z[...] = data
+    shard = tmp_path / "z.zarr" / "c" / "0" / "0" / "0"
+    meta = json.loads((tmp_path / "z.zarr" / "zarr.json").read_text())
+    index_codecs = [c["name"] for c in meta["codecs"][0]["configuration"]["index_codecs"]]
+    assert index_codecs == ["bytes", "crc32c"]  # zarr-python's default
+    raw = shard.read_bytes()
+    n = 64
+    index = index_of(raw, n)
+    order = np.argsort(index[:, 0])
+    # Rewrite the chunks in reverse file order, keeping the index pointing at them.
+    body, new = b"", index.copy()
+    for i in order[::-1]:
+        o, nb = index[i]
+        new[i] = (len(body), nb)
+        body += raw[int(o) : int(o + nb)]
+    table = new.astype("<u8").tobytes()
+    shard.write_bytes(body + table + crc32c(table).to_bytes(4, "little"))
+    assert np.array_equal(cubeslab.Array(tmp_path / "z.zarr")[...], data)
+
+
 # -- C3 --------------------------------------------------------------------------------------------
 
 

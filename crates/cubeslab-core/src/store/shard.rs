@@ -67,6 +67,50 @@ pub fn will_need(map: &Mmap, offset: u64, len: u64) {
     }
 }
 
+/// Why the chunk ranges of `index` are not disjoint and inside `data`, if
+/// they are not. Two entries sharing bytes would each pass their checksum
+/// and hand one chunk's values out as another's. Written shards list
+/// chunks in file order, so one pass settles it; other orders are sorted.
+fn overlap(index: &[Option<(u64, u64)>], data: std::ops::Range<u64>) -> Option<String> {
+    let check = |ranges: &mut dyn Iterator<Item = (usize, u64, u64)>| -> Result<(), String> {
+        let mut previous: Option<(usize, u64)> = None;
+        for (i, offset, nbytes) in ranges {
+            if offset < data.start || offset + nbytes > data.end {
+                return Err(format!(
+                    "index entry {i} points at bytes {offset}..+{nbytes}, outside the chunk data ({}..{})",
+                    data.start, data.end
+                ));
+            }
+            if let Some((j, end)) = previous {
+                if offset < end {
+                    return Err(format!(
+                        "index entries {j} and {i} share bytes from {offset}"
+                    ));
+                }
+            }
+            previous = Some((i, offset + nbytes));
+        }
+        Ok(())
+    };
+    let present = || {
+        index
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| e.map(|(o, n)| (i, o, n)))
+            .filter(|&(_, _, n)| n > 0)
+    };
+    match check(&mut present()) {
+        Ok(()) => None,
+        Err(first) => {
+            let mut sorted: Vec<(usize, u64, u64)> = present().collect();
+            sorted.sort_unstable_by_key(|&(_, o, _)| o);
+            check(&mut sorted.into_iter())
+                .err()
+                .map(|e| if e.contains("outside") { first } else { e })
+        }
+    }
+}
+
 impl ShardFile {
     /// Open the shard at `path`. A missing file is a shard of absent chunks.
     pub fn open(
@@ -148,6 +192,14 @@ impl ShardFile {
                     )))
                 }
             }
+        }
+        let data = if layout.index_at_end {
+            0..index_start as u64
+        } else {
+            index_len as u64..len
+        };
+        if let Some(message) = overlap(&index, data) {
+            return Err(corrupt(message));
         }
         Ok(Self {
             key: key.to_string(),
