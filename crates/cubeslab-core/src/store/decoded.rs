@@ -59,10 +59,15 @@ impl DecodedCache {
         self.state().chunks.get(&id).cloned()
     }
 
-    /// Keep `data`; chunks larger than a quarter of the bound are not kept
-    /// (they would push out everything else).
+    /// Whether a chunk of `len` decoded bytes would be kept: not past a
+    /// quarter of the bound (it would push out everything else).
+    pub fn keeps(&self, len: usize) -> bool {
+        len <= self.limit / 4
+    }
+
+    /// Keep `data` if [`DecodedCache::keeps`] its size.
     pub fn insert(&self, id: ChunkId, data: Arc<Vec<u8>>) {
-        if data.len() > self.limit / 4 {
+        if !self.keeps(data.len()) {
             return;
         }
         let mut s = self.state();

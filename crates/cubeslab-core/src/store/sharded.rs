@@ -308,6 +308,16 @@ impl ZarrArray {
                 // SAFETY: disjoint output parts; `data` is a whole chunk.
                 unsafe { placement.copy(task_spans, data, dst) };
             }
+            // A chunk the cache will not keep is decoded into the thread's
+            // scratch buffer: no allocation per chunk.
+            InnerCodecs::Zstd { crc, .. } if !self.decoded.keeps(chunk_bytes) => {
+                let frame = self.checked(shard, inner, bytes, *crc, verify)?;
+                zstd_chunk::with_decompressed(frame, chunk_bytes, |data| {
+                    // SAFETY: disjoint output parts; `data` is a whole chunk.
+                    unsafe { placement.copy(task_spans, data, dst) }
+                })
+                .map_err(|message| self.codec_error(shard, inner, message))?;
+            }
             InnerCodecs::Zstd { .. } | InnerCodecs::Chain(_) => {
                 let id = (shard.id, inner);
                 let data = match self.decoded.get(id) {

@@ -14,7 +14,7 @@ use crate::{
     ingest::{rebuild_shards, Layout, AMPLITUDE},
     segy::{Geometry, ScanOptions, SegyFile, SegyOptions},
     store::{ReadOptions, ShardBuilder, StoreError, ZarrArray},
-    window::{strides, unravel, DimRange, Window},
+    window::{strides, unravel},
 };
 
 /// How far a store's amplitudes are from its source's samples.
@@ -104,14 +104,7 @@ fn compare_shard(
     let nd = shape.len();
     let elem = array.dtype().size();
     let indices = built.indices();
-    let window = Window {
-        dims: (0..nd)
-            .map(|d| {
-                let start = indices[d] * layout.shard[d];
-                DimRange::new(start, (start + layout.shard[d]).min(shape[d]))
-            })
-            .collect(),
-    };
+    let window = super::cell_window(indices, &layout.shard, shape);
     let extent = window.shape();
     let mut stored = vec![0u8; window.num_elements() as usize * elem];
     array.read_into(&window, &mut stored, options)?;
