@@ -33,11 +33,9 @@ from pathlib import Path
 import numpy as np
 import segyio
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import cold_runs, disk_bandwidth, files_under, memory_bandwidth, warm_runs
-
 import cubeslab
 from cubeslab import _engine
+from cubeslab.bench.measure import cold_runs, disk_bandwidth, files_under, memory_bandwidth, warm_runs
 from cubeslab.synthetic import SyntheticSurvey, write_segy
 
 ROOT = Path(__file__).resolve().parent

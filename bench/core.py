@@ -30,10 +30,8 @@ from pathlib import Path
 import numpy as np
 
 import cubeslab
+from cubeslab.bench.measure import cold_runs, disk_bandwidth, files_under, memory_bandwidth, warm_runs
 from cubeslab.synthetic import SyntheticSurvey, write_segy
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import cold_runs, disk_bandwidth, files_under, memory_bandwidth, warm_runs
 
 ROOT = Path(__file__).resolve().parent
 DATA = ROOT / "data"

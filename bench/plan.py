@@ -30,7 +30,6 @@ import argparse
 import json
 import shutil
 import statistics
-import sys
 import time
 from pathlib import Path
 
@@ -38,11 +37,9 @@ import numpy as np
 
 import cubeslab
 from cubeslab import _engine
+from cubeslab.bench.measure import cold_runs, disk_bandwidth, files_under, warm_runs
 from cubeslab.plan import measure_profile, plan, profile_path
 from cubeslab.synthetic import SyntheticSurvey, write_segy
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import cold_runs, disk_bandwidth, files_under, warm_runs
 
 ROOT = Path(__file__).resolve().parent
 DATA = ROOT / "data"

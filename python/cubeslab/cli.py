@@ -1,4 +1,4 @@
-"""The ``cubeslab`` command: ingest, info, read, export, demo, profile, plan.
+"""The ``cubeslab`` command: ingest, info, read, export, demo, profile, plan, verify, bench.
 
 Exit codes: 0 success, 1 a cubeslab error (the message says what and where),
 2 bad command-line usage, 130 interrupted (Ctrl-C).
@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 from rich.table import Table
 
-from . import plan_cli
+from . import bench_cli, plan_cli
 from .codecs import COMPRESSION_HELP
 from .errors import CubeslabError, SelectionError
 from .plan import check_layout
@@ -385,6 +385,7 @@ def print_verify(report: dict) -> None:
 
 app.command("profile")(plan_cli.profile_command)
 app.command("plan")(plan_cli.plan_command)
+app.command("bench")(bench_cli.bench_command)
 
 
 def main() -> None:
