@@ -93,9 +93,8 @@ def device(r: StudyRun, p: dict) -> None:
         for depth in depths:
             c = cells[(size, depth)]
             mbps = 1 / c["median_s"] / 1e6
-            row.append(
-                f"{mbps:.0f} MB/s, {mbps * 1e6 / size:,.0f} IOPS ({1 / c['max_s'] / 1e6:.0f}–{1 / c['min_s'] / 1e6:.0f})"
-            )
+            spread = f"{1 / c['max_s'] / 1e6:.0f}–{1 / c['min_s'] / 1e6:.0f}"
+            row.append(f"{mbps:.0f} MB/s, {mbps * 1e6 / size:,.0f} IOPS ({spread})")
         rows.append(row)
     r.table(
         "Cold read throughput and IOPS against requests in flight",
@@ -195,7 +194,7 @@ def plane_reads(r: StudyRun, p: dict) -> None:
         bound_row += [f"{ms_value(bytes_[n] / disk)} / {ms_value(bytes_[n] / memory)}", ""]
     rows.append(bound_row)
     r.table(
-        f"cubeslab plane reads against threads and requests in flight ({' x '.join(map(str, shape))} float32), ms",
+        f"cubeslab plane reads against threads and requests in flight ({'x'.join(map(str, shape))}), ms",
         ["threads", "in flight", *(c for n in planes for c in (f"{n} ms", f"{n} MB/s"))],
         rows,
         note="Cold unless 'warm'. MB/s: the plane's bytes over the time. The store has the planner's default "
