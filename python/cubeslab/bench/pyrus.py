@@ -21,7 +21,7 @@ from cubeslab.plan import plan as plan_layout
 from cubeslab.synthetic import SyntheticSurvey
 
 from . import seismic
-from .measure import bounds, cold_runs, files_under, warm_runs
+from .measure import bounds
 from .study import StudyRun, ms, ms_value, number
 
 TITLE = "Pyrus: SEG-Y against chunked stores, chunk size and chunk shape"
@@ -56,7 +56,7 @@ def run(r: StudyRun, p: dict) -> None:
         "cubeslab reads with checksums verified (its default). The published experiments ran on a "
         "1966 x 1103 x 3001 volume from Java; here every tool runs from Python on this machine."
     )
-    segy = measure_tool(r, "segyio", seismic.open_segyio, sgy, shape) if r.peer("segyio") else None
+    segy = measure_tool(r, seismic.open_segyio, sgy, shape) if r.peer("segyio") else None
     chunk_size_sweep(r, p, sgy, volume, segy)
     shape_sweep(r, p, sgy, shape)
     picks = formula_against_planner(r, sgy, volume)
@@ -66,25 +66,9 @@ def run(r: StudyRun, p: dict) -> None:
 # -- measuring ----------------------------------------------------------------------------------------
 
 
-def measure_tool(r: StudyRun, tool: str, opener, path, shape) -> dict:
-    """Warm and cold timings of the three planes: plane → {"warm", "cold"}."""
-    files = files_under(path)
-    out = {}
-    for plane, key in seismic.planes(shape).items():
-        reader = opener(path)
-        warm = warm_runs(lambda reader=reader, key=key: reader(key), r.runs)
-        del reader
-
-        def fresh(key=key):
-            reader = opener(path)
-            return lambda: reader(key)
-
-        out[plane] = {
-            "warm": warm,
-            "cold": cold_runs(fresh, files, r.runs),
-            "floats": seismic.floats(shape, key),
-        }
-    return out
+def measure_tool(r: StudyRun, opener, path, shape) -> dict:
+    """Warm and cold timings of the three planes: plane → {"warm", "cold", "floats"}."""
+    return seismic.time_accesses(opener, path, seismic.planes(shape), shape, r.runs)
 
 
 def per_float(timing: dict, floats: int) -> dict:
@@ -116,19 +100,19 @@ def chunk_size_sweep(r: StudyRun, p: dict, sgy, volume: np.ndarray, segy: dict |
     for n in p["cubes"]:
         store = r.data / f"pyrus-cube{n}.zarr"
         cubeslab.ingest(sgy, store, layout=f"cube:{n}", overwrite=True)
-        found["cubeslab"][n] = measure_tool(r, "cubeslab", seismic.open_cubeslab, store, shape)
+        found["cubeslab"][n] = measure_tool(r, seismic.open_cubeslab, store, shape)
         shutil.rmtree(store)
         if "h5py" in tools:
             path = r.data / f"pyrus-cube{n}.h5"
             seismic.write_h5py(path, volume, chunks=(n, n, n))
-            found["h5py"][n] = measure_tool(r, "h5py", seismic.open_h5py, path, shape)
+            found["h5py"][n] = measure_tool(r, seismic.open_h5py, path, shape)
             path.unlink()
         if "zarr" in tools or "tensorstore" in tools:
             path = r.data / f"pyrus-cube{n}-zarr-python.zarr"
             seismic.write_zarr(path, volume, (n, n, n))
             for tool, opener in (("zarr", seismic.open_zarr), ("tensorstore", seismic.open_tensorstore)):
                 if tool in tools:
-                    found[tool][n] = measure_tool(r, tool, opener, path, shape)
+                    found[tool][n] = measure_tool(r, opener, path, shape)
             shutil.rmtree(path)
     r.results["chunk_size"] = {"cubes": list(p["cubes"]), "tools": found, "segyio": segy}
     bw = r.bandwidth
@@ -212,7 +196,7 @@ def shape_sweep(r: StudyRun, p: dict, sgy, shape) -> None:
         store = r.data / "pyrus-sweep.zarr"
         cubeslab.ingest(sgy, store, layout=f"reference-001:{kib:g},{ratio:g},{asym:g}", overwrite=True)
         chunks = cubeslab.open(store).amplitude.chunks
-        planes = measure_tool(r, "cubeslab", seismic.open_cubeslab, store, shape)
+        planes = measure_tool(r, seismic.open_cubeslab, store, shape)
         shutil.rmtree(store)
         found.append(
             {"knob": knob, "kib": kib, "ratio": ratio, "asymmetry": asym, "chunks": chunks, "planes": planes}
@@ -278,7 +262,7 @@ def formula_against_planner(r: StudyRun, sgy, volume: np.ndarray) -> dict:
         store = r.data / "pyrus-pick.zarr"
         cubeslab.ingest(sgy, store, layout=layout, overwrite=True)
         chunks = cubeslab.open(store).amplitude.chunks
-        picks[name] = (chunks, measure_tool(r, "cubeslab", seismic.open_cubeslab, store, shape))
+        picks[name] = (chunks, measure_tool(r, seismic.open_cubeslab, store, shape))
         if name.startswith("cubeslab auto"):
             picks["store"] = store  # kept for the plane table; removed there
         else:
@@ -288,7 +272,7 @@ def formula_against_planner(r: StudyRun, sgy, volume: np.ndarray) -> dict:
         seismic.write_h5py(path, volume, chunks=formula)
         picks["h5py with the published formula's chunks"] = (
             formula,
-            measure_tool(r, "h5py", seismic.open_h5py, path, shape),
+            measure_tool(r, seismic.open_h5py, path, shape),
         )
         path.unlink()
     shutil.rmtree(picks.pop("store"))

@@ -34,6 +34,16 @@ figcaption { color: #445; font-size: 12.5px; max-width: 70em; } img { max-width:
 """
 
 
+RENDER_CHECK = """<script>
+// Records, on the page, how many plots the browser decoded: a headless check reads it back.
+window.addEventListener("load", () => {
+  const images = [...document.images];
+  document.body.dataset.plotsDecoded = images.filter(i => i.complete && i.naturalWidth > 0).length;
+  document.body.dataset.plots = images.length;
+});
+</script>"""
+
+
 def _cell(value) -> str:
     if isinstance(value, float):
         value = f"{value:.4g}"
@@ -140,6 +150,7 @@ def build(folder: Path, order: list[str]) -> Path:
         f"<ul>{contents}<li><a href='#machine'>Machine</a></li></ul>",
         *(_study(folder, d) for d in docs),
         _machine(docs[-1]),
+        RENDER_CHECK,
         "</body></html>",
     ]
     target = folder / "report.html"

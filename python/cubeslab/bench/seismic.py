@@ -18,6 +18,7 @@ import numpy as np
 import cubeslab
 from cubeslab.synthetic import SyntheticSurvey, write_segy
 
+from .measure import cold_runs, files_under, warm_runs
 from .tools import segy_import
 
 Reader = Callable[[tuple], np.ndarray]
@@ -77,7 +78,8 @@ def write_h5py(path: Path, volume: np.ndarray, chunks=None, **options) -> None:
     import h5py
 
     with h5py.File(path, "w") as f:
-        f.create_dataset("amplitude", data=volume, chunks=tuple(chunks) if chunks else None, **options)
+        chunks = tuple(min(c, n) for c, n in zip(chunks, volume.shape, strict=True)) if chunks else None
+        f.create_dataset("amplitude", data=volume, chunks=chunks, **options)
 
 
 def write_zarr(path: Path, volume: np.ndarray, chunks) -> None:
@@ -109,6 +111,8 @@ def ingest_openvds(sgy: Path, out: Path, method: str = "None") -> None:
         method,
         "--disable-print-text-header",
     ]
+    if method.startswith("Wavelet"):
+        command += ["--tolerance", "1"]  # OpenVDS's lossy setting: error tolerance 1 (of 255 levels)
     done = subprocess.run([*command, str(sgy)], capture_output=True, text=True)
     if done.returncode != 0 or not out.exists():
         raise RuntimeError(f"SEGYImport failed: {(done.stderr or done.stdout).strip()[-300:]}")
@@ -234,3 +238,30 @@ def timed_write(action: Callable[[], object]) -> float:
     action()
     os.sync()
     return time.perf_counter() - t0
+
+
+def time_accesses(opener, path: Path, keys: dict[str, tuple], shape, runs: int) -> dict:
+    """Warm and cold timings of each access with one tool: name → {"warm", "cold", "floats"}.
+
+    ``opener(path)`` gives a reader; cold runs open a fresh one after evicting every file under ``path``.
+    """
+    files = files_under(path)
+    out = {}
+    for name, key in keys.items():
+        reader = opener(path)
+        warm = warm_runs(lambda reader=reader, key=key: reader(key), runs)
+        del reader
+
+        def fresh(key=key):
+            reader = opener(path)
+            return lambda: reader(key)
+
+        out[name] = {"warm": warm, "cold": cold_runs(fresh, files, runs), "floats": floats(shape, key)}
+    return out
+
+
+def read_through(path: Path) -> None:
+    """Read a file once so its pages are in the page cache."""
+    with open(path, "rb") as f:
+        while f.read(64 << 20):
+            pass

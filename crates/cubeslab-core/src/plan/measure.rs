@@ -66,6 +66,13 @@ impl MeasureOptions {
             codecs: Vec::new(),
         }
     }
+
+    /// The scratch file's size: `file_bytes`, grown to hold one request of the
+    /// largest size (a cell reads whole requests from inside the file).
+    pub fn scratch_bytes(&self) -> u64 {
+        let largest = self.sizes.iter().copied().max().unwrap_or(0);
+        self.file_bytes.max(largest)
+    }
 }
 
 /// Sample data for the codec and engine measurements: a C-order array.
@@ -86,11 +93,16 @@ pub fn measure(
 ) -> Result<DeviceProfile> {
     let scratch = Scratch::new(&options.dir)?;
     progress("writing the scratch file");
-    let file = scratch.fill(options.file_bytes)?;
+    let file = scratch.fill(options.scratch_bytes())?;
     progress("device reads, cold and warm");
     let io = measure_io(&file, &scratch.path, options)?;
     progress("memory rates");
-    let memory = measure_memory(&file, &scratch.path, options.threads, options.file_bytes)?;
+    let memory = measure_memory(
+        &file,
+        &scratch.path,
+        options.threads,
+        options.scratch_bytes(),
+    )?;
     drop(file);
     progress("engine costs");
     let engine = measure_engine(&scratch.dir, options.threads, &memory)?;
@@ -170,7 +182,8 @@ fn measure_io(file: &File, path: &Path, options: &MeasureOptions) -> Result<IoTa
     let mut cold = vec![vec![0.0; options.depths.len()]; n];
     let mut warm = vec![vec![0.0; options.depths.len()]; n];
     // Warm cells read from a resident region.
-    let warm_region = (256u64 << 20).min(options.file_bytes);
+    let file_bytes = options.scratch_bytes();
+    let warm_region = (256u64 << 20).min(file_bytes);
     for (i, &size) in options.sizes.iter().enumerate() {
         for (j, &depth) in options.depths.iter().enumerate() {
             // Mapped pages survive eviction: map afresh for each cell, after it.
@@ -178,7 +191,7 @@ fn measure_io(file: &File, path: &Path, options: &MeasureOptions) -> Result<IoTa
             // SAFETY: the scratch file is not modified while mapped.
             let map = unsafe { memmap2::Mmap::map(file) }.map_err(|e| Error::io(path, e))?;
             let _ = map.advise(memmap2::Advice::Random);
-            let slots = (options.file_bytes / size).max(1);
+            let slots = file_bytes / size;
             cold[i][j] = mapped_cell(
                 &map,
                 size,
@@ -635,6 +648,22 @@ fn sanitize(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn requests_larger_than_the_scratch_file_grow_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut options = MeasureOptions::new(dir.path());
+        options.file_bytes = 1 << 20;
+        options.cell_seconds = 0.001;
+        options.sizes = vec![4096, 4 << 20];
+        options.depths = vec![1, 2];
+        options.threads = 2;
+        assert_eq!(options.scratch_bytes(), 4 << 20);
+        let scratch = Scratch::new(dir.path()).unwrap();
+        let file = scratch.fill(options.scratch_bytes()).unwrap();
+        let table = measure_io(&file, &scratch.path, &options).unwrap();
+        assert!(table.cold_measured.iter().flatten().all(|&rate| rate > 0.0));
+    }
 
     #[test]
     fn a_quick_profile_is_complete_and_sane() {
