@@ -328,3 +328,15 @@ def synthetic_segy(tmp_path):
         return SyntheticSegy(path, survey)
 
     return make
+
+
+@pytest.fixture(scope="session")
+def tiny_bench(tmp_path_factory) -> Path:
+    """Every benchmark study run once at its tiny size into one report folder (about two minutes);
+    the study tests read what it recorded, and the report test renders it."""
+    import cubeslab.bench
+
+    root = tmp_path_factory.mktemp("bench")
+    for study in cubeslab.bench.STUDIES:
+        cubeslab.bench.run(study, size="tiny", out=root / "out", data=root / "data")
+    return root / "out"

@@ -12,7 +12,6 @@ import struct
 
 import pytest
 
-import cubeslab.bench
 from cubeslab.bench.study import ms
 
 HAVE_H5PY = importlib.util.find_spec("h5py") is not None
@@ -28,12 +27,14 @@ SIZE_LIMIT = 2100 / 2000
 
 
 @pytest.fixture(scope="module")
-def study(tmp_path_factory):
-    root = tmp_path_factory.mktemp("openmsi")
-    out = root / "out"
-    report = cubeslab.bench.run("openmsi", size="tiny", out=out, data=root / "data")
-    doc = json.loads((out / "openmsi.json").read_text())
-    return {"out": out, "report": report, "doc": doc, "data": root / "data"}
+def study(tiny_bench):
+    doc = json.loads((tiny_bench / "openmsi.json").read_text())
+    return {
+        "out": tiny_bench,
+        "report": tiny_bench / "report.html",
+        "doc": doc,
+        "data": tiny_bench.parent / "data",
+    }
 
 
 def table(doc: dict, starts: str) -> dict:

@@ -21,12 +21,8 @@ CLI = Path(sys.executable).parent / "cubeslab"
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory) -> Path:
-    """The pyrus, queue-depth and peers studies run once at tiny size into one folder."""
-    root = tmp_path_factory.mktemp("bench")
-    for study in ("pyrus", "queue-depth", "peers"):
-        bench.run(study, size="tiny", out=root / OUT, data=root / "data")
-    return root / OUT
+def tiny(tiny_bench) -> Path:
+    return tiny_bench
 
 
 def load(folder: Path, study: str) -> dict:
@@ -141,7 +137,8 @@ def chromium() -> str:
 
 def test_report_renders_every_table_and_plot_in_chromium(tiny):
     report = tiny / "report.html"
-    docs = [load(tiny, s) for s in ("pyrus", "queue-depth", "peers")]
+    docs = [load(tiny, s) for s in bench.STUDIES]
+    assert [d["study"] for d in docs] == list(bench.STUDIES)
     browser = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"]
     dom = subprocess.run(
         [*browser, "--virtual-time-budget=5000", "--dump-dom", report.as_uri()],

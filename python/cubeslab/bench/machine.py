@@ -101,7 +101,7 @@ def describe(data_dir: Path) -> dict:
 def summary(machine: dict) -> str:
     """One line: CPU, cores, memory, disk."""
     disk = machine["disk"]
-    kind = {True: "rotational", False: "solid state", None: ""}[disk.get("rotational")]
+    kind = {True: "reported rotational", False: "reported non-rotational", None: ""}[disk.get("rotational")]
     model = " ".join(x for x in (disk.get("model"), kind) if x)
     return (
         f"{machine['cpu']}, {machine['cores']} cores, {machine['memory_gib']} GiB; "

@@ -84,6 +84,8 @@ def _bandwidth(bandwidth: dict) -> str:
         parts.append(f"memory copy {bandwidth['memory_copy_Bps'] / 1e9:.1f} GB/s (one thread)")
     if "disk_read_Bps" in bandwidth:
         parts.append(f"sequential disk read {bandwidth['disk_read_Bps'] / 1e9:.2f} GB/s (cold, 16 MiB reads)")
+    if "disk_write_Bps" in bandwidth:
+        parts.append(f"sequential disk write {bandwidth['disk_write_Bps'] / 1e9:.2f} GB/s (fsynced)")
     if not parts:
         return ""
     return (
