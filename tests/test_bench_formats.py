@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from cubeslab import bench
-from cubeslab.bench import formats, tools
+from cubeslab.bench import file_formats, formats, tools
 
 # Peers runs use a smaller tiny (what they check does not depend on the sizes), its hyperslab source not one
 # of the written sizes, as at the medium size.
@@ -30,7 +30,7 @@ def tiny(tiny_bench):
 
 
 def installed_labels() -> list[str]:
-    return [t.label for t in formats.all_tools() if t.peer is None or tools.missing(t.peer) is None]
+    return [t.label for t in file_formats.all_tools() if t.peer is None or tools.missing(t.peer) is None]
 
 
 def case_table(doc: dict, case: int) -> dict:
@@ -124,14 +124,14 @@ def test_peers_selects_the_tools_measured(tmp_path, monkeypatch):
 
 def test_a_tool_returning_other_data_stops_the_study(tmp_path, monkeypatch):
     monkeypatch.setitem(formats.SIZES, "tiny", FEWER)
-    honest = formats.Cubeslab.read
+    honest = file_formats.Cubeslab.read
 
     def off_by_one(self, path, name, key):
         data = honest(self, path, name, key)
         data.flat[0] ^= np.uint16(1)
         return data
 
-    monkeypatch.setattr(formats.Cubeslab, "read", off_by_one)
+    monkeypatch.setattr(file_formats.Cubeslab, "read", off_by_one)
     with pytest.raises(RuntimeError, match="cubeslab: whole read"):
         bench.run("formats", size="tiny", peers="numpy", out=tmp_path / "out", data=tmp_path / "data")
     assert [p for p in (tmp_path / "data").rglob("*") if p.is_file()] == []
@@ -140,7 +140,7 @@ def test_a_tool_returning_other_data_stops_the_study(tmp_path, monkeypatch):
 @pytest.mark.skipif(tools.missing("netcdf4") is not None, reason="netCDF4 is not installed")
 def test_the_classic_netcdf_format_is_left_out_of_case_5_past_its_limit(tmp_path, monkeypatch):
     monkeypatch.setitem(formats.SIZES, "tiny", FEWER)
-    monkeypatch.setattr(formats, "CLASSIC_MANY", FEWER["datasets"] - 1)
+    monkeypatch.setattr(file_formats, "CLASSIC_MANY", FEWER["datasets"] - 1)
     bench.run("formats", size="tiny", peers="netcdf4", out=tmp_path / "out", data=tmp_path / "data")
     doc = json.loads((tmp_path / "out" / "formats.json").read_text())
     many = doc["results"]["many"]
