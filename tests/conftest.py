@@ -340,3 +340,15 @@ def tiny_bench(tmp_path_factory) -> Path:
     for study in cubeslab.bench.STUDIES:
         cubeslab.bench.run(study, size="tiny", out=root / "out", data=root / "data")
     return root / "out"
+
+
+def timings(value, where: str = "results"):
+    """Every timing (a dict with a median) under a study's recorded results, with where it was found."""
+    if isinstance(value, dict):
+        if "median_s" in value:
+            yield where, value
+        for key, item in value.items():
+            yield from timings(item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from timings(item, f"{where}[{i}]")

@@ -9,6 +9,7 @@ import json
 
 import numpy as np
 import pytest
+from conftest import timings
 
 from cubeslab import bench
 from cubeslab.bench import file_formats, formats, tools
@@ -37,15 +38,6 @@ def case_table(doc: dict, case: int) -> dict:
     found = [t for t in doc["tables"] if t["title"].startswith(f"{case}. ")]
     assert len(found) == 1, [t["title"] for t in doc["tables"]]
     return found[0]
-
-
-def timings(node, where=""):
-    """Every (path, timing) in the results: dicts holding a median."""
-    if isinstance(node, dict):
-        if "median_s" in node:
-            yield where, node
-        for key, value in node.items():
-            yield from timings(value, f"{where}/{key}")
 
 
 def test_a_table_per_case_with_a_row_per_size_and_a_column_per_tool(tiny):

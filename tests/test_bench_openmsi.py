@@ -11,6 +11,7 @@ import os
 import struct
 
 import pytest
+from conftest import timings
 
 from cubeslab.bench.study import ms
 
@@ -48,18 +49,6 @@ def table(doc: dict, starts: str) -> dict:
 def column(t: dict, name: str) -> list:
     i = t["columns"].index(name)
     return [row[i] for row in t["rows"]]
-
-
-def timings(value, where="results"):
-    """Every {median_s, min_s, max_s, runs} dict under ``value``, with where it was found."""
-    if isinstance(value, dict):
-        if "median_s" in value:
-            yield where, value
-        for k, v in value.items():
-            yield from timings(v, f"{where}.{k}")
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            yield from timings(v, f"{where}[{i}]")
 
 
 def test_peers_ran_or_are_listed_as_skipped(study):
