@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import gc
 import os
-import shutil
 import time
 from pathlib import Path
 
 import numpy as np
 
 from .file_formats import COLUMNS, DTYPE, ROW_BYTES, WHOLE, Cubeslab, Tool, all_tools
-from .measure import bounds, cold_runs, files_under, stats, timed, warm_runs
+from .measure import bounds, cold_runs, files_under, remove, stats, timed, warm_runs
 from .study import StudyRun, ms, ms_value, number
 
 TITLE = "Formats: HDF5 against NetCDF, FITS and raw binary (uint16 2-D datasets)"
@@ -71,13 +70,6 @@ def random_rows(rows: int, seed: int | None = None) -> np.ndarray:
     # row count, so the hyperslab source kept from case 1 and the array checked against it agree.
     seed = rows if seed is None else seed
     return np.random.default_rng(seed).integers(0, 1 << 16, (rows, COLUMNS), dtype=DTYPE)
-
-
-def remove(path: Path) -> None:
-    if path.is_dir():
-        shutil.rmtree(path)
-    elif path.exists():
-        path.unlink()
 
 
 def fsync_tree(path: Path) -> None:

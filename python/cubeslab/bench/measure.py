@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import os
+import shutil
 import statistics
 import time
 from collections.abc import Callable
@@ -27,6 +28,15 @@ def files_under(path: Path) -> list[Path]:
 def size_on_disk(path: Path) -> int:
     """Bytes of every file under ``path`` (apparent sizes: what a copy would move)."""
     return sum(p.stat().st_size for p in files_under(path))
+
+
+def remove(path: Path) -> None:
+    """Delete a file or a folder, if it exists (scratch stores between measurements)."""
+    path = Path(path)
+    if path.is_dir():
+        shutil.rmtree(path)
+    elif path.exists():
+        path.unlink()
 
 
 def evict(paths: list[Path]) -> None:

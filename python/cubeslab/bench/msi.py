@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,7 +13,7 @@ import numpy as np
 
 import cubeslab
 
-from .measure import cold_runs, files_under, stats, timed
+from .measure import cold_runs, files_under, remove, stats, timed
 from .study import StudyRun
 
 SEED = 3
@@ -155,13 +154,6 @@ def opened(layout: Layout):
 
     with h5py.File(layout.path, "r") as f:
         yield f["data"].__getitem__
-
-
-def remove(path: Path) -> None:
-    if path.is_dir():
-        shutil.rmtree(path)
-    elif path.exists():
-        path.unlink()
 
 
 def warm_files(paths: list[Path]) -> None:

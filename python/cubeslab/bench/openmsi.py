@@ -22,8 +22,8 @@ import cubeslab
 from cubeslab.array import ReadSettings
 
 from .measure import (
-    memory_bandwidth,
-    scratch_file_bandwidth,
+    bounds,
+    remove,
     size_on_disk,
     stats,
     timed,
@@ -38,7 +38,6 @@ from .msi import (
     first_access,
     key_bytes,
     load_cube,
-    remove,
     selection_keys,
     sustained,
     write_layout,
@@ -110,13 +109,6 @@ CUBESLAB_CODECS = (*(f"gzip:{n}" for n in HDF5_GZIP_LEVELS), "zstd:3", "blosc-lz
 
 
 # -- the study's parts -----------------------------------------------------------------------------
-
-
-def bandwidths(r: StudyRun, p: dict) -> None:
-    r.bandwidth = {
-        "memory_copy_Bps": memory_bandwidth(),
-        "disk_read_Bps": scratch_file_bandwidth(r.data, p["disk_probe_mib"] << 20),
-    }
 
 
 def plan_layouts(r: StudyRun, shape, scratch: Path, with_hdf5: bool) -> list[Layout]:
@@ -633,7 +625,7 @@ def notes(r: StudyRun, data: np.ndarray, p: dict) -> None:
 def run(r: StudyRun, p: dict) -> None:
     with_hdf5 = r.peer("h5py")
     with_dask = r.peer("dask")
-    bandwidths(r, p)
+    r.bandwidth = bounds(r.data, p["disk_probe_mib"] << 20)
     data = load_cube(r, p)
     r.results["shape"] = list(data.shape)
     r.results["raw_bytes"] = data.nbytes

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import io
 import math
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +22,7 @@ import cubeslab
 from cubeslab.synthetic import SyntheticSurvey
 
 from . import seismic
-from .measure import bounds, size_on_disk, stats
+from .measure import bounds, remove, size_on_disk, stats
 from .study import StudyRun, mib, ms, ms_value, ratio
 
 TITLE = "Peers: cubeslab beside today's tools on one survey"
@@ -150,13 +149,6 @@ def ingest_runs(tool: Tool, sgy: Path, path: Path, volume: np.ndarray, runs: int
         remove(path)
         times.append(seismic.timed_write(lambda: tool.make(sgy, path, volume)))
     return stats(times)
-
-
-def remove(path: Path) -> None:
-    if path.is_dir():
-        shutil.rmtree(path)
-    elif path.exists():
-        path.unlink()
 
 
 def check(read: seismic.Reader, keys: dict, volume: np.ndarray) -> str:
