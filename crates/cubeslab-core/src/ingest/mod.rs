@@ -454,15 +454,24 @@ fn plan_views(
         if planned.iter().any(|v| v.access == name) {
             continue;
         }
+        let window = access.window(shape);
         let alone = Planner {
             mix: AccessMix {
                 accesses: vec![(access, 1.0)],
             },
             ..planner.clone()
         };
-        let plan = Strategy::Auto
-            .choose(shape, dtype.size(), &alone)?
-            .remove(0);
+        // A view is the volume laid out for its access: each read one shard
+        // holding little else, fetched whole in one trip. When no such
+        // layout fits the bounds (a tiny array), the best for the access.
+        let mut fitted = alone.rank_one_read_per_shard(shape, dtype.size(), &window);
+        let plan = if fitted.is_empty() {
+            Strategy::Auto
+                .choose(shape, dtype.size(), &alone)?
+                .remove(0)
+        } else {
+            fitted.remove(0)
+        };
         let suffix: String = name
             .chars()
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })

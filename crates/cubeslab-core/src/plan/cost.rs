@@ -103,6 +103,10 @@ pub struct Prediction {
     pub seconds: f64,
 }
 
+/// Outputs up to this size reuse memory a previous read freed (glibc's
+/// largest dynamic mmap threshold); larger ones are fresh pages each time.
+pub const FRESH_OUTPUT_BYTES: u64 = 32 << 20;
+
 /// Predict the time to read `window` of `array`.
 pub fn predict(
     array: &StoredArray,
@@ -131,7 +135,10 @@ pub fn predict_both(
 /// The work of a read, before the cache state decides how it overlaps.
 struct Walk {
     counts: Prediction,
+    /// Requests for chunks, after each shard's index is read.
     request_sizes: Vec<u64>,
+    /// Shards read whole: requested at open, index and chunks at once.
+    whole_sizes: Vec<u64>,
     index_bytes: u64,
     /// CPU time over all chunks, warm.
     cpu: f64,
@@ -164,6 +171,7 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
         return Walk {
             counts: prediction,
             request_sizes: Vec::new(),
+            whole_sizes: Vec::new(),
             index_bytes,
             cpu: 0.0,
             busy: 1.0,
@@ -183,6 +191,29 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
         ),
     };
     let partial = decode_rate.is_none() && !setup.verify;
+    // Shards the window mostly covers are read whole, as the reader does.
+    let grid: Vec<u64> = array
+        .shape
+        .iter()
+        .zip(inner)
+        .map(|(&n, &c)| n.div_ceil(c))
+        .collect();
+    let whole: Vec<bool> = (0..order.n_shards())
+        .map(|slot| order.covers_most_of(slot, &grid))
+        .collect();
+    let whole_sizes: Vec<u64> = (0..order.n_shards())
+        .filter(|&slot| whole[slot as usize])
+        .map(|slot| {
+            let held: u64 = order
+                .shard_indices(slot)
+                .iter()
+                .zip(&cps)
+                .zip(&grid)
+                .map(|((&i, &per), &g)| per.min(g - i * per))
+                .product();
+            held * stored_chunk + index_bytes
+        })
+        .collect();
     let mut chunk_strides = vec![1u64; nd];
     for d in (0..nd.saturating_sub(1)).rev() {
         chunk_strides[d] = chunk_strides[d + 1] * inner[d + 1];
@@ -228,22 +259,26 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
             (start, stored_chunk)
         };
         fault_bytes += len;
-        // Merge into the open request exactly as the prefetcher does.
-        open = match open.take() {
-            Some((id, o, l))
-                if id == shard_id
-                    && offset >= o
-                    && offset <= o + l + COALESCE_GAP
-                    && l < MAX_REQUEST =>
-            {
-                Some((id, o, l.max(offset + len - o)))
-            }
-            Some((_, _, l)) => {
-                request_sizes.push(l);
-                Some((shard_id, offset, len))
-            }
-            None => Some((shard_id, offset, len)),
-        };
+        if whole[task.slot] {
+            // Requested with its shard at open: no request of its own.
+        } else {
+            // Merge into the open request exactly as the prefetcher does.
+            open = match open.take() {
+                Some((id, o, l))
+                    if id == shard_id
+                        && offset >= o
+                        && offset <= o + l + COALESCE_GAP
+                        && l < MAX_REQUEST =>
+                {
+                    Some((id, o, l.max(offset + len - o)))
+                }
+                Some((_, _, l)) => {
+                    request_sizes.push(l);
+                    Some((shard_id, offset, len))
+                }
+                None => Some((shard_id, offset, len)),
+            };
+        }
 
         // CPU work for this chunk.
         let mut work = engine.task;
@@ -272,12 +307,16 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
         request_sizes.push(len);
     }
     prediction.touched_bytes = fault_bytes;
-    prediction.device_bytes = request_sizes.iter().sum();
-    prediction.requests = request_sizes.len() as u64;
+    prediction.device_bytes = request_sizes.iter().chain(&whole_sizes).sum();
+    prediction.requests = (request_sizes.len() + whole_sizes.len()) as u64;
 
-    // The output is new memory (a fresh array): its pages are faulted in and
-    // zeroed as the workers first write them.
-    cpu += prediction.output_bytes as f64 / memory.first_write;
+    // The output is a fresh array. Up to glibc's largest dynamic mmap
+    // threshold, the memory a previous read's output freed is reused, already
+    // mapped; beyond it, each read maps fresh pages, faulted in and zeroed as
+    // the workers first write them.
+    if prediction.output_bytes > FRESH_OUTPUT_BYTES {
+        cpu += prediction.output_bytes as f64 / memory.first_write;
+    }
     // Workers share the pieces; a read of fewer pieces than threads uses
     // fewer, and a small read stays on the calling thread.
     let work = if partial {
@@ -294,6 +333,7 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
     Walk {
         counts: prediction,
         request_sizes,
+        whole_sizes,
         index_bytes,
         cpu,
         busy,
@@ -326,18 +366,34 @@ impl Walk {
                 let open_depth = p.shards.min(threads) as f64;
                 let index = self.index_bytes.max(4096) as f64;
                 let index_time = index / profile.io.cold_rate(index, open_depth) * open_depth;
-                let open_time = p.shards as f64 * (engine.shard_open + index_time) / open_depth;
+                // A shard read whole does not wait for its index alone: the
+                // index comes in with the chunks.
+                let n_whole = self.whole_sizes.len() as f64;
+                let open_time = (p.shards as f64 * engine.shard_open
+                    + (p.shards as f64 - n_whole) * index_time)
+                    / open_depth;
                 // Each worker keeps ceil(in_flight / threads) requests outstanding.
                 let outstanding = setup.in_flight.div_ceil(threads as usize).max(1) as u64;
-                let depth = (outstanding * busy as u64).min(p.requests).max(1) as f64;
-                let io: f64 = self
+                let depth = (outstanding * busy as u64)
+                    .min(self.request_sizes.len() as u64)
+                    .max(1) as f64;
+                let mut io: f64 = self
                     .request_sizes
                     .iter()
                     .map(|&s| s as f64 / profile.io.cold_rate(s as f64, depth))
                     .sum();
-                // The first request must arrive before any copying starts.
-                let first = self.request_sizes[0] as f64;
-                let startup = first / profile.io.cold_rate(first, 1.0);
+                // Whole shards are all requested as they are opened.
+                let whole_depth = n_whole.min(setup.in_flight.max(1) as f64).max(1.0);
+                io += self
+                    .whole_sizes
+                    .iter()
+                    .map(|&s| s as f64 / profile.io.cold_rate(s as f64, whole_depth))
+                    .sum::<f64>();
+                // The first request for chunks must arrive before any copying
+                // starts (whole shards' requests left at open).
+                let startup = self.request_sizes.first().map_or(0.0, |&first| {
+                    first as f64 / profile.io.cold_rate(first as f64, 1.0)
+                });
                 let cpu = self.cpu + p.touched_bytes as f64 / profile.memory.fault;
                 p.io_seconds = io;
                 p.cpu_seconds = cpu;
@@ -420,6 +476,23 @@ mod tests {
             predict(&thick, &w, &one, Cache::Warm, &p).seconds
                 >= predict(&thick, &w, &SETUP, Cache::Warm, &p).seconds
         );
+    }
+
+    #[test]
+    fn a_shard_the_read_covers_is_read_whole_in_one_request() {
+        let p = DeviceProfile::typical();
+        let w = Access::Plane(0).window(&[600, 800, 1000]);
+        // One inline per shard, in two chunks: the shard file is the request.
+        let fitted = array([1, 400, 1000], [1, 800, 1000]);
+        let one = predict(&fitted, &w, &SETUP, Cache::Cold, &p);
+        assert_eq!((one.shards, one.requests), (1, 1));
+        assert_eq!(one.device_bytes, 2 * (400 * 1000 * 4 + 4) + 2 * 16 + 4);
+        // Four inlines per shard: the inline is a quarter of its shard, so
+        // the index is read first and the chunks after it.
+        let thick = array([1, 400, 1000], [4, 800, 1000]);
+        let apart = predict(&thick, &w, &SETUP, Cache::Cold, &p);
+        assert_eq!(apart.device_bytes, 2 * (400 * 1000 * 4 + 4));
+        assert!(apart.seconds > one.seconds, "{apart:?} {one:?}");
     }
 
     #[test]

@@ -158,6 +158,31 @@ pub fn shard_for(inner: &[u64], shape: &[u64], elem: usize, growth: ShardGrowth)
     per_shard.iter().zip(inner).map(|(p, c)| p * c).collect()
 }
 
+/// The shard holding exactly the chunks one read of `window` touches, if
+/// that read falls in one shard of that shape and the shard is at most
+/// [`SHARD_MAX_BYTES`]. Such a read covers its shard, which the reader then
+/// requests whole, index and chunks at once: one trip to the device.
+pub fn shard_fitting(
+    window: &crate::window::Window,
+    inner: &[u64],
+    elem: usize,
+) -> Option<Vec<u64>> {
+    let mut shard = Vec::with_capacity(inner.len());
+    for (r, &c) in window.dims.iter().zip(inner) {
+        if r.stop <= r.start {
+            return None;
+        }
+        let (first, last) = (r.start / c, (r.stop - 1) / c);
+        let count = last - first + 1;
+        if first / count != last / count {
+            return None;
+        }
+        shard.push(count * c);
+    }
+    let bytes = shard.iter().product::<u64>() * elem as u64;
+    (bytes <= SHARD_MAX_BYTES).then_some(shard)
+}
+
 /// The chunk shape formula published in reference 001 ("Optimising jHDF /
 /// chunk shape"): split the volume into about equal numbers of chunks of
 /// `target_bytes` along each axis, squash the chunk by `ratio` in the last
@@ -258,5 +283,39 @@ mod tests {
         let p = l.padding(&[600, 800, 1000]);
         assert!((p - (608.0 * 1008.0 / 600_000.0 - 1.0)).abs() < 1e-12);
         assert_eq!(l.describe(), "16x16x16/16x16x16");
+    }
+
+    #[test]
+    fn a_fitting_shard_holds_exactly_one_reads_chunks() {
+        use crate::plan::access::Access;
+        let shape = [600u64, 800, 1000];
+        let inline = Access::Plane(0).window(&shape);
+        assert_eq!(
+            shard_fitting(&inline, &[12, 16, 6], 4),
+            Some(vec![12, 800, 1002])
+        );
+        let time = Access::Plane(2).window(&shape);
+        assert_eq!(
+            shard_fitting(&time, &[600, 800, 1], 4),
+            Some(vec![600, 800, 1])
+        );
+        // A box straddling a chunk boundary at an odd chunk: no aligned shard holds it alone.
+        let window = crate::window::Window {
+            dims: vec![
+                crate::window::DimRange::new(22, 26),
+                crate::window::DimRange::new(0, 800),
+                crate::window::DimRange::new(0, 1000),
+            ],
+        };
+        assert_eq!(shard_fitting(&window, &[12, 16, 6], 4), None);
+        // Larger than a shard may be.
+        assert_eq!(
+            shard_fitting(
+                &Access::Plane(0).window(&[8, 100_000, 1000]),
+                &[1, 1, 1000],
+                4
+            ),
+            None
+        );
     }
 }

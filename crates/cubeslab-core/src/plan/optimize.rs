@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::{
     access::AccessMix,
     cost::{predict_both, ChunkCodec, Prediction, ReadSetup, StoredArray},
-    layout::{shard_for, Layout, ShardGrowth},
+    layout::{shard_fitting, shard_for, Layout, ShardGrowth},
     profile::DeviceProfile,
 };
 
@@ -142,7 +142,7 @@ impl Planner {
 
     /// Every admissible layout tried, best first: all inner chunk shapes
     /// from a ladder of sides with default shards, then the best of those
-    /// with every shard growth rule.
+    /// with every shard growth rule and with each access's fitting shard.
     pub fn rank(&self, shape: &[u64], elem: usize) -> Vec<Evaluated> {
         let inners = inner_candidates(shape, elem, self.block, self.codec.ratio());
         let mut first: Vec<Evaluated> = inners
@@ -157,11 +157,21 @@ impl Planner {
         let mut second: Vec<Evaluated> = finalists
             .par_iter()
             .flat_map_iter(|l| {
-                ShardGrowth::ALL
+                // Shards grown by each rule, and shards holding exactly what
+                // one access of the mix reads (read whole, in one trip).
+                let grown = ShardGrowth::ALL
                     .iter()
-                    .map(|&g| Layout {
+                    .map(|&g| shard_for(&l.inner, shape, elem, g));
+                let fitting = self
+                    .mix
+                    .accesses
+                    .iter()
+                    .filter_map(|(a, _)| shard_fitting(&a.window(shape), &l.inner, elem));
+                grown
+                    .chain(fitting)
+                    .map(|shard| Layout {
                         inner: l.inner.clone(),
-                        shard: shard_for(&l.inner, shape, elem, g),
+                        shard,
                     })
                     .filter(|c| c != l)
                     .collect::<Vec<_>>()
@@ -172,6 +182,35 @@ impl Planner {
         sort(&mut first);
         first.dedup_by(|a, b| a.layout == b.layout);
         first
+    }
+}
+
+impl Planner {
+    /// Layouts whose every shard holds one read of `window` and little else
+    /// (the read is at least half of it), best first: the layouts of an
+    /// orientation copy, where each read is one shard fetched whole.
+    pub fn rank_one_read_per_shard(
+        &self,
+        shape: &[u64],
+        elem: usize,
+        window: &crate::window::Window,
+    ) -> Vec<Evaluated> {
+        let inners = inner_candidates(shape, elem, self.block, self.codec.ratio());
+        let mut ranked: Vec<Evaluated> = inners
+            .par_iter()
+            .filter_map(|inner| {
+                let shard = shard_fitting(window, inner, elem)?;
+                (window.num_elements() * 2 >= shard.iter().product::<u64>()).then(|| {
+                    let layout = Layout {
+                        inner: inner.clone(),
+                        shard,
+                    };
+                    self.evaluate(shape, elem, &layout)
+                })
+            })
+            .collect();
+        sort(&mut ranked);
+        ranked
     }
 }
 

@@ -454,7 +454,14 @@ impl ZarrArray {
         indices.iter().zip(&grid).fold(0, |id, (i, n)| id * n + i)
     }
 
-    pub(super) fn shard(&self, path: &ShardedCodecs, indices: &[u64]) -> Result<Arc<ShardFile>> {
+    /// The open shard at `indices` (cached per handle). A shard opened to be
+    /// read `whole` has all its bytes requested at once; otherwise only its index.
+    pub(super) fn shard(
+        &self,
+        path: &ShardedCodecs,
+        indices: &[u64],
+        whole: bool,
+    ) -> Result<Arc<ShardFile>> {
         if let Some(s) = self
             .shards
             .lock()
@@ -470,6 +477,7 @@ impl ZarrArray {
             key.as_str(),
             self.shard_id(indices),
             &path.layout,
+            whole,
         )?);
         let mut cache = self.shards.lock().unwrap_or_else(|p| p.into_inner());
         if cache.len() >= MAX_CACHED_SHARDS {

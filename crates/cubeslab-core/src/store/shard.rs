@@ -113,12 +113,15 @@ fn overlap(index: &[Option<(u64, u64)>], data: std::ops::Range<u64>) -> Option<S
 
 impl ShardFile {
     /// Open the shard at `path`. A missing file is a shard of absent chunks.
+    /// `whole`: the read will use most of the shard, so every byte of it is
+    /// requested now with the index, not after it.
     pub fn open(
         array: &Path,
         path: &Path,
         key: &str,
         id: u64,
         layout: &ShardLayout,
+        whole: bool,
     ) -> Result<Self> {
         let corrupt = |message: String| -> Error {
             StoreError::Corrupt {
@@ -160,6 +163,11 @@ impl ShardFile {
         // reader asks the kernel for exactly the ranges it needs instead.
         let _ = map.advise(Advice::Random);
         let _ = map.advise_range(Advice::WillNeed, index_start, index_len);
+        if whole {
+            // The index was asked for first, so it arrives first; the chunks
+            // stream in while it is checked.
+            will_need(&map, 0, map.len() as u64);
+        }
         let raw = &map[index_start..index_start + index_len];
         let entries = &raw[..layout.num_chunks() * 16];
         if layout.index_crc {

@@ -193,7 +193,16 @@ impl ZarrArray {
         let pool = options.parallelism.pool();
 
         // Open the touched shards (in parallel: each reads and checks an index).
-        let open = |slot: u64| self.shard(path, &order.shard_indices(slot));
+        let grid: Vec<u64> = self
+            .shape
+            .iter()
+            .zip(&path.inner_shape)
+            .map(|(&n, &c)| n.div_ceil(c))
+            .collect();
+        let open = |slot: u64| {
+            let whole = order.covers_most_of(slot, &grid);
+            self.shard(path, &order.shard_indices(slot), whole)
+        };
         let shards: Vec<Arc<ShardFile>> = if serial {
             (0..order.n_shards()).map(open).collect::<Result<_>>()?
         } else {

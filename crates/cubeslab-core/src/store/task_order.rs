@@ -101,6 +101,24 @@ impl TaskOrder {
             .collect()
     }
 
+    /// Whether the window's chunks in shard `slot` are at least half of the
+    /// chunks the shard holds (`grid`: the array's chunks per dimension).
+    /// Such a shard is read whole, in one request with its index: one trip
+    /// to the device instead of the index first and the chunks after.
+    pub fn covers_most_of(&self, slot: u64, grid: &[u64]) -> bool {
+        let slot = slot as usize;
+        let tasks = self.starts[slot + 1] - self.starts[slot];
+        let idx = unravel(slot as u64, &self.touched_shape);
+        let held: u64 = (0..self.nd)
+            .map(|d| {
+                let per = self.chunks_per_shard[d];
+                let first = self.touched[d][idx[d] as usize] * per;
+                per.min(grid[d].saturating_sub(first))
+            })
+            .product();
+        tasks * 2 >= held
+    }
+
     /// Spans per dimension (over all chunks the window touches).
     pub fn spans(&self) -> &[Vec<ChunkSpan>] {
         &self.spans
