@@ -340,7 +340,8 @@ def markdown(results: dict) -> str:
             "",
             f"## Benchmark volume {' x '.join(map(str, b['shape']))} float32",
             "",
-            f"Disk sequential read (median of 5 cold reads of 256 MiB at spread offsets): {b['disk_read_Bps'] / 1e9:.2f} GB/s.",
+            "Disk sequential read (median of 5 cold reads of 256 MiB at spread offsets): "
+            f"{b['disk_read_Bps'] / 1e9:.2f} GB/s.",
             "",
             "| strategy | layout | inline warm / cold | crossline warm / cold | time warm / cold "
             "| slowest warm / cold |",
