@@ -203,16 +203,7 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
         .collect();
     let whole_sizes: Vec<u64> = (0..order.n_shards())
         .filter(|&slot| whole[slot as usize])
-        .map(|slot| {
-            let held: u64 = order
-                .shard_indices(slot)
-                .iter()
-                .zip(&cps)
-                .zip(&grid)
-                .map(|((&i, &per), &g)| per.min(g - i * per))
-                .product();
-            held * stored_chunk + index_bytes
-        })
+        .map(|slot| order.chunks_held(slot, &grid) * stored_chunk + index_bytes)
         .collect();
     let mut chunk_strides = vec![1u64; nd];
     for d in (0..nd.saturating_sub(1)).rev() {

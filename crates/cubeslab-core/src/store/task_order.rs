@@ -106,17 +106,21 @@ impl TaskOrder {
     /// Such a shard is read whole, in one request with its index: one trip
     /// to the device instead of the index first and the chunks after.
     pub fn covers_most_of(&self, slot: u64, grid: &[u64]) -> bool {
-        let slot = slot as usize;
-        let tasks = self.starts[slot + 1] - self.starts[slot];
-        let idx = unravel(slot as u64, &self.touched_shape);
-        let held: u64 = (0..self.nd)
+        let tasks = self.starts[slot as usize + 1] - self.starts[slot as usize];
+        tasks * 2 >= self.chunks_held(slot, grid)
+    }
+
+    /// Chunks shard `slot` holds: all it has room for, fewer at the array's
+    /// edges (`grid`: the array's chunks per dimension).
+    pub fn chunks_held(&self, slot: u64, grid: &[u64]) -> u64 {
+        let idx = unravel(slot, &self.touched_shape);
+        (0..self.nd)
             .map(|d| {
                 let per = self.chunks_per_shard[d];
                 let first = self.touched[d][idx[d] as usize] * per;
                 per.min(grid[d].saturating_sub(first))
             })
-            .product();
-        tasks * 2 >= held
+            .product()
     }
 
     /// Spans per dimension (over all chunks the window touches).
