@@ -224,13 +224,13 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
     let mut open: Option<(u64, u64, u64)> = None;
 
     // Walk the tasks in the read path's order.
-    for t in 0..n_tasks {
-        if t % piece == 0 {
+    for (t, task) in order.tasks(0..n_tasks).enumerate() {
+        let t = t as u64;
+        if t.is_multiple_of(piece) {
             if let Some((_, _, len)) = open.take() {
                 request_sizes.push(len);
             }
         }
-        let task = order.locate(t);
         let spans = &task.spans[..nd];
         let shard_id = task.slot as u64;
         let inner_pos = task.inner as u64;

@@ -260,11 +260,11 @@ impl ZarrArray {
         let run_piece = |p: u64| -> Result<()> {
             let (first, last) = (p * piece, ((p + 1) * piece).min(n_tasks));
             let mut ahead = Prefetcher::new(first, last, outstanding);
-            for t in first..last {
+            for (t, task) in (first..last).zip(order.tasks(first..last)) {
                 if !warm {
                     ahead.advance(t, &range_of, &shards);
                 }
-                let Task { slot, inner, spans } = order.locate(t);
+                let Task { slot, inner, spans } = task;
                 self.read_task(
                     path,
                     &shards[slot],
