@@ -81,6 +81,9 @@ def print_profile(profile: dict) -> None:
     table.add_row("per chunk", f"{engine['task'] * 1e9:.0f} ns")
     table.add_row("per strided element", f"{engine['strided_element'] * 1e9:.2f} ns")
     table.add_row("shard open", f"{engine['shard_open'] * 1e6:.1f} µs")
+    table.add_row(
+        "parallel efficiency", f"{engine.get('parallel_efficiency', 1.0):.0%} of {profile['threads']} threads"
+    )
     console.print(table)
     if profile["codecs"]:
         table = Table(title="codecs on synthetic seismic (one core)")

@@ -340,12 +340,18 @@ impl Walk {
             p.seconds = engine.call;
             return p;
         }
+        // Threads working at once, and the speed-up they give together.
         let busy = self.busy;
+        let speedup = if busy > 1.0 {
+            busy * engine.parallel_efficiency.clamp(0.25, 1.0)
+        } else {
+            1.0
+        };
         let call = engine.call + if self.serial { 0.0 } else { engine.handoff };
         match cache {
             Cache::Warm => {
                 p.cpu_seconds = self.cpu;
-                p.seconds = call + p.cpu_seconds / busy;
+                p.seconds = call + p.cpu_seconds / speedup;
             }
             Cache::Cold => {
                 // Shards are opened in parallel first: map, read and check each index.
@@ -388,7 +394,7 @@ impl Walk {
                 let cpu = self.cpu + p.touched_bytes as f64 / profile.memory.fault;
                 p.io_seconds = io;
                 p.cpu_seconds = cpu;
-                p.seconds = call + open_time + startup + io.max(cpu / busy);
+                p.seconds = call + open_time + startup + io.max(cpu / speedup);
             }
         }
         p
@@ -484,6 +490,36 @@ mod tests {
         let apart = predict(&thick, &w, &SETUP, Cache::Cold, &p);
         assert_eq!(apart.device_bytes, 2 * (400 * 1000 * 4 + 4));
         assert!(apart.seconds > one.seconds, "{apart:?} {one:?}");
+    }
+
+    #[test]
+    fn threads_speed_up_by_their_measured_efficiency() {
+        let mut p = DeviceProfile::typical();
+        let a = array([16, 16, 16], [128, 128, 256]);
+        let w = Access::Plane(0).window(&a.shape);
+        let one = ReadSetup {
+            threads: 1,
+            ..SETUP
+        };
+        let serial = predict(&a, &w, &one, Cache::Warm, &p);
+        // Both hand the work to the pool (it is too large for the calling thread).
+        let speedup = |p: &DeviceProfile| {
+            let two = predict(&a, &w, &SETUP, Cache::Warm, p);
+            let fixed = p.engine.call + p.engine.handoff;
+            (serial.seconds - fixed) / (two.seconds - fixed)
+        };
+        p.engine.parallel_efficiency = 1.0;
+        assert!((speedup(&p) - 2.0).abs() < 1e-9, "{}", speedup(&p));
+        p.engine.parallel_efficiency = 0.6;
+        assert!((speedup(&p) - 1.2).abs() < 1e-9, "{}", speedup(&p));
+        // A profile saved before the efficiency was measured reads as perfect scaling.
+        let mut old = serde_json::to_value(&p).unwrap();
+        old["engine"]
+            .as_object_mut()
+            .unwrap()
+            .remove("parallel_efficiency");
+        let old = DeviceProfile::from_json(&old.to_string()).unwrap();
+        assert_eq!(old.engine.parallel_efficiency, 1.0);
     }
 
     #[test]

@@ -564,6 +564,7 @@ fn measure_engine(dir: &Path, threads: usize, memory: &MemoryRates) -> Result<En
         read_window(&scattered, &window([(0, 128), (0, 128), (5, 6)]), &one)
     })?;
     let task = ((tasks - call) / 16384.0 - run).max(1e-9);
+    let parallel_efficiency = measure_scaling(&scattered, threads, runs)?;
     // Fresh shards: 64 shards of one chunk each, on a new handle every time.
     let shards_path = dir.join("shards");
     let _ = calibration_array(dir, "shards", [64, 64, 64], [8, 8, 64], [8, 8, 64])?;
@@ -590,7 +591,38 @@ fn measure_engine(dir: &Path, threads: usize, memory: &MemoryRates) -> Result<En
         run,
         strided_element,
         shard_open,
+        parallel_efficiency,
     })
+}
+
+/// How well `threads` workers share a verified read of many chunks (each
+/// chunk's checksum streams it from memory, as warm plane reads do): one
+/// thread's time over `threads` times theirs, the median of runs that
+/// alternate the two, so a slow spell of the machine hits both alike.
+fn measure_scaling(array: &ZarrArray, threads: usize, runs: usize) -> Result<f64> {
+    if threads < 2 {
+        return Ok(1.0);
+    }
+    let options = |threads: usize| ReadOptions {
+        parallelism: Parallelism::resolve(Some(threads), None),
+        verify: true,
+    };
+    let (one, all) = (options(1), options(threads));
+    let plane = window([(0, 128), (0, 128), (5, 6)]);
+    read_window(array, &plane, &one)?;
+    read_window(array, &plane, &all)?;
+    let mut ratios = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let start = Instant::now();
+        read_window(array, &plane, &one)?;
+        let serial = start.elapsed().as_secs_f64();
+        let start = Instant::now();
+        read_window(array, &plane, &all)?;
+        let parallel = start.elapsed().as_secs_f64();
+        ratios.push(serial / (threads as f64 * parallel));
+    }
+    ratios.sort_by(f64::total_cmp);
+    Ok(ratios[runs / 2].clamp(0.25, 1.0))
 }
 
 /// A codec's ratio and speed on the sample, through the engine's own
@@ -706,6 +738,7 @@ mod tests {
         assert_eq!(back, profile);
         assert!(profile.memory.copy > 1e8 && profile.memory.crc > 1e8);
         assert!(profile.engine.call > 0.0 && profile.engine.task > 0.0);
+        assert!((0.25..=1.0).contains(&profile.engine.parallel_efficiency));
         let zstd = profile.codec("zstd:1").unwrap();
         assert!(zstd.ratio > 2.0, "{zstd:?}"); // a repeating ramp compresses well
                                                // The scratch directory is gone.

@@ -137,6 +137,16 @@ pub struct EngineCosts {
     pub strided_element: f64,
     /// Opening a shard not yet open: map it and check its index (s), besides reading it.
     pub shard_open: f64,
+    /// Speed-up of the worker threads over one thread, divided by their
+    /// number: below 1 where they share memory bandwidth, or cores with the
+    /// rest of the machine. Profiles measured before it was added scaled
+    /// perfectly in the model, so that is their value.
+    #[serde(default = "perfect_scaling")]
+    pub parallel_efficiency: f64,
+}
+
+fn perfect_scaling() -> f64 {
+    1.0
 }
 
 /// How fast a codec runs on representative data, on one core.
@@ -234,6 +244,7 @@ impl DeviceProfile {
                 run: 15e-9,
                 strided_element: 1.5e-9,
                 shard_open: 15e-6,
+                parallel_efficiency: 0.8,
             },
             codecs: Vec::new(),
         }
