@@ -14,7 +14,7 @@ use serde::Serialize;
 use super::{layout::Layout, profile::DeviceProfile};
 use crate::{
     store::{pieces_per_thread, TaskOrder, COALESCE_GAP, MAX_REQUEST, SERIAL_BYTES},
-    window::Window,
+    window::{strides, Window},
 };
 
 /// How inner chunks are stored.
@@ -210,6 +210,7 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
         chunk_strides[d] = chunk_strides[d + 1] * inner[d + 1];
     }
     let steps: Vec<u64> = window.dims.iter().map(|r| r.step).collect();
+    let out_strides = strides(&window.shape());
 
     let threads = setup.threads.max(1) as u64;
     // Requests are merged within a worker's run of chunks, cut as a cold read cuts them.
@@ -285,7 +286,11 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
             .unwrap_or(nd - 1);
         let run_len = spans[inner_dim].count;
         let runs = selected / run_len;
-        let contiguous = inner_dim == nd - 1 && steps[inner_dim] == 1;
+        // As the copy decides: a run is one memcpy when its elements are
+        // neighbours in both the chunk and the output (in a time slice
+        // through chunks one sample deep, along the crosslines).
+        let contiguous =
+            chunk_strides[inner_dim] * steps[inner_dim] == 1 && out_strides[inner_dim] == 1;
         work += runs as f64 * engine.run;
         work += if contiguous {
             (selected * elem) as f64 / memory.copy
@@ -520,6 +525,31 @@ mod tests {
             .remove("parallel_efficiency");
         let old = DeviceProfile::from_json(&old.to_string()).unwrap();
         assert_eq!(old.engine.parallel_efficiency, 1.0);
+    }
+
+    #[test]
+    fn runs_neighbouring_in_chunk_and_output_are_one_copy() {
+        // A time slice through chunks one sample deep copies rows of
+        // neighbours; through chunks two deep, every other element.
+        let p = DeviceProfile::typical();
+        let setup = ReadSetup {
+            verify: false,
+            ..SETUP
+        };
+        let w = Access::Plane(2).window(&[600, 800, 1000]);
+        let cpu = |depth| {
+            let a = array([16, 16, depth], [128, 128, 256]);
+            predict(&a, &w, &setup, Cache::Warm, &p).cpu_seconds
+        };
+        let elements = 600.0 * 800.0;
+        let gap = elements * (p.engine.strided_element - 4.0 / p.memory.copy);
+        assert!(gap > 0.0);
+        assert!(
+            (cpu(2) - cpu(1) - gap).abs() < 0.01 * gap,
+            "{} {}",
+            cpu(1),
+            cpu(2)
+        );
     }
 
     #[test]
