@@ -144,7 +144,7 @@ impl Window {
 }
 
 /// The part of one dimension's selection that falls inside one chunk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ChunkSpan {
     /// Chunk index along the dimension.
     pub chunk: u64,

@@ -140,8 +140,13 @@ struct Walk {
     /// Shards read whole: requested at open, index and chunks at once.
     whole_sizes: Vec<u64>,
     index_bytes: u64,
-    /// CPU time over all chunks, warm.
-    cpu: f64,
+    /// CPU time over all chunks, warm, streaming memory (checksums,
+    /// contiguous copies, fresh output pages): at rates the profile
+    /// measured with every thread busy.
+    cpu_memory: f64,
+    /// CPU time over all chunks, warm, in the engine's per-chunk, per-run
+    /// and per-element steps and in decoding: at one thread's rates.
+    cpu_steps: f64,
     /// Worker threads that get a piece.
     busy: f64,
     /// The read runs on the calling thread alone.
@@ -173,7 +178,8 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
             request_sizes: Vec::new(),
             whole_sizes: Vec::new(),
             index_bytes,
-            cpu: 0.0,
+            cpu_memory: 0.0,
+            cpu_steps: 0.0,
             busy: 1.0,
             serial: true,
         };
@@ -218,7 +224,7 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
     let warm_piece = n_tasks.div_ceil(threads * pieces_per_thread(true)).max(1);
     let engine = &profile.engine;
     let memory = &profile.memory;
-    let mut cpu = 0.0;
+    let (mut cpu_memory, mut cpu_steps) = (0.0, 0.0);
     let mut fault_bytes = 0u64;
     let mut request_sizes: Vec<u64> = Vec::new();
     // The open request of the current piece: (shard id, start, length).
@@ -273,12 +279,12 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
         }
 
         // CPU work for this chunk.
-        let mut work = engine.task;
+        cpu_steps += engine.task;
         if crc && setup.verify {
-            work += stored_chunk as f64 / memory.crc;
+            cpu_memory += stored_chunk as f64 / memory.crc;
         }
         if let Some(rate) = decode_rate {
-            work += chunk_bytes as f64 / rate;
+            cpu_steps += chunk_bytes as f64 / rate;
         }
         let inner_dim = (0..nd)
             .rev()
@@ -291,13 +297,12 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
         // through chunks one sample deep, along the crosslines).
         let contiguous =
             chunk_strides[inner_dim] * steps[inner_dim] == 1 && out_strides[inner_dim] == 1;
-        work += runs as f64 * engine.run;
-        work += if contiguous {
-            (selected * elem) as f64 / memory.copy
+        cpu_steps += runs as f64 * engine.run;
+        if contiguous {
+            cpu_memory += (selected * elem) as f64 / memory.copy;
         } else {
-            selected as f64 * engine.strided_element
-        };
-        cpu += work;
+            cpu_steps += selected as f64 * engine.strided_element;
+        }
     }
     if let Some((_, _, len)) = open.take() {
         request_sizes.push(len);
@@ -311,7 +316,7 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
     // mapped; beyond it, each read maps fresh pages, faulted in and zeroed as
     // the workers first write them.
     if prediction.output_bytes > FRESH_OUTPUT_BYTES {
-        cpu += prediction.output_bytes as f64 / memory.first_write;
+        cpu_memory += prediction.output_bytes as f64 / memory.first_write;
     }
     // Workers share the pieces; a read of fewer pieces than threads uses
     // fewer, and a small read stays on the calling thread.
@@ -331,7 +336,8 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
         request_sizes,
         whole_sizes,
         index_bytes,
-        cpu,
+        cpu_memory,
+        cpu_steps,
         busy,
         serial,
     }
@@ -345,18 +351,21 @@ impl Walk {
             p.seconds = engine.call;
             return p;
         }
-        // Threads working at once, and the speed-up they give together.
+        // Threads working at once. Memory rates were measured with all of
+        // them busy; the engine's steps on one thread, so together they
+        // speed up by the measured efficiency only.
         let busy = self.busy;
-        let speedup = if busy > 1.0 {
-            busy * engine.parallel_efficiency.clamp(0.25, 1.0)
+        let efficiency = if busy > 1.0 {
+            engine.parallel_efficiency.clamp(0.25, 1.0)
         } else {
             1.0
         };
+        let wall = |memory: f64| (memory + self.cpu_steps / efficiency) / busy;
         let call = engine.call + if self.serial { 0.0 } else { engine.handoff };
         match cache {
             Cache::Warm => {
-                p.cpu_seconds = self.cpu;
-                p.seconds = call + p.cpu_seconds / speedup;
+                p.cpu_seconds = self.cpu_memory + self.cpu_steps;
+                p.seconds = call + wall(self.cpu_memory);
             }
             Cache::Cold => {
                 // Shards are opened in parallel first: map, read and check each index.
@@ -396,10 +405,11 @@ impl Walk {
                 let startup = self.request_sizes.first().map_or(0.0, |&first| {
                     first as f64 / profile.io.cold_rate(first as f64, 1.0)
                 });
-                let cpu = self.cpu + p.touched_bytes as f64 / profile.memory.fault;
+                let memory = self.cpu_memory + p.touched_bytes as f64 / profile.memory.fault;
+                let cpu = memory + self.cpu_steps;
                 p.io_seconds = io;
                 p.cpu_seconds = cpu;
-                p.seconds = call + open_time + startup + io.max(cpu / speedup);
+                p.seconds = call + open_time + startup + io.max(wall(memory));
             }
         }
         p
@@ -501,22 +511,34 @@ mod tests {
     fn threads_speed_up_by_their_measured_efficiency() {
         let mut p = DeviceProfile::typical();
         let a = array([16, 16, 16], [128, 128, 256]);
-        let w = Access::Plane(0).window(&a.shape);
-        let one = ReadSetup {
-            threads: 1,
-            ..SETUP
-        };
-        let serial = predict(&a, &w, &one, Cache::Warm, &p);
-        // Both hand the work to the pool (it is too large for the calling thread).
-        let speedup = |p: &DeviceProfile| {
-            let two = predict(&a, &w, &SETUP, Cache::Warm, p);
-            let fixed = p.engine.call + p.engine.handoff;
-            (serial.seconds - fixed) / (two.seconds - fixed)
+        let w = Access::Plane(2).window(&a.shape);
+        let speedup = |p: &DeviceProfile, verify: bool| {
+            let time = |threads| {
+                let setup = ReadSetup {
+                    threads,
+                    verify,
+                    ..SETUP
+                };
+                // Both hand the work to the pool (it is too large for the calling thread).
+                predict(&a, &w, &setup, Cache::Warm, p).seconds - p.engine.call - p.engine.handoff
+            };
+            time(1) / time(2)
         };
         p.engine.parallel_efficiency = 1.0;
-        assert!((speedup(&p) - 2.0).abs() < 1e-9, "{}", speedup(&p));
+        assert!((speedup(&p, false) - 2.0).abs() < 1e-9);
+        assert!((speedup(&p, true) - 2.0).abs() < 1e-9);
+        // An unverified time slice through chunks 16 deep is engine steps
+        // only (per chunk, run and strided element): they scale by the
+        // efficiency. Checksums run at memory rates measured with every
+        // thread busy, so a verified read scales better.
         p.engine.parallel_efficiency = 0.6;
-        assert!((speedup(&p) - 1.2).abs() < 1e-9, "{}", speedup(&p));
+        assert!(
+            (speedup(&p, false) - 1.2).abs() < 1e-9,
+            "{}",
+            speedup(&p, false)
+        );
+        let verified = speedup(&p, true);
+        assert!(verified > 1.3 && verified < 2.0, "{verified}");
         // A profile saved before the efficiency was measured reads as perfect scaling.
         let mut old = serde_json::to_value(&p).unwrap();
         old["engine"]

@@ -137,10 +137,11 @@ pub struct EngineCosts {
     pub strided_element: f64,
     /// Opening a shard not yet open: map it and check its index (s), besides reading it.
     pub shard_open: f64,
-    /// Speed-up of the worker threads over one thread, divided by their
-    /// number: below 1 where they share memory bandwidth, or cores with the
-    /// rest of the machine. Profiles measured before it was added scaled
-    /// perfectly in the model, so that is their value.
+    /// Speed-up of the worker threads over one thread in the steps above
+    /// (measured on one thread), divided by their number: below 1 where the
+    /// threads share caches, or cores with the rest of the machine.
+    /// Profiles measured before it was added scaled perfectly in the model,
+    /// so that is their value.
     #[serde(default = "perfect_scaling")]
     pub parallel_efficiency: f64,
 }

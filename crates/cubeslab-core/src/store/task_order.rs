@@ -162,12 +162,7 @@ impl TaskOrder {
         }
         let lidx = unravel(local, &counts[..self.nd]);
         let mut inner = 0u64;
-        let mut spans = [ChunkSpan {
-            chunk: 0,
-            first: 0,
-            count: 0,
-            out_first: 0,
-        }; MAX_DIMS];
+        let mut spans = [ChunkSpan::default(); MAX_DIMS];
         for d in 0..self.nd {
             let span = self.spans[d][self.ranges[d][sidx[d] as usize].0 + lidx[d] as usize];
             inner += (span.chunk % self.chunks_per_shard[d]) * self.inner_strides[d];
@@ -220,12 +215,7 @@ impl Iterator for Tasks<'_> {
             return None;
         }
         let o = self.order;
-        let mut spans = [ChunkSpan {
-            chunk: 0,
-            first: 0,
-            count: 0,
-            out_first: 0,
-        }; MAX_DIMS];
+        let mut spans = [ChunkSpan::default(); MAX_DIMS];
         let mut inner = 0u64;
         for d in 0..o.nd {
             // A shard's spans along a dimension are consecutive chunks.
