@@ -139,7 +139,7 @@ impl TaskOrder {
             slot: 0,
             counts: [1; MAX_DIMS],
             first_span: [0; MAX_DIMS],
-            base: [0; MAX_DIMS],
+            origin: [0; MAX_DIMS],
             local: [0; MAX_DIMS],
         };
         if tasks.next < tasks.end {
@@ -182,12 +182,12 @@ pub struct Tasks<'a> {
     next: u64,
     end: u64,
     /// The current touched shard, and per dimension: its number of spans,
-    /// its first span, the in-shard position of that span's chunk, and the
-    /// current task's offset from it.
+    /// its first span, the shard's first chunk, and the current task's
+    /// span counted from the first.
     slot: usize,
     counts: [u64; MAX_DIMS],
     first_span: [usize; MAX_DIMS],
-    base: [u64; MAX_DIMS],
+    origin: [u64; MAX_DIMS],
     local: [u64; MAX_DIMS],
 }
 
@@ -201,7 +201,7 @@ impl Tasks<'_> {
             let (first, count) = o.ranges[d][sidx[d] as usize];
             self.counts[d] = count;
             self.first_span[d] = first;
-            self.base[d] = o.spans[d][first].chunk % o.chunks_per_shard[d];
+            self.origin[d] = o.touched[d][sidx[d] as usize] * o.chunks_per_shard[d];
             self.local[d] = 0;
         }
     }
@@ -218,9 +218,9 @@ impl Iterator for Tasks<'_> {
         let mut spans = [ChunkSpan::default(); MAX_DIMS];
         let mut inner = 0u64;
         for d in 0..o.nd {
-            // A shard's spans along a dimension are consecutive chunks.
+            // Not `origin + local`: a step longer than a chunk skips chunks.
             spans[d] = o.spans[d][self.first_span[d] + self.local[d] as usize];
-            inner += (self.base[d] + self.local[d]) * o.inner_strides[d];
+            inner += (spans[d].chunk - self.origin[d]) * o.inner_strides[d];
         }
         let task = Task {
             slot: self.slot,
@@ -253,6 +253,36 @@ impl Iterator for Tasks<'_> {
 mod tests {
     use super::*;
     use crate::window::DimRange;
+
+    #[test]
+    fn consecutive_tasks_agree_with_locate_when_steps_skip_chunks() {
+        // Every 4th element in chunks of 2: chunks 0, 2, 4, ... are read,
+        // the odd ones skipped, inside shards of 3 chunks.
+        let window = Window {
+            dims: vec![
+                DimRange::new(0, 3),
+                DimRange {
+                    start: 0,
+                    stop: 23,
+                    step: 4,
+                },
+            ],
+        };
+        let order = TaskOrder::new(&window, &[1, 2], &[2, 3]);
+        let n = order.n_tasks();
+        assert_eq!(n, 3 * 6);
+        for (t, task) in (0..n).zip(order.tasks(0..n)) {
+            let found = order.locate(t);
+            assert_eq!(
+                (task.slot, task.inner),
+                (found.slot, found.inner),
+                "task {t}"
+            );
+            // The position in the shard is the chunk's own.
+            let chunk = task.spans[1].chunk;
+            assert_eq!(task.inner as u64 % 3, chunk % 3, "task {t}");
+        }
+    }
 
     #[test]
     fn every_chunk_once_shard_by_shard_in_file_order() {
