@@ -79,7 +79,9 @@ def print_profile(profile: dict) -> None:
     table.add_row("read call", f"{engine['call'] * 1e6:.1f} µs")
     table.add_row("hand-off to the workers", f"{engine['handoff'] * 1e6:.1f} µs")
     table.add_row("per chunk", f"{engine['task'] * 1e9:.0f} ns")
-    table.add_row("per strided element", f"{engine['strided_element'] * 1e9:.2f} ns")
+    table.add_row("per strided element, a cache line apart", f"{engine['strided_element'] * 1e9:.2f} ns")
+    if engine.get("strided_element_dense") is not None:
+        table.add_row("per strided element, 8 bytes apart", f"{engine['strided_element_dense'] * 1e9:.2f} ns")
     table.add_row("shard open", f"{engine['shard_open'] * 1e6:.1f} µs")
     table.add_row(
         "parallel efficiency", f"{engine.get('parallel_efficiency', 1.0):.0%} of {profile['threads']} threads"

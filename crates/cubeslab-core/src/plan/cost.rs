@@ -301,7 +301,9 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
         if contiguous {
             cpu_memory += (selected * elem) as f64 / memory.copy;
         } else {
-            cpu_steps += selected as f64 * engine.strided_element;
+            let stride = chunk_strides[inner_dim] * steps[inner_dim];
+            let stride_bytes = stride.max(out_strides[inner_dim]) * elem;
+            cpu_steps += selected as f64 * engine.strided(stride_bytes);
         }
     }
     if let Some((_, _, len)) = open.take() {
@@ -419,7 +421,7 @@ impl Walk {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::access::Access;
+    use crate::plan::{access::Access, profile::EngineCosts};
 
     fn array(inner: [u64; 3], shard: [u64; 3]) -> StoredArray {
         StoredArray {
@@ -552,7 +554,7 @@ mod tests {
     #[test]
     fn runs_neighbouring_in_chunk_and_output_are_one_copy() {
         // A time slice through chunks one sample deep copies rows of
-        // neighbours; through chunks two deep, every other element.
+        // neighbours; through chunks 16 deep, every 16th element.
         let p = DeviceProfile::typical();
         let setup = ReadSetup {
             verify: false,
@@ -564,14 +566,42 @@ mod tests {
             predict(&a, &w, &setup, Cache::Warm, &p).cpu_seconds
         };
         let elements = 600.0 * 800.0;
-        let gap = elements * (p.engine.strided_element - 4.0 / p.memory.copy);
+        // Elements 64 bytes apart: a cache line each.
+        let gap = elements * (p.engine.strided(64) - 4.0 / p.memory.copy);
         assert!(gap > 0.0);
         assert!(
-            (cpu(2) - cpu(1) - gap).abs() < 0.01 * gap,
+            (cpu(16) - cpu(1) - gap).abs() < 0.01 * gap,
             "{} {}",
             cpu(1),
-            cpu(2)
+            cpu(16)
         );
+    }
+
+    #[test]
+    fn elements_sharing_cache_lines_copy_faster() {
+        let p = DeviceProfile::typical();
+        let setup = ReadSetup {
+            verify: false,
+            ..SETUP
+        };
+        let w = Access::Plane(2).window(&[600, 800, 1000]);
+        let steps_of = |depth| {
+            let a = array([16, 16, depth], [128, 128, 256]);
+            predict(&a, &w, &setup, Cache::Warm, &p).cpu_seconds
+        };
+        // The same elements, runs and chunks; 8-byte strides against 64-byte ones.
+        let elements = 600.0 * 800.0;
+        let dense = p.engine.strided_element_dense.unwrap();
+        let expected = elements * (p.engine.strided_element - dense);
+        let got = steps_of(16) - steps_of(2);
+        assert!((got - expected).abs() < 0.01 * expected, "{got} {expected}");
+        assert!((p.engine.strided(4) - dense).abs() < 1e-15);
+        assert!((p.engine.strided(640) - p.engine.strided_element).abs() < 1e-15);
+        let old = EngineCosts {
+            strided_element_dense: None,
+            ..p.engine.clone()
+        };
+        assert_eq!(old.strided(8), old.strided_element);
     }
 
     #[test]

@@ -550,6 +550,24 @@ fn measure_engine(dir: &Path, threads: usize, memory: &MemoryRates) -> Result<En
     // (This read and the next stay on the calling thread: at most
     // `SERIAL_BYTES` of output from unverified raw chunks.)
     let strided_element = ((slice - call - 256.0 * run) / n).max(1e-11);
+    // Every other sample of the same chunk: 2^21 elements 8 bytes apart,
+    // sharing cache lines, in 65536 runs, into an output kept between runs
+    // (a fresh one each time would add its page faults).
+    let every_other = Window {
+        dims: vec![
+            DimRange::new(0, 256),
+            DimRange::new(0, 256),
+            DimRange {
+                start: 0,
+                stop: 64,
+                step: 2,
+            },
+        ],
+    };
+    let mut out = vec![0u8; every_other.num_elements() as usize * 4];
+    block.read_into(&every_other, &mut out, &one)?;
+    let dense = median_time(runs, || block.read_into(&every_other, &mut out, &one))?;
+    let strided_element_dense = Some(((dense - call_one - n * run) / (32.0 * n)).max(1e-11));
     // Many chunks, one element from each: 16384 chunks of 4 KiB, each in
     // its own page, as a plane's chunks lie scattered through memory (the
     // cost includes the cache and TLB misses of reaching a chunk).
@@ -590,6 +608,7 @@ fn measure_engine(dir: &Path, threads: usize, memory: &MemoryRates) -> Result<En
         task,
         run,
         strided_element,
+        strided_element_dense,
         shard_open,
         parallel_efficiency,
     })
@@ -742,6 +761,10 @@ mod tests {
         assert!(profile.memory.copy > 1e8 && profile.memory.crc > 1e8);
         assert!(profile.engine.call > 0.0 && profile.engine.task > 0.0);
         assert!((0.25..=1.0).contains(&profile.engine.parallel_efficiency));
+        assert!(profile
+            .engine
+            .strided_element_dense
+            .is_some_and(|c| c > 0.0));
         let zstd = profile.codec("zstd:1").unwrap();
         assert!(zstd.ratio > 2.0, "{zstd:?}"); // a repeating ramp compresses well
                                                // The scratch directory is gone.

@@ -133,8 +133,14 @@ pub struct EngineCosts {
     pub task: f64,
     /// One run of the copy (an innermost loop) (s).
     pub run: f64,
-    /// One element copied with a stride (not contiguous) (s).
+    /// One element copied with a stride of a cache line or more (s).
     pub strided_element: f64,
+    /// One element copied with a stride of 8 bytes, so that neighbours share
+    /// cache lines (s). Strides between 8 and 64 bytes cost in proportion.
+    /// Profiles measured before it was added lack it: every stride then
+    /// costs `strided_element`, as it did.
+    #[serde(default)]
+    pub strided_element_dense: Option<f64>,
     /// Opening a shard not yet open: map it and check its index (s), besides reading it.
     pub shard_open: f64,
     /// Speed-up of the worker threads over one thread in the steps above
@@ -161,6 +167,18 @@ pub struct CodecRate {
     pub decode: f64,
     /// Decoded bytes per second, one core.
     pub encode: f64,
+}
+
+impl EngineCosts {
+    /// Cost of copying one element whose neighbours lie `stride` bytes apart:
+    /// from the dense rate at 8 bytes up to the full rate at a cache line.
+    pub fn strided(&self, stride: u64) -> f64 {
+        let Some(dense) = self.strided_element_dense else {
+            return self.strided_element;
+        };
+        let share = ((stride as f64 - 8.0) / 56.0).clamp(0.0, 1.0);
+        dense + (self.strided_element - dense).max(0.0) * share
+    }
 }
 
 impl DeviceProfile {
@@ -244,6 +262,7 @@ impl DeviceProfile {
                 task: 60e-9,
                 run: 15e-9,
                 strided_element: 1.5e-9,
+                strided_element_dense: Some(0.5e-9),
                 shard_open: 15e-6,
                 parallel_efficiency: 0.8,
             },
