@@ -551,20 +551,23 @@ mod tests {
         assert_eq!(old.engine.parallel_efficiency, 1.0);
     }
 
+    /// CPU work of an unverified warm time slice through chunks 16 x 16 x `depth`.
+    fn time_slice_cpu(p: &DeviceProfile, depth: u64) -> f64 {
+        let setup = ReadSetup {
+            verify: false,
+            ..SETUP
+        };
+        let a = array([16, 16, depth], [128, 128, 256]);
+        let w = Access::Plane(2).window(&a.shape);
+        predict(&a, &w, &setup, Cache::Warm, p).cpu_seconds
+    }
+
     #[test]
     fn runs_neighbouring_in_chunk_and_output_are_one_copy() {
         // A time slice through chunks one sample deep copies rows of
         // neighbours; through chunks 16 deep, every 16th element.
         let p = DeviceProfile::typical();
-        let setup = ReadSetup {
-            verify: false,
-            ..SETUP
-        };
-        let w = Access::Plane(2).window(&[600, 800, 1000]);
-        let cpu = |depth| {
-            let a = array([16, 16, depth], [128, 128, 256]);
-            predict(&a, &w, &setup, Cache::Warm, &p).cpu_seconds
-        };
+        let cpu = |depth| time_slice_cpu(&p, depth);
         let elements = 600.0 * 800.0;
         // Elements 64 bytes apart: a cache line each.
         let gap = elements * (p.engine.strided(64) - 4.0 / p.memory.copy);
@@ -580,15 +583,7 @@ mod tests {
     #[test]
     fn elements_sharing_cache_lines_copy_faster() {
         let p = DeviceProfile::typical();
-        let setup = ReadSetup {
-            verify: false,
-            ..SETUP
-        };
-        let w = Access::Plane(2).window(&[600, 800, 1000]);
-        let steps_of = |depth| {
-            let a = array([16, 16, depth], [128, 128, 256]);
-            predict(&a, &w, &setup, Cache::Warm, &p).cpu_seconds
-        };
+        let steps_of = |depth| time_slice_cpu(&p, depth);
         // The same elements, runs and chunks; 8-byte strides against 64-byte ones.
         let elements = 600.0 * 800.0;
         let dense = p.engine.strided_element_dense.unwrap();
