@@ -29,6 +29,7 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse
+import gc
 import json
 import shutil
 import statistics
@@ -306,39 +307,37 @@ def benchmark_volume(shape, args, profile: str) -> dict:
         os.sync()  # dirty pages cannot be evicted: the bandwidth below would be the page cache's
     disk = disk_bandwidth(sgy)
     out: dict = {"shape": list(shape), "disk_read_Bps": disk, "strategies": {}}
-    for strategy in ("auto", "reference-001", "cube:64"):
-        store = DATA / f"plan-bench-{strategy.replace(':', '')}.zarr"
+    strategies = ("auto", "reference-001", "cube:64")
+    stores = {s: DATA / f"plan-bench-{s.replace(':', '')}.zarr" for s in strategies}
+    summaries = {}
+    for strategy, store in stores.items():
         kwargs = {"views": ["inline", "crossline", "time"]} if strategy == "auto" else {}
         t0 = time.perf_counter()
-        summary = cubeslab.ingest(sgy, store, overwrite=True, layout=strategy, **kwargs)
-        seconds = time.perf_counter() - t0
+        summaries[strategy] = cubeslab.ingest(sgy, store, overwrite=True, layout=strategy, **kwargs)
+        summaries[strategy]["seconds"] = time.perf_counter() - t0
         os.sync()  # ingest leaves its writes to the kernel; "cold" reads must not meet dirty pages
-        if kwargs:
-            # The views' yardstick, written now so it is as old as they are on the disk.
-            scratch = write_scratch(DATA / "plan-sequential.bin", SEQUENTIAL_BYTES)
-        cube = cubeslab.open(store)
-        planes: dict = {}
-        for plane, key in plane_windows(shape).items():  # warm first, as in the sweep
-            main = cubeslab.Array(store / "amplitude")  # the main layout alone, without the views
-            planes[plane] = {"warm": warm_runs(lambda main=main, key=key: main.read(key), args.warm)}
-            del main
-        for plane, key in plane_windows(shape).items():
-
-            def opener(key=key, store=store):
-                fresh = cubeslab.Array(store / "amplitude")
-                return lambda: fresh.read(key)
-
-            planes[plane]["cold"] = c = cold_runs(opener, files_under(store / "amplitude"), args.cold)
-            w_ms, c_ms = planes[plane]["warm"]["median_s"] * 1e3, c["median_s"] * 1e3
-            print(f"{strategy:14s} {plane:10s} warm {w_ms:8.2f} ms  cold {c_ms:8.1f} ms", flush=True)
-        entry = {"layout": summary["plan"]["layout"], "ingest_s": seconds, "planes": planes}
-        if kwargs:
+    # The views' yardstick, written now so it is as old as they are on the disk.
+    scratch = write_scratch(DATA / "plan-sequential.bin", SEQUENTIAL_BYTES)
+    planes = plane_windows(shape)
+    warm = strategies_side_by_side(stores, planes, args.warm, cold=False)
+    cold = strategies_side_by_side(stores, planes, args.cold, cold=True)
+    for strategy, store in stores.items():
+        summary = summaries[strategy]
+        entry = {
+            "layout": summary["plan"]["layout"],
+            "ingest_s": summary["seconds"],
+            "planes": {p: {"warm": warm[strategy][p], "cold": cold[strategy][p]} for p in planes},
+        }
+        for p, m in entry["planes"].items():
+            w_ms, c_ms = m["warm"]["median_s"] * 1e3, m["cold"]["median_s"] * 1e3
+            print(f"{strategy:14s} {p:10s} warm {w_ms:8.2f} ms  cold {c_ms:8.1f} ms", flush=True)
+        if strategy == "auto":
             entry["views"] = views_against_sequential(store, shape, scratch, args.cold)
             entry["stored_bytes"] = summary["stored_bytes"]
             entry["view_bytes"] = {k: v["stored_bytes"] for k, v in summary["views"].items()}
-            scratch.unlink()
-        del cube
         out["strategies"][strategy] = entry
+    scratch.unlink()
+    for store in stores.values():
         shutil.rmtree(store)
     for state in ("warm", "cold"):
         slowest = {
@@ -347,6 +346,30 @@ def benchmark_volume(shape, args, profile: str) -> dict:
         out[f"slowest_{state}_s"] = slowest
         out[f"auto_speedup_{state}"] = {s: slowest[s] / slowest["auto"] for s in slowest if s != "auto"}
     return out
+
+
+def strategies_side_by_side(stores: dict[str, Path], planes: dict, runs: int, cold: bool) -> dict:
+    """Each plane of each store's main layout (not its views), timed in rounds that read every store
+    in turn: a slow spell of this shared VM falls on all strategies alike, not on whichever was
+    measured then. Warm: each store's reader open and each plane read once before the rounds."""
+    times = {s: {p: [] for p in planes} for s in stores}
+    readers = {s: cubeslab.Array(store / "amplitude") for s, store in stores.items()}
+    if not cold:
+        for reader in readers.values():
+            for key in planes.values():
+                reader.read(key)
+    for _ in range(runs):
+        for s, store in stores.items():
+            for p, key in planes.items():
+                if cold:
+                    gc.collect()
+                    evict(files_under(store / "amplitude"))
+                    fresh = cubeslab.Array(store / "amplitude")
+                    times[s][p].append(timed(lambda fresh=fresh, key=key: fresh.read(key)))
+                    del fresh
+                else:
+                    times[s][p].append(timed(lambda s=s, key=key: readers[s].read(key)))
+    return {s: {p: stats(ts) for p, ts in per_plane.items()} for s, per_plane in times.items()}
 
 
 SEQUENTIAL_BYTES = 256 << 20
