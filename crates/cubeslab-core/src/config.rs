@@ -50,6 +50,16 @@ impl Parallelism {
     pub fn pool(&self) -> Arc<ThreadPool> {
         thread_pool(self.threads)
     }
+
+    /// Whether the work runs on the calling thread alone. One thread is the
+    /// caller itself, never a pool: a pool's worker that handed work to
+    /// another pool would, while it waits, run its own pool's queued tasks
+    /// on its stack (rayon's cross-pool `install`), nesting them without
+    /// bound. An orientation copy of 1000 shards, each reading its chunks
+    /// with one thread, overflowed a worker's stack that way.
+    pub fn on_caller(&self) -> bool {
+        self.threads <= 1
+    }
 }
 
 /// The number of cores, asked once: the standard library reads cgroup

@@ -285,26 +285,30 @@ impl ZarrArray {
             ndim: nd,
             elem,
         };
-        parallelism.pool().install(|| {
-            (0..n_chunks).into_par_iter().try_for_each(|c| {
-                let idx = unravel(c, &grid);
-                let spans: Vec<ChunkSpan> = (0..nd)
-                    .map(|d| {
-                        let start = idx[d] * self.chunk_shape[d];
-                        ChunkSpan {
-                            chunk: 0,
-                            first: start,
-                            count: self.chunk_shape[d].min(self.shape[d] - start),
-                            out_first: 0,
-                        }
-                    })
-                    .collect();
-                let mut chunk = self.fill.repeat(chunk_elems);
-                // SAFETY: `chunk` holds a whole chunk; the spans lie inside `data`.
-                unsafe { placement.copy(&spans, data, chunk.as_mut_ptr()) };
-                self.write_chunk(&idx[..nd], &chunk)
-            })
-        })
+        let write_one = |c: u64| -> Result<()> {
+            let idx = unravel(c, &grid);
+            let spans: Vec<ChunkSpan> = (0..nd)
+                .map(|d| {
+                    let start = idx[d] * self.chunk_shape[d];
+                    ChunkSpan {
+                        chunk: 0,
+                        first: start,
+                        count: self.chunk_shape[d].min(self.shape[d] - start),
+                        out_first: 0,
+                    }
+                })
+                .collect();
+            let mut chunk = self.fill.repeat(chunk_elems);
+            // SAFETY: `chunk` holds a whole chunk; the spans lie inside `data`.
+            unsafe { placement.copy(&spans, data, chunk.as_mut_ptr()) };
+            self.write_chunk(&idx[..nd], &chunk)
+        };
+        if parallelism.on_caller() {
+            return (0..n_chunks).try_for_each(write_one);
+        }
+        parallelism
+            .pool()
+            .install(|| (0..n_chunks).into_par_iter().try_for_each(write_one))
     }
 
     /// Read `window` into `out` (native-endian C-order bytes of the window's shape).
@@ -324,6 +328,7 @@ impl ZarrArray {
         match &self.sharded {
             // A 0-d array (one element) has nothing to plan: zarrs reads it.
             Some(path) if !self.shape.is_empty() => self.read_sharded(path, window, out, options),
+            _ if options.parallelism.on_caller() => self.read_generic(window, out, options),
             _ => options
                 .parallelism
                 .pool()
@@ -350,7 +355,10 @@ impl ZarrArray {
         if self.sharded.is_none() && self.outer != Outer::Other {
             self.check_claims(&bbox)?;
         }
-        let codec_options = CodecOptions::default().with_validate_checksums(options.verify);
+        let codec_options = CodecOptions::default()
+            .with_validate_checksums(options.verify)
+            // zarrs fans out into the current pool; a one-thread read stays on its thread.
+            .with_concurrent_target(options.parallelism.threads);
         let bytes = self
             .array
             .retrieve_array_subset_opt::<ArrayBytes<'static>>(

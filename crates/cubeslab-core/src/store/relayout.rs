@@ -105,3 +105,81 @@ fn place_rows(block: &[u8], sides: &[u64], chunk: &mut [u8], inner: &[u64], elem
         chunk[dst..dst + row].copy_from_slice(&block[src..src + row]);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::{
+        cell::Cell,
+        sync::atomic::{AtomicUsize, Ordering},
+    };
+
+    use rayon::prelude::*;
+
+    use crate::{
+        config::Parallelism,
+        store::{ArraySpec, DType, ReadOptions, ZarrArray, SERIAL_BYTES},
+        window::{DimRange, Window},
+    };
+
+    thread_local! {
+        /// Tasks of the test's pool running on this thread's stack right now.
+        static DEPTH: Cell<usize> = const { Cell::new(0) };
+    }
+
+    #[test]
+    fn one_thread_reads_in_a_pools_tasks_never_nest_its_tasks() {
+        // An orientation copy's workers each read with one thread, as here.
+        // Were such a read handed to a pool, the waiting worker would run
+        // further tasks of its own pool on its stack: depth above 1.
+        let (planes, rows, cols) = (32u64, 256u64, 512u64);
+        let plane_bytes = rows * cols * 4;
+        assert!(
+            plane_bytes > SERIAL_BYTES,
+            "reads small enough stay on the caller anyway"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let spec = ArraySpec {
+            shape: vec![planes, rows, cols],
+            dtype: DType::Float32,
+            chunk_shape: vec![1, rows, cols],
+            inner_chunks: Some(vec![1, rows, cols]),
+            codecs: Vec::new(),
+            dimension_names: vec!["a".into(), "b".into(), "c".into()],
+            fill_value: DType::Float32.default_fill(),
+            attributes: Default::default(),
+        };
+        let array = ZarrArray::create(dir.path().join("a"), &spec).unwrap();
+        let n = (planes * rows * cols) as usize;
+        let data: Vec<u8> = (0..n).flat_map(|i| (i as f32).to_ne_bytes()).collect();
+        array
+            .write_array(&data, Parallelism::resolve(Some(2), None))
+            .unwrap();
+        let one = ReadOptions {
+            parallelism: Parallelism::resolve(Some(1), None),
+            verify: true,
+        };
+        let deepest = AtomicUsize::new(0);
+        Parallelism::resolve(Some(2), None).pool().install(|| {
+            (0..planes).into_par_iter().for_each(|p| {
+                let depth = DEPTH.with(|d| {
+                    d.set(d.get() + 1);
+                    d.get()
+                });
+                deepest.fetch_max(depth, Ordering::Relaxed);
+                let window = Window {
+                    dims: vec![
+                        DimRange::new(p, p + 1),
+                        DimRange::new(0, rows),
+                        DimRange::new(0, cols),
+                    ],
+                };
+                let mut out = vec![0u8; plane_bytes as usize];
+                array.read_into(&window, &mut out, &one).unwrap();
+                let first = f32::from_ne_bytes(out[..4].try_into().unwrap());
+                assert_eq!(first, (p * rows * cols) as f32);
+                DEPTH.with(|d| d.set(d.get() - 1));
+            })
+        });
+        assert_eq!(deepest.into_inner(), 1);
+    }
+}

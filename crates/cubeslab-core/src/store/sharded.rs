@@ -189,8 +189,7 @@ impl ZarrArray {
         } else {
             n_tasks * chunk_bytes as u64
         };
-        let serial = work <= SERIAL_BYTES;
-        let pool = options.parallelism.pool();
+        let serial = work <= SERIAL_BYTES || options.parallelism.on_caller();
 
         // Open the touched shards (in parallel: each reads and checks an index).
         let grid: Vec<u64> = self
@@ -206,7 +205,7 @@ impl ZarrArray {
         let shards: Vec<Arc<ShardFile>> = if serial {
             (0..order.n_shards()).map(open).collect::<Result<_>>()?
         } else {
-            pool.install(|| {
+            options.parallelism.pool().install(|| {
                 (0..order.n_shards())
                     .into_par_iter()
                     .map(open)
@@ -282,7 +281,10 @@ impl ZarrArray {
         if serial {
             (0..pieces).try_for_each(run_piece)
         } else {
-            pool.install(|| (0..pieces).into_par_iter().try_for_each(run_piece))
+            options
+                .parallelism
+                .pool()
+                .install(|| (0..pieces).into_par_iter().try_for_each(run_piece))
         }
     }
 
