@@ -321,13 +321,14 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
         cpu_memory += prediction.output_bytes as f64 / memory.first_write;
     }
     // Workers share the pieces; a read of fewer pieces than threads uses
-    // fewer, and a small read stays on the calling thread.
+    // fewer, and a small read, or any read with one thread, stays on the
+    // calling thread.
     let work = if partial {
         prediction.output_bytes
     } else {
         n_tasks * chunk_bytes
     };
-    let serial = work <= SERIAL_BYTES;
+    let serial = work <= SERIAL_BYTES || threads <= 1;
     let busy = if serial {
         1.0
     } else {
@@ -521,8 +522,10 @@ mod tests {
                     verify,
                     ..SETUP
                 };
-                // Both hand the work to the pool (it is too large for the calling thread).
-                predict(&a, &w, &setup, Cache::Warm, p).seconds - p.engine.call - p.engine.handoff
+                // Two threads hand the work to the pool (it is too large for
+                // the calling thread); one thread works on the calling thread.
+                let handoff = if threads > 1 { p.engine.handoff } else { 0.0 };
+                predict(&a, &w, &setup, Cache::Warm, p).seconds - p.engine.call - handoff
             };
             time(1) / time(2)
         };
