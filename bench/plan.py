@@ -10,11 +10,12 @@ the sweep; where they differ, the two are then measured again side by side (`--r
 the best of thirty noisy medians is partly luck.
 
 Then, on the 600 x 800 x 1000 float32 benchmark volume: the slowest plane of the `auto` layout
-against `reference-001` and 64^3 chunks, and each plane read cold from the orientation copies
-(`--views`) against the device's sequential bandwidth, measured in turn with the planes on a file
-written just after the views.
+against `reference-001` and 64^3 chunks (the three stored side by side and read in turn), and each
+plane read from the orientation copies (`--views`), warm, and cold against the device's sequential
+bandwidth, measured in turn with the planes on a file written just after the views.
 
-Warm: the page cache holds the files and the handle has read the window before. Cold: the array's
+Warm: the page cache holds the files and the handle has read the window before; every access is
+timed warm before any is timed cold, as evictions leave the kernel busy for a while. Cold: the array's
 files are evicted with posix_fadvise(DONTNEED) and the handle reopened before each read. Medians
 of the runs (min and max in the JSON). The model plans with the device profile of the disk holding
 bench/data, measured at the start of the run (`--reuse-profile` keeps a saved one).
