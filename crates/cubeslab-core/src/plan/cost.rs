@@ -164,7 +164,7 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
         .zip(inner)
         .map(|(s, c)| s / c)
         .collect();
-    let order = TaskOrder::new(window, inner, &cps);
+    let order = TaskOrder::new(&array.shape, window, inner, &cps);
     let n_tasks = order.n_tasks();
     let mut prediction = Prediction {
         chunks: n_tasks,
@@ -198,18 +198,12 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
     };
     let partial = decode_rate.is_none() && !setup.verify;
     // Shards the window mostly covers are read whole, as the reader does.
-    let grid: Vec<u64> = array
-        .shape
-        .iter()
-        .zip(inner)
-        .map(|(&n, &c)| n.div_ceil(c))
-        .collect();
     let whole: Vec<bool> = (0..order.n_shards())
-        .map(|slot| order.covers_most_of(slot, &grid))
+        .map(|slot| order.covers_most_of(slot))
         .collect();
     let whole_sizes: Vec<u64> = (0..order.n_shards())
         .filter(|&slot| whole[slot as usize])
-        .map(|slot| order.chunks_held(slot, &grid) * stored_chunk + index_bytes)
+        .map(|slot| order.chunks_held(slot) * stored_chunk + index_bytes)
         .collect();
     let mut chunk_strides = vec![1u64; nd];
     for d in (0..nd.saturating_sub(1)).rev() {

@@ -177,7 +177,7 @@ impl ZarrArray {
         let nd = self.shape.len();
         let elem = self.dtype.size();
         let cps = &path.layout.chunks_per_shard;
-        let order = TaskOrder::new(window, &path.inner_shape, cps);
+        let order = TaskOrder::new(&self.shape, window, &path.inner_shape, cps);
         let n_tasks = order.n_tasks();
         let chunk_bytes = path.inner_shape.iter().product::<u64>() as usize * elem;
         // Small reads stay on the calling thread: waking the workers costs
@@ -192,14 +192,8 @@ impl ZarrArray {
         let serial = work <= SERIAL_BYTES || options.parallelism.on_caller();
 
         // Open the touched shards (in parallel: each reads and checks an index).
-        let grid: Vec<u64> = self
-            .shape
-            .iter()
-            .zip(&path.inner_shape)
-            .map(|(&n, &c)| n.div_ceil(c))
-            .collect();
         let open = |slot: u64| {
-            let whole = order.covers_most_of(slot, &grid);
+            let whole = order.covers_most_of(slot);
             self.shard(path, &order.shard_indices(slot), whole)
         };
         let shards: Vec<Arc<ShardFile>> = if serial {

@@ -28,13 +28,20 @@ pub struct TaskOrder {
     /// Where each touched shard's tasks start; one more entry: the total.
     starts: Vec<u64>,
     chunks_per_shard: Vec<u64>,
+    /// The array's inner chunks per dimension (the last ones may be partial).
+    grid: Vec<u64>,
     inner_strides: [u64; MAX_DIMS],
 }
 
 impl TaskOrder {
-    /// The tasks of `window` over inner chunks of `inner_shape`, grouped
-    /// `chunks_per_shard` to a shard.
-    pub fn new(window: &Window, inner_shape: &[u64], chunks_per_shard: &[u64]) -> Self {
+    /// The tasks of `window`, on an array of `shape`, over inner chunks of
+    /// `inner_shape`, grouped `chunks_per_shard` to a shard.
+    pub fn new(
+        shape: &[u64],
+        window: &Window,
+        inner_shape: &[u64],
+        chunks_per_shard: &[u64],
+    ) -> Self {
         let nd = inner_shape.len();
         let spans: Vec<Vec<ChunkSpan>> = (0..nd)
             .map(|d| chunk_spans(&window.dims[d], inner_shape[d]))
@@ -79,6 +86,11 @@ impl TaskOrder {
             touched_shape,
             starts,
             chunks_per_shard: chunks_per_shard.to_vec(),
+            grid: shape
+                .iter()
+                .zip(inner_shape)
+                .map(|(&n, &c)| n.div_ceil(c))
+                .collect(),
             inner_strides: strides(chunks_per_shard),
         }
     }
@@ -102,23 +114,23 @@ impl TaskOrder {
     }
 
     /// Whether the window's chunks in shard `slot` are at least half of the
-    /// chunks the shard holds (`grid`: the array's chunks per dimension).
-    /// Such a shard is read whole, in one request with its index: one trip
-    /// to the device instead of the index first and the chunks after.
-    pub fn covers_most_of(&self, slot: u64, grid: &[u64]) -> bool {
+    /// chunks the shard holds. Such a shard is read whole, in one request
+    /// with its index: one trip to the device instead of the index first and
+    /// the chunks after.
+    pub fn covers_most_of(&self, slot: u64) -> bool {
         let tasks = self.starts[slot as usize + 1] - self.starts[slot as usize];
-        tasks * 2 >= self.chunks_held(slot, grid)
+        tasks * 2 >= self.chunks_held(slot)
     }
 
     /// Chunks shard `slot` holds: all it has room for, fewer at the array's
-    /// edges (`grid`: the array's chunks per dimension).
-    pub fn chunks_held(&self, slot: u64, grid: &[u64]) -> u64 {
+    /// edges.
+    pub fn chunks_held(&self, slot: u64) -> u64 {
         let idx = unravel(slot, &self.touched_shape);
         (0..self.nd)
             .map(|d| {
                 let per = self.chunks_per_shard[d];
                 let first = self.touched[d][idx[d] as usize] * per;
-                per.min(grid[d].saturating_sub(first))
+                per.min(self.grid[d].saturating_sub(first))
             })
             .product()
     }
@@ -268,7 +280,7 @@ mod tests {
                 },
             ],
         };
-        let order = TaskOrder::new(&window, &[1, 2], &[2, 3]);
+        let order = TaskOrder::new(&[3, 23], &window, &[1, 2], &[2, 3]);
         let n = order.n_tasks();
         assert_eq!(n, 3 * 6);
         for (t, task) in (0..n).zip(order.tasks(0..n)) {
@@ -291,7 +303,7 @@ mod tests {
         let window = Window {
             dims: vec![DimRange::new(3, 17), DimRange::new(1, 20)],
         };
-        let order = TaskOrder::new(&window, &[2, 2], &[3, 4]);
+        let order = TaskOrder::new(&[20, 20], &window, &[2, 2], &[3, 4]);
         let n = order.n_tasks();
         assert_eq!(n, 8 * 10); // chunks 1..=8 x 0..=9
         let mut seen = std::collections::HashSet::new();
