@@ -522,22 +522,18 @@ fn measure_engine(dir: &Path, threads: usize, memory: &MemoryRates) -> Result<En
     let call = median_time(runs * 4, || {
         read_window(&block, &window([(0, 1), (0, 1), (0, 1)]), &all)
     })?;
-    // Waking the pool's workers and waiting for them.
-    let handoff_with = |threads: usize| {
-        let pool = Parallelism::resolve(Some(threads), None).pool();
-        median_time(runs * 4, || {
-            pool.install(|| {
-                use rayon::prelude::*;
-                (0..threads).into_par_iter().for_each(|i| {
-                    std::hint::black_box(i);
-                })
-            });
-            Ok(())
-        })
-    };
-    let handoff = handoff_with(threads)?;
-    // A one-thread read runs on the calling thread, whatever its size.
-    let call_one = call;
+    // Waking the pool's workers and waiting for them. (A one-thread read,
+    // as below, runs on the calling thread whatever its size: no hand-off.)
+    let pool = Parallelism::resolve(Some(threads), None).pool();
+    let handoff = median_time(runs * 4, || {
+        pool.install(|| {
+            use rayon::prelude::*;
+            (0..threads).into_par_iter().for_each(|i| {
+                std::hint::black_box(i);
+            })
+        });
+        Ok(())
+    })?;
     let slice = median_time(runs, || {
         read_window(&block, &window([(0, 256), (0, 256), (7, 8)]), &one)
     })?;
@@ -547,7 +543,7 @@ fn measure_engine(dir: &Path, threads: usize, memory: &MemoryRates) -> Result<En
         read_window(&block, &window([(0, 256), (0, 256), (0, 8)]), &one)
     })?;
     let n = 65536.0;
-    let run = ((short - call_one - n * 32.0 / memory.copy) / n).max(1e-10);
+    let run = ((short - call - n * 32.0 / memory.copy) / n).max(1e-10);
     // (This read and the next stay on the calling thread: at most
     // `SERIAL_BYTES` of output from unverified raw chunks.)
     let strided_element = ((slice - call - 256.0 * run) / n).max(1e-11);
@@ -568,7 +564,7 @@ fn measure_engine(dir: &Path, threads: usize, memory: &MemoryRates) -> Result<En
     let mut out = vec![0u8; every_other.num_elements() as usize * 4];
     block.read_into(&every_other, &mut out, &one)?;
     let dense = median_time(runs, || block.read_into(&every_other, &mut out, &one))?;
-    let strided_element_dense = Some(((dense - call_one - n * run) / (32.0 * n)).max(1e-11));
+    let strided_element_dense = Some(((dense - call - n * run) / (32.0 * n)).max(1e-11));
     // Many chunks, one element from each: 16384 chunks of 4 KiB, each in
     // its own page, as a plane's chunks lie scattered through memory (the
     // cost includes the cache and TLB misses of reaching a chunk).

@@ -181,7 +181,8 @@ impl ZarrArray {
         let n_tasks = order.n_tasks();
         let chunk_bytes = path.inner_shape.iter().product::<u64>() as usize * elem;
         // Small reads stay on the calling thread: waking the workers costs
-        // more than their help saves. Unverified raw chunks are only read
+        // more than their help saves. So do reads with one thread
+        // (`Parallelism::on_caller`). Unverified raw chunks are only read
         // where selected; every other chunk is checked or decoded whole.
         let raw_partial = matches!(path.codecs, InnerCodecs::Raw { .. }) && !options.verify;
         let work = if raw_partial {
