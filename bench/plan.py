@@ -18,7 +18,7 @@ Warm: the page cache holds the files and the handle has read the window before; 
 timed warm before any is timed cold, as evictions leave the kernel busy for a while. Cold: the array's
 files are evicted with posix_fadvise(DONTNEED) and the handle reopened before each read. Medians
 of the runs (min and max in the JSON). The model plans with the device profile of the disk holding
-bench/data, measured at the start of the run (`--reuse-profile` keeps a saved one).
+bench/data, measured again before each volume (`--reuse-profile` keeps a saved one).
 
 Usage: python bench/plan.py [--size small|full] [--layouts 30] [--out bench/results]
 """
@@ -258,25 +258,18 @@ def main() -> None:
     )
     args = parser.parse_args()
     DATA.mkdir(parents=True, exist_ok=True)
-    profile_file = profile_path(DATA)
-    if not (args.reuse_profile and profile_file.is_file()):
-        # This virtual disk's speed drifts by tens of percent over hours: the model is judged
-        # with the device as it is during the run, as a user would profile before planning.
-        print("measuring the device profile of bench/data (about 30 s)", flush=True)
-        measure_profile(DATA)
-    profile = profile_file.read_text()
-    results: dict = {
-        "profile": json.loads(profile),
-        "size": args.size,
-        "disk_read_Bps": None,
-        "volumes": {},
-    }
+    results: dict = {"profile": None, "size": args.size, "disk_read_Bps": None, "volumes": {}}
     for name in [v for v in args.volumes.split(",") if v]:
         full, small, dtype, access = VOLUMES[name]
         shape = full if args.size == "full" else small
+        profile = current_profile(args.reuse_profile)
+        results["profile"] = json.loads(profile)
         results["volumes"][name] = run_volume(name, shape, dtype, access, args, profile)
+        results["volumes"][name]["profile"] = json.loads(profile)
     if args.benchmark_volume:
         shape = tuple(int(x) for x in args.benchmark_volume.split(","))
+        profile = current_profile(args.reuse_profile)
+        results["profile"] = json.loads(profile)
         results["benchmark_volume"] = benchmark_volume(shape, args, profile)
         results["disk_read_Bps"] = results["benchmark_volume"]["disk_read_Bps"]
     args.out.mkdir(parents=True, exist_ok=True)
@@ -284,6 +277,19 @@ def main() -> None:
     (args.out / "plan.md").write_text(markdown(results))
     scatter(results, args.out / "plan.png")
     print(f"wrote {args.out / 'plan.json'}, plan.md and plan.png")
+
+
+def current_profile(reuse: bool) -> str:
+    """The device profile of bench/data as JSON text, measured now (unless `reuse` and one is saved).
+
+    Measured again before each volume: this virtual disk's speed drifts by tens of percent within
+    an hour, and a model is judged with the device as it is when its layouts are read, as a user
+    would profile before planning."""
+    path = profile_path(DATA)
+    if not (reuse and path.is_file()):
+        print("measuring the device profile of bench/data (about 30 s)", flush=True)
+        measure_profile(DATA)
+    return path.read_text()
 
 
 def plane_windows(shape, shift: int = 0):
@@ -459,9 +465,10 @@ def markdown(results: dict) -> str:
     lines = [
         "# Planner validation",
         "",
-        f"Profile of {p['path']} ({p['threads']} threads); predictions by the cost model for each "
-        "written store. Times in ms, medians: measured / predicted. Warm: page cache and handle warm; "
-        "cold: files evicted with posix_fadvise(DONTNEED), handle reopened.",
+        f"Profile of {p['path']} ({p['threads']} threads), measured again before each volume (each "
+        "volume's in the JSON); predictions by the cost model for each written store. Times in ms, "
+        "medians: measured / predicted. Warm: page cache and handle warm; cold: files evicted with "
+        "posix_fadvise(DONTNEED), handle reopened.",
     ]
     for name, v in results["volumes"].items():
         accesses = list(v["rows"][0]["accesses"])
