@@ -40,7 +40,16 @@ import numpy as np
 
 import cubeslab
 from cubeslab import _engine
-from cubeslab.bench.measure import cold_runs, disk_bandwidth, evict, files_under, stats, timed, warm_runs
+from cubeslab.bench.measure import (
+    cold_runs,
+    disk_bandwidth,
+    evict,
+    files_under,
+    settle,
+    stats,
+    timed,
+    warm_runs,
+)
 from cubeslab.plan import measure_profile, plan, profile_path
 from cubeslab.synthetic import SyntheticSurvey, write_segy
 
@@ -101,6 +110,7 @@ def write_layout(path: Path, entry: dict, data: np.ndarray) -> None:
     array.write(data)
     del array
     os.sync()  # written back: stores are read long after they are written
+    settle()
 
 
 def access_keys(entry: dict) -> dict:
@@ -340,6 +350,7 @@ def benchmark_volume(shape, args, profile: str) -> dict:
         )
         summaries[strategy]["seconds"] = time.perf_counter() - t0
         os.sync()  # ingest leaves its writes to the kernel; "cold" reads must not meet dirty pages
+    settle()
     # The views' yardstick, written now so it is as old as they are on the disk.
     scratch = write_scratch(DATA / "plan-sequential.bin", SEQUENTIAL_BYTES)
     planes = plane_windows(shape)

@@ -49,6 +49,29 @@ def evict(paths: list[Path]) -> None:
             os.close(fd)
 
 
+def settle(idle: float = 0.9, most_s: float = 10.0, step_s: float = 0.25) -> float:
+    """Wait until the CPUs are at least `idle` idle over a `step_s` stretch (at most `most_s`);
+    returns the seconds waited. Writing a store leaves the kernel busy with it for seconds after
+    the writes (and `os.sync()`) return; reads timed then ran up to 1.5x slower here warm."""
+
+    def busy_and_total() -> tuple[int, int]:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+        idle_ticks = fields[3] + fields[4]  # idle + iowait
+        return sum(fields) - idle_ticks, sum(fields)
+
+    if not os.path.exists("/proc/stat"):
+        return 0.0
+    start = time.perf_counter()
+    while time.perf_counter() - start < most_s:
+        busy0, total0 = busy_and_total()
+        time.sleep(step_s)
+        busy1, total1 = busy_and_total()
+        if total1 > total0 and (busy1 - busy0) / (total1 - total0) <= 1 - idle:
+            break
+    return time.perf_counter() - start
+
+
 def stats(times: list[float]) -> dict:
     return {
         "median_s": statistics.median(times),
