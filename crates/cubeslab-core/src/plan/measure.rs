@@ -92,37 +92,56 @@ pub fn measure(
     progress: &mut dyn FnMut(&str),
 ) -> Result<DeviceProfile> {
     let scratch = Scratch::new(&options.dir)?;
-    progress("writing the scratch file");
+    progress("writing the scratch file and calibration stores");
     let file = scratch.fill(options.scratch_bytes())?;
+    let calibration = Calibration::write(&scratch.dir)?;
+    // The CPU-side rates are sampled before, between and after the device
+    // and codec measurements, and each keeps its median: a shared VM's
+    // cores run tens of percent slower or faster for seconds at a time, and
+    // one short sample can catch either.
+    let mut cpu = Vec::with_capacity(CPU_SAMPLES);
+    let sample_cpu =
+        |cpu: &mut Vec<(MemoryRates, EngineCosts)>, progress: &mut dyn FnMut(&str)| -> Result<()> {
+            progress(&format!(
+                "memory rates and engine costs ({} of {CPU_SAMPLES})",
+                cpu.len() + 1
+            ));
+            let memory = measure_memory(
+                &file,
+                &scratch.path,
+                options.threads,
+                options.scratch_bytes(),
+            )?;
+            let engine = measure_engine(&calibration, options.threads, &memory)?;
+            cpu.push((memory, engine));
+            Ok(())
+        };
+    sample_cpu(&mut cpu, progress)?;
     progress("device reads, cold and warm");
     let io = measure_io(&file, &scratch.path, options)?;
-    progress("memory rates");
-    let memory = measure_memory(
-        &file,
-        &scratch.path,
-        options.threads,
-        options.scratch_bytes(),
-    )?;
-    drop(file);
-    progress("engine costs");
-    let engine = measure_engine(&scratch.dir, options.threads, &memory)?;
-    let mut profile = DeviceProfile {
+    sample_cpu(&mut cpu, progress)?;
+    let mut codecs = Vec::new();
+    for compression in &options.codecs {
+        progress(&format!("codec {}", compression.name()));
+        codecs.push(measure_codec(&scratch.dir, compression, sample)?);
+    }
+    while cpu.len() < CPU_SAMPLES {
+        sample_cpu(&mut cpu, progress)?;
+    }
+    let (memory, engine): (Vec<MemoryRates>, Vec<EngineCosts>) = cpu.into_iter().unzip();
+    Ok(DeviceProfile {
         format: PROFILE_FORMAT,
         path: options.dir.display().to_string(),
         threads: options.threads,
         io,
-        memory,
-        engine,
-        codecs: Vec::new(),
-    };
-    for compression in &options.codecs {
-        progress(&format!("codec {}", compression.name()));
-        profile
-            .codecs
-            .push(measure_codec(&scratch.dir, compression, sample)?);
-    }
-    Ok(profile)
+        memory: MemoryRates::median(&memory),
+        engine: EngineCosts::median(&engine),
+        codecs,
+    })
 }
+
+/// How many times the memory rates and engine costs are measured.
+const CPU_SAMPLES: usize = 3;
 
 /// Scratch files, removed when dropped.
 struct Scratch {
@@ -462,6 +481,38 @@ fn median_time(runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
     Ok(times[runs / 2])
 }
 
+/// The small resident stores the engine costs are measured on, written
+/// once before any timing (a store's writes keep the kernel busy for a
+/// while after they return).
+struct Calibration {
+    /// One 16 MiB chunk.
+    block: ZarrArray,
+    /// 16384 chunks of 4 KiB.
+    scattered: ZarrArray,
+    /// 64 shards of one chunk each.
+    shards: PathBuf,
+}
+
+impl Calibration {
+    fn write(dir: &Path) -> Result<Self> {
+        let block =
+            calibration_array(dir, "block", [256, 256, 64], [256, 256, 64], [256, 256, 64])?;
+        let scattered = calibration_array(
+            dir,
+            "scattered",
+            [128, 128, 1024],
+            [1, 1, 1024],
+            [128, 128, 1024],
+        )?;
+        calibration_array(dir, "shards", [64, 64, 64], [8, 8, 64], [8, 8, 64])?;
+        Ok(Self {
+            block,
+            scattered,
+            shards: dir.join("shards"),
+        })
+    }
+}
+
 fn calibration_array(
     dir: &Path,
     name: &str,
@@ -505,7 +556,11 @@ fn window(ranges: [(u64, u64); 3]) -> Window {
 /// The engine's fixed costs, from reads of small resident stores whose
 /// work is one kind at a time (many tiny chunks; many runs in one chunk;
 /// strided elements; fresh shards).
-fn measure_engine(dir: &Path, threads: usize, memory: &MemoryRates) -> Result<EngineCosts> {
+fn measure_engine(
+    calibration: &Calibration,
+    threads: usize,
+    memory: &MemoryRates,
+) -> Result<EngineCosts> {
     let one = ReadOptions {
         parallelism: Parallelism::resolve(Some(1), None),
         verify: false,
@@ -517,10 +572,10 @@ fn measure_engine(dir: &Path, threads: usize, memory: &MemoryRates) -> Result<En
     let runs = 21;
     // One 16 MiB chunk, read as 65536 short runs of 8 contiguous elements, or
     // as 256 runs of 256 strided ones: large reads, so fixed costs are a small share.
-    let block = calibration_array(dir, "block", [256, 256, 64], [256, 256, 64], [256, 256, 64])?;
+    let block = &calibration.block;
     // A one-element read runs on the calling thread: the fixed cost of a call.
     let call = median_time(runs * 4, || {
-        read_window(&block, &window([(0, 1), (0, 1), (0, 1)]), &all)
+        read_window(block, &window([(0, 1), (0, 1), (0, 1)]), &all)
     })?;
     // Waking the pool's workers and waiting for them. (A one-thread read,
     // as below, runs on the calling thread whatever its size: no hand-off.)
@@ -535,12 +590,12 @@ fn measure_engine(dir: &Path, threads: usize, memory: &MemoryRates) -> Result<En
         Ok(())
     })?;
     let slice = median_time(runs, || {
-        read_window(&block, &window([(0, 256), (0, 256), (7, 8)]), &one)
+        read_window(block, &window([(0, 256), (0, 256), (7, 8)]), &one)
     })?;
     // Short runs (8 elements, as in a crossline through shallow chunks):
     // 65536 of them, 2 MiB in all, so the per-run cost dominates.
     let short = median_time(runs, || {
-        read_window(&block, &window([(0, 256), (0, 256), (0, 8)]), &one)
+        read_window(block, &window([(0, 256), (0, 256), (0, 8)]), &one)
     })?;
     let n = 65536.0;
     let run = ((short - call - n * 32.0 / memory.copy) / n).max(1e-10);
@@ -568,29 +623,22 @@ fn measure_engine(dir: &Path, threads: usize, memory: &MemoryRates) -> Result<En
     // Many chunks, one element from each: 16384 chunks of 4 KiB, each in
     // its own page, as a plane's chunks lie scattered through memory (the
     // cost includes the cache and TLB misses of reaching a chunk).
-    let scattered = calibration_array(
-        dir,
-        "scattered",
-        [128, 128, 1024],
-        [1, 1, 1024],
-        [128, 128, 1024],
-    )?;
+    let scattered = &calibration.scattered;
     let tasks = median_time(runs, || {
-        read_window(&scattered, &window([(0, 128), (0, 128), (5, 6)]), &one)
+        read_window(scattered, &window([(0, 128), (0, 128), (5, 6)]), &one)
     })?;
     let task = ((tasks - call) / 16384.0 - run).max(1e-9);
-    let parallel_efficiency = measure_scaling(&scattered, threads, runs)?;
+    let parallel_efficiency = measure_scaling(scattered, threads, runs)?;
     // Fresh shards: 64 shards of one chunk each, on a new handle every time.
-    let shards_path = dir.join("shards");
-    let _ = calibration_array(dir, "shards", [64, 64, 64], [8, 8, 64], [8, 8, 64])?;
-    let reused = ZarrArray::open(&shards_path)?;
+    let shards_path = &calibration.shards;
+    let reused = ZarrArray::open(shards_path)?;
     let shards_window = Window::full(&[64, 64, 64]);
     read_window(&reused, &shards_window, &one)?;
     let warm_handle = median_time(runs, || read_window(&reused, &shards_window, &one))?;
     let fresh_handle = {
         let mut times = Vec::new();
         for _ in 0..runs {
-            let fresh = ZarrArray::open(&shards_path)?;
+            let fresh = ZarrArray::open(shards_path)?;
             let start = Instant::now();
             read_window(&fresh, &shards_window, &one)?;
             times.push(start.elapsed().as_secs_f64());

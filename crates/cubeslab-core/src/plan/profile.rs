@@ -122,6 +122,47 @@ fn first_write_default() -> f64 {
     4e9
 }
 
+/// The median of `values` (the upper one of an even count); NaN if empty.
+fn median(values: impl Iterator<Item = f64>) -> f64 {
+    let mut v: Vec<f64> = values.collect();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+impl MemoryRates {
+    /// Each rate's median over several measurements.
+    pub fn median(samples: &[MemoryRates]) -> MemoryRates {
+        let of = |f: fn(&MemoryRates) -> f64| median(samples.iter().map(f));
+        MemoryRates {
+            copy: of(|m| m.copy),
+            crc: of(|m| m.crc),
+            fault: of(|m| m.fault),
+            first_write: of(|m| m.first_write),
+        }
+    }
+}
+
+impl EngineCosts {
+    /// Each cost's median over several measurements.
+    pub fn median(samples: &[EngineCosts]) -> EngineCosts {
+        let of = |f: fn(&EngineCosts) -> f64| median(samples.iter().map(f));
+        let dense: Vec<f64> = samples
+            .iter()
+            .filter_map(|e| e.strided_element_dense)
+            .collect();
+        EngineCosts {
+            call: of(|e| e.call),
+            handoff: of(|e| e.handoff),
+            task: of(|e| e.task),
+            run: of(|e| e.run),
+            strided_element: of(|e| e.strided_element),
+            strided_element_dense: (!dense.is_empty()).then(|| median(dense.into_iter())),
+            shard_open: of(|e| e.shard_open),
+            parallel_efficiency: of(|e| e.parallel_efficiency),
+        }
+    }
+}
+
 /// The engine's fixed costs, measured on a small store.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EngineCosts {
@@ -296,5 +337,38 @@ mod tests {
         let json = p.to_json();
         assert_eq!(DeviceProfile::from_json(&json).unwrap(), p);
         assert!(DeviceProfile::from_json("{}").is_err());
+    }
+
+    #[test]
+    fn cpu_samples_combine_field_by_field_into_medians() {
+        let typical = DeviceProfile::typical();
+        // Three samples, each field's middle value in a different sample.
+        let scaled = |copy: f64, crc: f64, task: f64, dense: Option<f64>| {
+            let mut m = typical.memory.clone();
+            m.copy *= copy;
+            m.crc *= crc;
+            let mut e = typical.engine.clone();
+            e.task *= task;
+            e.strided_element_dense = dense;
+            (m, e)
+        };
+        let samples = [
+            scaled(1.0, 3.0, 2.0, Some(5.0)),
+            scaled(2.0, 1.0, 3.0, None),
+            scaled(3.0, 2.0, 1.0, Some(1.0)),
+        ];
+        let memory: Vec<MemoryRates> = samples.iter().map(|s| s.0.clone()).collect();
+        let engine: Vec<EngineCosts> = samples.iter().map(|s| s.1.clone()).collect();
+        let m = MemoryRates::median(&memory);
+        assert_eq!(m.copy, typical.memory.copy * 2.0);
+        assert_eq!(m.crc, typical.memory.crc * 2.0);
+        assert_eq!(m.fault, typical.memory.fault);
+        let e = EngineCosts::median(&engine);
+        assert_eq!(e.task, typical.engine.task * 2.0);
+        assert_eq!(e.call, typical.engine.call);
+        // Of the samples that have it: the upper of the two middle values.
+        assert_eq!(e.strided_element_dense, Some(5.0));
+        let none: Vec<EngineCosts> = vec![samples[1].1.clone()];
+        assert_eq!(EngineCosts::median(&none).strided_element_dense, None);
     }
 }
