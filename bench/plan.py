@@ -10,15 +10,17 @@ the sweep; where they differ, the two are then measured again side by side (`--r
 the best of thirty noisy medians is partly luck.
 
 Then, on the 600 x 800 x 1000 float32 benchmark volume: the slowest plane of the `auto` layout
-against `reference-001` and 64^3 chunks (the three stored side by side and read in turn), and each
-plane read from the orientation copies (`--views`), warm, and cold against the device's sequential
-bandwidth, measured in turn with the planes on a file written just after the views.
+against `reference-001` and 64^3 chunks, and of the planner's pick for warm reads alone (the four
+stored side by side and read in turn), and each plane read from the orientation copies (`--views`),
+warm, and cold against the device's sequential bandwidth, measured in turn with the planes on a file
+written just after the views.
 
-Warm: the page cache holds the files and the handle has read the window before; every access is
-timed warm before any is timed cold, as evictions leave the kernel busy for a while. Cold: the array's
-files are evicted with posix_fadvise(DONTNEED) and the handle reopened before each read. Medians
-of the runs (min and max in the JSON). The model plans with the device profile of the disk holding
-bench/data, measured again before each volume (`--reuse-profile` keeps a saved one).
+Every store is read once the CPUs have settled after its writes. Warm: the page cache holds the
+files and the handle has read the window before; every access is timed warm before any is timed
+cold, as evictions leave the kernel busy for a while. Cold: the array's files are evicted with
+posix_fadvise(DONTNEED) and the handle reopened before each read. Medians of the runs (min and max
+in the JSON). The model plans with the device profile of the disk holding bench/data, measured
+again before each volume (`--reuse-profile` keeps a saved one).
 
 Usage: python bench/plan.py [--size small|full] [--layouts 30] [--out bench/results]
 """
@@ -321,7 +323,8 @@ WARM_ONLY = "auto, warm reads only"
 
 
 def benchmark_volume(shape, args, profile: str) -> dict:
-    """Auto against reference-001 and 64^3 on the benchmark volume; planes cold from the views."""
+    """Auto against reference-001, 64^3 and the warm-only pick on the benchmark volume; planes
+    cold from the views."""
     print(f"\n== benchmark volume {shape}", flush=True)
     tag = "x".join(map(str, shape))
     sgy = DATA / f"bench-{tag}.sgy"
