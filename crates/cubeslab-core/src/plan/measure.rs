@@ -22,7 +22,9 @@ use std::{
 
 use serde_json::Value;
 
-use super::profile::{CodecRate, DeviceProfile, EngineCosts, IoTable, MemoryRates, PROFILE_FORMAT};
+use super::profile::{
+    median, CodecRate, DeviceProfile, EngineCosts, IoTable, MemoryRates, PROFILE_FORMAT,
+};
 use super::stored::dir_bytes;
 use crate::{
     compress::Compression,
@@ -370,7 +372,7 @@ fn shuffled(n: u64) -> Vec<u64> {
 
 /// Per-thread rates with every thread busy: the median thread's.
 fn per_thread(threads: usize, work: impl Fn(usize) -> f64 + Sync) -> f64 {
-    let mut rates: Vec<f64> = std::thread::scope(|scope| {
+    let rates: Vec<f64> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let work = &work;
@@ -382,8 +384,7 @@ fn per_thread(threads: usize, work: impl Fn(usize) -> f64 + Sync) -> f64 {
             .map(|h| h.join().expect("measuring thread"))
             .collect()
     });
-    rates.sort_by(f64::total_cmp);
-    rates[rates.len() / 2]
+    median(rates.into_iter())
 }
 
 fn measure_memory(
@@ -477,8 +478,7 @@ fn median_time(runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
         f()?;
         times.push(start.elapsed().as_secs_f64());
     }
-    times.sort_by(f64::total_cmp);
-    Ok(times[runs / 2])
+    Ok(median(times.into_iter()))
 }
 
 /// The small resident stores the engine costs are measured on, written
@@ -643,8 +643,7 @@ fn measure_engine(
             read_window(&fresh, &shards_window, &one)?;
             times.push(start.elapsed().as_secs_f64());
         }
-        times.sort_by(f64::total_cmp);
-        times[runs / 2]
+        median(times.into_iter())
     };
     let shard_open = ((fresh_handle - warm_handle) / 64.0).max(1e-7);
     Ok(EngineCosts {
@@ -688,8 +687,7 @@ fn measure_scaling(array: &ZarrArray, threads: usize, runs: usize) -> Result<f64
         let parallel = start.elapsed().as_secs_f64();
         ratios.push(serial / (threads as f64 * parallel));
     }
-    ratios.sort_by(f64::total_cmp);
-    Ok(ratios[runs / 2].clamp(0.25, 1.0))
+    Ok(median(ratios.into_iter()).clamp(0.25, 1.0))
 }
 
 /// A codec's ratio and speed on the sample, through the engine's own

@@ -123,7 +123,7 @@ fn first_write_default() -> f64 {
 }
 
 /// The median of `values` (the upper one of an even count); NaN if empty.
-fn median(values: impl Iterator<Item = f64>) -> f64 {
+pub(super) fn median(values: impl Iterator<Item = f64>) -> f64 {
     let mut v: Vec<f64> = values.collect();
     v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
