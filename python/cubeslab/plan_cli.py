@@ -75,6 +75,9 @@ def print_profile(profile: dict) -> None:
     table = Table(title=f"per thread, {profile['threads']} threads busy", show_header=False)
     table.add_row("memory copy", f"{memory['copy'] / 1e9:.1f} GB/s")
     table.add_row("crc32c", f"{memory['crc'] / 1e9:.1f} GB/s")
+    if memory.get("crc_chunk_start"):
+        start = memory["crc_chunk_start"]
+        table.add_row("crc32c, start of a chunk away from the last", f"{start * 1e6:.2f} µs")
     table.add_row("first touch of mapped pages", f"{memory['fault'] / 1e9:.1f} GB/s")
     table.add_row("read call", f"{engine['call'] * 1e6:.1f} µs")
     table.add_row("hand-off to the workers", f"{engine['handoff'] * 1e6:.1f} µs")
@@ -82,6 +85,11 @@ def print_profile(profile: dict) -> None:
     table.add_row("per strided element, a cache line apart", f"{engine['strided_element'] * 1e9:.2f} ns")
     if engine.get("strided_element_dense") is not None:
         table.add_row("per strided element, 8 bytes apart", f"{engine['strided_element_dense'] * 1e9:.2f} ns")
+    if engine.get("strided_element_cached") is not None:
+        table.add_row(
+            "per strided element, from a chunk in the CPU's caches",
+            f"{engine['strided_element_cached'] * 1e9:.2f} ns",
+        )
     table.add_row("shard open", f"{engine['shard_open'] * 1e6:.1f} µs")
     table.add_row(
         "parallel efficiency", f"{engine.get('parallel_efficiency', 1.0):.0%} of {profile['threads']} threads"

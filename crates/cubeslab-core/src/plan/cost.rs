@@ -107,6 +107,11 @@ pub struct Prediction {
 /// largest dynamic mmap threshold); larger ones are fresh pages each time.
 pub const FRESH_OUTPUT_BYTES: u64 = 32 << 20;
 
+/// Chunks up to this size, checked or decoded whole, are still in the CPU's
+/// caches (a core's L2 and its share of L3) when the copy gathers their
+/// selected elements.
+pub const CACHED_CHUNK_BYTES: u64 = 1 << 20;
+
 /// Predict the time to read `window` of `array`.
 pub fn predict(
     array: &StoredArray,
@@ -221,6 +226,14 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
     let (mut cpu_memory, mut cpu_steps) = (0.0, 0.0);
     let mut fault_bytes = 0u64;
     let mut request_sizes: Vec<u64> = Vec::new();
+    let checked = crc && setup.verify;
+    // A chunk checked or decoded whole is in the CPU's caches when its
+    // elements are copied out, if it is not too big to stay there.
+    let cached =
+        (checked || decode_rate.is_some()) && chunk_bytes.max(stored_chunk) <= CACHED_CHUNK_BYTES;
+    let strided_cached = engine.strided_element_cached.filter(|_| cached);
+    // Where the last chunk this worker checked ends: (shard, byte).
+    let mut checked_end: Option<(u64, u64)> = None;
     // The open request of the current piece: (shard id, start, length).
     let mut open: Option<(u64, u64, u64)> = None;
 
@@ -274,8 +287,12 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
 
         // CPU work for this chunk.
         cpu_steps += engine.task;
-        if crc && setup.verify {
+        if checked {
             cpu_memory += stored_chunk as f64 / memory.crc;
+            if t.is_multiple_of(warm_piece) || checked_end != Some((shard_id, start)) {
+                cpu_memory += memory.crc_chunk_start;
+            }
+            checked_end = Some((shard_id, start + stored_chunk));
         }
         if let Some(rate) = decode_rate {
             cpu_steps += chunk_bytes as f64 / rate;
@@ -297,7 +314,8 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
         } else {
             let stride = chunk_strides[inner_dim] * steps[inner_dim];
             let stride_bytes = stride.max(out_strides[inner_dim]) * elem;
-            cpu_steps += selected as f64 * engine.strided(stride_bytes);
+            let per_element = strided_cached.unwrap_or_else(|| engine.strided(stride_bytes));
+            cpu_steps += selected as f64 * per_element;
         }
     }
     if let Some((_, _, len)) = open.take() {
@@ -594,6 +612,73 @@ mod tests {
             ..p.engine.clone()
         };
         assert_eq!(old.strided(8), old.strided_element);
+    }
+
+    #[test]
+    fn a_checked_chunk_away_from_the_last_one_costs_a_start() {
+        let mut p = DeviceProfile::typical();
+        let a = array([16, 16, 16], [16, 800, 1008]);
+        // Warm CPU time of `plane` over the profile without, and with, a
+        // cost per chunk start.
+        let extra = |p: &mut DeviceProfile, plane: usize| {
+            let w = Access::Plane(plane).window(&a.shape);
+            p.memory.crc_chunk_start = 0.0;
+            let without = predict(&a, &w, &SETUP, Cache::Warm, p).cpu_seconds;
+            p.memory.crc_chunk_start = 1e-6;
+            predict(&a, &w, &SETUP, Cache::Warm, p).cpu_seconds - without
+        };
+        // An inline's 50 x 63 chunks lie end to end in one shard: a start
+        // only where each of the 2 threads' 4 pieces begins.
+        let inline = extra(&mut p, 0);
+        assert!((inline - 8e-6).abs() < 1e-12, "{inline}");
+        // A time slice takes every 63rd chunk of 38 shards: each is a start.
+        let time = extra(&mut p, 2);
+        assert!((time - 38.0 * 50.0 * 1e-6).abs() < 1e-12, "{time}");
+        // Unchecked, no chunk is streamed through whole.
+        let setup = ReadSetup {
+            verify: false,
+            ..SETUP
+        };
+        let w = Access::Plane(2).window(&a.shape);
+        let unchecked = predict(&a, &w, &setup, Cache::Warm, &p).cpu_seconds;
+        p.memory.crc_chunk_start = 0.0;
+        assert_eq!(
+            unchecked,
+            predict(&a, &w, &setup, Cache::Warm, &p).cpu_seconds
+        );
+    }
+
+    #[test]
+    fn elements_of_a_checked_chunk_are_gathered_from_cache() {
+        let p = DeviceProfile::typical();
+        let cached = p.engine.strided_element_cached.unwrap();
+        let w = Access::Plane(2).window(&[600, 800, 1000]);
+        let cpu = |a: &StoredArray, p: &DeviceProfile, verify: bool| {
+            let setup = ReadSetup { verify, ..SETUP };
+            predict(a, &w, &setup, Cache::Warm, p).cpu_seconds
+        };
+        // A time slice of 600 x 800 elements, each 64 bytes from the next.
+        let small = array([16, 16, 16], [128, 128, 256]);
+        let without = EngineCosts {
+            strided_element_cached: None,
+            ..p.engine.clone()
+        };
+        let old = DeviceProfile {
+            engine: without,
+            ..p.clone()
+        };
+        let saved = cpu(&small, &old, true) - cpu(&small, &p, true);
+        let expected = 600.0 * 800.0 * (p.engine.strided(64) - cached);
+        assert!(
+            (saved - expected).abs() < 1e-3 * expected,
+            "{saved} {expected}"
+        );
+        // Unchecked, the copy meets the chunk in memory.
+        assert_eq!(cpu(&small, &old, false), cpu(&small, &p, false));
+        // A chunk too big to stay in the caches: as before.
+        let big = array([128, 128, 32], [128, 128, 256]);
+        assert!(big.layout.inner.iter().product::<u64>() * 4 > CACHED_CHUNK_BYTES);
+        assert_eq!(cpu(&big, &old, true), cpu(&big, &p, true));
     }
 
     #[test]

@@ -31,7 +31,7 @@ use crate::{
     config::Parallelism,
     error::Result,
     store::{crc32c, will_need, ArraySpec, DType, ReadOptions, StoreError, ZarrArray},
-    window::{DimRange, Window},
+    window::{ChunkSpan, DimRange, Placement, Window, MAX_DIMS},
     Error,
 };
 
@@ -438,17 +438,29 @@ fn measure_memory(
     // Checksums as reads compute them: over mapped page-cache pages, an
     // inner chunk (a few KiB) at a time. A buffer the CPU caches hold, or
     // one long call, runs faster than reads ever see.
+    const PIECE: usize = 8 << 10;
+    let pieces = region as usize / PIECE;
     let crc = per_thread(threads, |t| {
-        const CHUNK: usize = 8 << 10;
         let Ok(map) = map_region(t) else { return 1e9 };
         touch(&map);
-        let start = Instant::now();
-        let mut sum = 0u32;
-        for chunk in map.chunks(CHUNK) {
-            sum ^= crc32c(chunk);
-        }
-        std::hint::black_box(sum);
-        region as f64 / start.elapsed().as_secs_f64()
+        region as f64 / crc_pieces(&map, PIECE, 0..pieces)
+    });
+    // The same pieces out of order (every 61st, as a plane's chunks lie a
+    // shard row apart): the difference per piece is what starting a chunk
+    // away from the last one costs. In order and out of order alternate, so
+    // a slow spell of the machine falls on both.
+    let crc_chunk_start = per_thread(threads, |t| {
+        let Ok(map) = map_region(t) else { return 0.0 };
+        touch(&map);
+        let scattered = || (0..pieces).map(|i| i * 61 % pieces);
+        let extra: Vec<f64> = (0..3)
+            .map(|_| {
+                let apart = crc_pieces(&map, PIECE, scattered());
+                let along = crc_pieces(&map, PIECE, 0..pieces);
+                (apart - along) / pieces as f64
+            })
+            .collect();
+        median(extra.into_iter()).max(0.0)
     });
     let first_write = per_thread(threads, |_| {
         let start = Instant::now();
@@ -467,10 +479,22 @@ fn measure_memory(
         crc,
         fault,
         first_write,
+        crc_chunk_start,
     })
 }
 
 /// Median wall time of `runs` calls.
+/// Seconds to crc32c the `piece`-byte pieces of `map` in `order`.
+fn crc_pieces(map: &[u8], piece: usize, order: impl Iterator<Item = usize>) -> f64 {
+    let start = Instant::now();
+    let mut sum = 0u32;
+    for i in order {
+        sum ^= crc32c(&map[i * piece..(i + 1) * piece]);
+    }
+    std::hint::black_box(sum);
+    start.elapsed().as_secs_f64()
+}
+
 fn median_time(runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
     let mut times = Vec::with_capacity(runs);
     for _ in 0..runs {
@@ -620,6 +644,7 @@ fn measure_engine(
     block.read_into(&every_other, &mut out, &one)?;
     let dense = median_time(runs, || block.read_into(&every_other, &mut out, &one))?;
     let strided_element_dense = Some(((dense - call - n * run) / (32.0 * n)).max(1e-11));
+    let strided_element_cached = Some(strided_from_cache(runs));
     // Many chunks, one element from each: 16384 chunks of 4 KiB, each in
     // its own page, as a plane's chunks lie scattered through memory (the
     // cost includes the cache and TLB misses of reaching a chunk).
@@ -653,9 +678,49 @@ fn measure_engine(
         run,
         strided_element,
         strided_element_dense,
+        strided_element_cached,
         shard_open,
         parallel_efficiency,
     })
+}
+
+/// Seconds per element of the copy's strided gather out of a chunk the CPU
+/// caches hold, as after the chunk's check: the time slice of one
+/// 32 x 32 x 32 float32 chunk (128 KiB; 1024 elements 128 bytes apart),
+/// copied 1024 times over.
+fn strided_from_cache(runs: usize) -> f64 {
+    const SIDE: u64 = 32;
+    let chunk = vec![1u8; (SIDE * SIDE * SIDE * 4) as usize];
+    let mut out = vec![0u8; (SIDE * SIDE * 4) as usize];
+    let mut src_strides = [1u64; MAX_DIMS];
+    src_strides[..3].copy_from_slice(&[SIDE * SIDE, SIDE, 1]);
+    let mut dst_strides = [1u64; MAX_DIMS];
+    dst_strides[..3].copy_from_slice(&[SIDE, 1, 1]);
+    let placement = Placement {
+        src_strides: &src_strides,
+        dst_strides: &dst_strides,
+        steps: &[1; MAX_DIMS],
+        ndim: 3,
+        elem: 4,
+    };
+    let span = |first, count| ChunkSpan {
+        chunk: 0,
+        first,
+        count,
+        out_first: 0,
+    };
+    let spans = [span(0, SIDE), span(0, SIDE), span(7, 1)];
+    let copies = 1024;
+    let time = median_time(runs, || {
+        for _ in 0..copies {
+            // SAFETY: the spans select inside `chunk` and fill `out` exactly.
+            unsafe { placement.copy(&spans, std::hint::black_box(&chunk), out.as_mut_ptr()) };
+        }
+        std::hint::black_box(&out);
+        Ok(())
+    })
+    .unwrap_or(f64::NAN);
+    (time / (copies * SIDE * SIDE) as f64).max(1e-12)
 }
 
 /// How well `threads` workers share the engine's steps (per chunk, per
