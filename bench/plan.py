@@ -15,9 +15,12 @@ stored side by side and read in turn), and each plane read from the orientation 
 warm, and cold against the device's sequential bandwidth, measured in turn with the planes on a file
 written just after the views.
 
-Every store is read once the CPUs have settled after its writes. Warm: the page cache holds the
-files and the handle has read the window before; every access is timed warm before any is timed
-cold, as evictions leave the kernel busy for a while. Cold: the array's files are evicted with
+A volume's layouts are all written first (each followed by a sync and a wait until the CPUs
+settle), then read side by side: each round reads every access of every layout in turn, forwards
+and backwards in turn, so a slow spell of this shared VM falls on all layouts alike instead of on
+whichever was being measured then. All warm rounds come before any cold one, as evictions leave the
+kernel busy for a while. Warm: the page cache holds the files and the handle has read the window
+before. Cold: the array's files are evicted with
 posix_fadvise(DONTNEED) and the handle reopened before each read. Medians of the runs (min and max
 in the JSON). The model plans with the device profile of the disk holding bench/data, measured
 again before each volume (`--reuse-profile` keeps a saved one).
@@ -119,11 +122,6 @@ def access_keys(entry: dict) -> dict:
     return {a["access"]: tuple(slice(lo, hi) for lo, hi in a["window"]) for a in entry["accesses"]}
 
 
-def warm_time(path: Path, key, runs: int) -> dict:
-    reader = cubeslab.Array(path)
-    return warm_runs(lambda: reader.read(key), runs)
-
-
 def cold_time(path: Path, key, runs: int) -> dict:
     def opener():
         fresh = cubeslab.Array(path)
@@ -132,26 +130,39 @@ def cold_time(path: Path, key, runs: int) -> dict:
     return cold_runs(opener, files_under(path), runs)
 
 
-def measure_layout(path: Path, entry: dict, data: np.ndarray, profile: str, warm: int, cold: int) -> dict:
-    """Every access warm, then every access cold: a warm read timed just after another access's cold
-    runs meets the kernel still busy with the evicted and refetched pages (up to 1.5x slower here)."""
-    write_layout(path, entry, data)
+def predictions(path: Path, entry: dict, profile: str) -> dict:
+    """The cost model's warm and cold time of each access, for the store as written."""
     model = _engine.CostModel([str(path)], json.dumps({"profile": profile}))
-    keys = access_keys(entry)
     out = {}
     for a in entry["accesses"]:
         starts = [lo for lo, _ in a["window"]]
         stops = [hi for _, hi in a["window"]]
         steps = [1] * len(starts)
         out[a["access"]] = {
-            "warm": warm_time(path, keys[a["access"]], warm),
-            "predicted_warm_s": json.loads(model.predict(0, starts, stops, steps, False))["seconds"],
-            "predicted_cold_s": json.loads(model.predict(0, starts, stops, steps, True))["seconds"],
+            f"predicted_{state}_s": json.loads(model.predict(0, starts, stops, steps, state == "cold"))[
+                "seconds"
+            ]
+            for state in ("warm", "cold")
         }
-    for name, key in keys.items():
-        out[name]["cold"] = cold_time(path, key, cold)
-    shutil.rmtree(path)
     return out
+
+
+def measure_layouts(name: str, entries: dict[str, dict], data: np.ndarray, warm: int, cold: int) -> dict:
+    """Every layout written, then read side by side (:func:`side_by_side`): every access warm in
+    `warm` rounds, then cold in `cold` rounds. Returns {label: {access: {"warm": stats, "cold": stats}}}
+    and leaves the stores for the caller to remove (their paths under "paths")."""
+    paths = {label: DATA / f"plan-{name}-{label}.zarr" for label in entries}
+    for label, entry in entries.items():
+        write_layout(paths[label], entry, data)
+    accesses = {label: access_keys(e) for label, e in entries.items()}
+    keys = next(iter(accesses.values()))
+    assert all(k == keys for k in accesses.values()), "every layout is read at the same windows"
+    times = {state: side_by_side(paths, keys, runs, cold=state == "cold") for state, runs in
+             (("warm", warm), ("cold", cold))}  # fmt: skip
+    measured = {
+        label: {a: {state: times[state][label][a] for state in times} for a in keys} for label in entries
+    }
+    return {"paths": paths, "measured": measured}
 
 
 def slowest(measured: dict) -> float:
@@ -160,36 +171,16 @@ def slowest(measured: dict) -> float:
 
 
 def head_to_head(name: str, entries: dict[str, dict], data: np.ndarray, rounds: int) -> dict:
-    """The pick and the sweep's best measured again side by side: both written, then each round
-    reads every access of one layout and then of the other (in turn first), warm and cold, so a slow
-    spell of the disk or host falls on both. (The best of thirty noisy medians is biased low: it won partly by
-    luck, which this second measurement does not repeat.)"""
-    paths = {label: DATA / f"plan-{name}-{label}.zarr" for label in entries}
-    for label, entry in entries.items():
-        write_layout(paths[label], entry, data)
-    times: dict = {
-        label: {a: {"warm": [], "cold": []} for a in access_keys(e)} for label, e in entries.items()
-    }
-    for r in range(rounds):
-        # Each in turn first: the layout read just after the other's cold reads may meet the kernel
-        # still busy with them.
-        for label, entry in list(entries.items())[:: 1 if r % 2 == 0 else -1]:
-            keys = access_keys(entry)
-            for a, key in keys.items():
-                times[label][a]["warm"].append(warm_time(paths[label], key, 1)["median_s"])
-            for a, key in keys.items():
-                times[label][a]["cold"].append(cold_time(paths[label], key, 1)["median_s"])
-    for path in paths.values():
+    """The pick and the sweep's best measured again side by side, `rounds` rounds warm and cold.
+    (The best of thirty noisy medians is biased low: it won partly by luck, which this second
+    measurement does not repeat.)"""
+    run = measure_layouts(f"{name}-final", entries, data, rounds, rounds)
+    for path in run["paths"].values():
         shutil.rmtree(path)
-    result = {}
-    for label, per_access in times.items():
-        measured = {a: {state: stats(ts) for state, ts in m.items()} for a, m in per_access.items()}
-        result[label] = {
-            "layout": layout_key(entries[label]),
-            "accesses": measured,
-            "score_s": slowest(measured),
-        }
-    return result
+    return {
+        label: {"layout": layout_key(entries[label]), "accesses": m, "score_s": slowest(m)}
+        for label, m in run["measured"].items()
+    }
 
 
 def relative_error(predicted: float, measured: float) -> float:
@@ -200,13 +191,13 @@ def run_volume(name: str, shape, dtype, access, args, profile: str) -> dict:
     print(f"\n== {name}: {shape} {dtype}, accesses {access}", flush=True)
     data = volume_data(shape, dtype)
     layouts, pick = sweep_layouts(shape, dtype, access, args.layouts)
-    # The first layout is measured once untimed: the first writes and reads after the profile and
-    # the data's generation meet a machine still busy with them (here up to twice as slow warm).
-    measure_layout(DATA / f"plan-{name}.zarr", layouts[0], data, profile, 1, 1)
+    t0 = time.perf_counter()
+    entries = {str(i): entry for i, entry in enumerate(layouts)}
+    run = measure_layouts(name, entries, data, args.warm, args.cold)
     rows = []
-    for i, entry in enumerate(layouts):
-        t0 = time.perf_counter()
-        measured = measure_layout(DATA / f"plan-{name}.zarr", entry, data, profile, args.warm, args.cold)
+    for label, entry in entries.items():
+        predicted = predictions(run["paths"][label], entry, profile)
+        measured = {a: {**m, **predicted[a]} for a, m in run["measured"][label].items()}
         row = {
             "layout": layout_key(entry),
             "why": entry["why"],
@@ -221,8 +212,10 @@ def run_volume(name: str, shape, dtype, access, args, profile: str) -> dict:
             f"{m['cold']['median_s'] * 1e3:.1f}/{m['predicted_cold_s'] * 1e3:.1f}"
             for a, m in measured.items()
         )
-        print(f"[{i + 1}/{len(layouts)}] {row['layout']:28s} {entry['why']:18s} {cells}  "
-              f"({time.perf_counter() - t0:.1f} s)", flush=True)  # fmt: skip
+        print(f"[{int(label) + 1}/{len(layouts)}] {row['layout']:28s} {entry['why']:18s} {cells}", flush=True)
+    for path in run["paths"].values():
+        shutil.rmtree(path)
+    print(f"{len(layouts)} layouts written and read in {time.perf_counter() - t0:.0f} s", flush=True)
     errors: dict = {}
     for a in rows[0]["accesses"]:
         for state in ("warm", "cold"):
@@ -357,8 +350,9 @@ def benchmark_volume(shape, args, profile: str) -> dict:
     # The views' yardstick, written now so it is as old as they are on the disk.
     scratch = write_scratch(DATA / "plan-sequential.bin", SEQUENTIAL_BYTES)
     planes = plane_windows(shape)
-    warm = strategies_side_by_side(stores, planes, args.warm, cold=False)
-    cold = strategies_side_by_side(stores, planes, args.cold, cold=True)
+    arrays = {strategy: store / "amplitude" for strategy, store in stores.items()}
+    warm = side_by_side(arrays, planes, args.warm, cold=False)
+    cold = side_by_side(arrays, planes, args.cold, cold=True)
     for strategy, store in stores.items():
         summary = summaries[strategy]
         entry = {
@@ -386,24 +380,24 @@ def benchmark_volume(shape, args, profile: str) -> dict:
     return out
 
 
-def strategies_side_by_side(stores: dict[str, Path], planes: dict, runs: int, cold: bool) -> dict:
-    """Each plane of each store's main layout (not its views), timed in rounds that read every store
-    in turn: a slow spell of this shared VM falls on all strategies alike, not on whichever was
-    measured then. Warm: each store's reader open and each plane read once before the rounds."""
-    times = {s: {p: [] for p in planes} for s in stores}
-    readers = {s: cubeslab.Array(store / "amplitude") for s, store in stores.items()}
-    if not cold:
-        for reader in readers.values():
-            for key in planes.values():
-                reader.read(key)
-    for _ in range(runs):
-        for s, store in stores.items():
-            for p, key in planes.items():
+def side_by_side(arrays: dict[str, Path], keys: dict, runs: int, cold: bool) -> dict:
+    """Each window of each array timed in rounds that read every array in turn, forwards and
+    backwards in turn: a slow spell of this shared VM falls on all arrays alike, not on whichever was
+    measured then. Warm: every array open and each window read once before the rounds. Cold: the
+    array's files evicted and the array opened afresh before each read."""
+    times = {label: {k: [] for k in keys} for label in arrays}
+    readers = {} if cold else {label: cubeslab.Array(path) for label, path in arrays.items()}
+    for reader in readers.values():
+        for key in keys.values():
+            reader.read(key)
+    for r in range(runs):
+        for label, path in list(arrays.items())[:: 1 if r % 2 == 0 else -1]:
+            for k, key in keys.items():
                 if cold:
-                    times[s][p].append(cold_time(store / "amplitude", key, 1)["median_s"])
+                    times[label][k].append(cold_time(path, key, 1)["median_s"])
                 else:
-                    times[s][p].append(timed(lambda s=s, key=key: readers[s].read(key)))
-    return {s: {p: stats(ts) for p, ts in per_plane.items()} for s, per_plane in times.items()}
+                    times[label][k].append(timed(lambda label=label, key=key: readers[label].read(key)))
+    return {label: {k: stats(ts) for k, ts in per_key.items()} for label, per_key in times.items()}
 
 
 SEQUENTIAL_BYTES = 256 << 20
