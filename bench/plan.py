@@ -19,7 +19,7 @@ A volume's layouts are all written first (each followed by a sync and a wait unt
 settle), then read side by side: each round reads every access of every layout in turn, forwards
 and backwards in turn, so a slow spell of this shared VM falls on all layouts alike instead of on
 whichever was being measured then. All warm rounds come before any cold one, as evictions leave the
-kernel busy for a while. Warm: the page cache holds the files and the handle has read the window
+kernel busy for a while. Warm: the page cache holds the files and the handle has just read the same window
 before. Cold: the array's files are evicted with
 posix_fadvise(DONTNEED) and the handle reopened before each read. Medians of the runs (min and max
 in the JSON). The model plans with the device profile of the disk holding bench/data, measured
@@ -383,19 +383,19 @@ def benchmark_volume(shape, args, profile: str) -> dict:
 def side_by_side(arrays: dict[str, Path], keys: dict, runs: int, cold: bool) -> dict:
     """Each window of each array timed in rounds that read every array in turn, forwards and
     backwards in turn: a slow spell of this shared VM falls on all arrays alike, not on whichever was
-    measured then. Warm: every array open and each window read once before the rounds. Cold: the
+    measured then. Warm: every array open, and each timed read follows a read of the same window, as
+    the model's warm prediction assumes (a read of other arrays in between leaves a small window's
+    chunks and mappings out of the CPU's caches: here 1.5-3x slower for reads under 2 ms). Cold: the
     array's files evicted and the array opened afresh before each read."""
     times = {label: {k: [] for k in keys} for label in arrays}
     readers = {} if cold else {label: cubeslab.Array(path) for label, path in arrays.items()}
-    for reader in readers.values():
-        for key in keys.values():
-            reader.read(key)
     for r in range(runs):
         for label, path in list(arrays.items())[:: 1 if r % 2 == 0 else -1]:
             for k, key in keys.items():
                 if cold:
                     times[label][k].append(cold_time(path, key, 1)["median_s"])
                 else:
+                    readers[label].read(key)
                     times[label][k].append(timed(lambda label=label, key=key: readers[label].read(key)))
     return {label: {k: stats(ts) for k, ts in per_key.items()} for label, per_key in times.items()}
 
