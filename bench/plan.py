@@ -19,11 +19,11 @@ A volume's layouts are all written first (each followed by a sync and a wait unt
 settle), then read side by side: each round reads every access of every layout in turn, forwards
 and backwards in turn, so a slow spell of this shared VM falls on all layouts alike instead of on
 whichever was being measured then. All warm rounds come before any cold one, as evictions leave the
-kernel busy for a while. Warm: the page cache holds the files and the handle has just read the same window
-before. Cold: the array's files are evicted with
-posix_fadvise(DONTNEED) and the handle reopened before each read. Medians of the runs (min and max
-in the JSON). The model plans with the device profile of the disk holding bench/data, measured
-again before each volume (`--reuse-profile` keeps a saved one).
+kernel busy for a while. Warm: the page cache holds the files and the handle has just read the
+same window. Cold: the array's files are evicted with posix_fadvise(DONTNEED) and the handle
+reopened before each read. Medians of the runs (min and max in the JSON). The model plans with
+the device profile of the disk holding bench/data, measured again before each volume
+(`--reuse-profile` keeps a saved one).
 
 Usage: python bench/plan.py [--size small|full] [--layouts 30] [--out bench/results]
 """
