@@ -149,8 +149,8 @@ def predictions(path: Path, entry: dict, profile: str) -> dict:
 
 def measure_layouts(name: str, entries: dict[str, dict], data: np.ndarray, warm: int, cold: int) -> dict:
     """Every layout written, then read side by side (:func:`side_by_side`): every access warm in
-    `warm` rounds, then cold in `cold` rounds. Returns {label: {access: {"warm": stats, "cold": stats}}}
-    and leaves the stores for the caller to remove (their paths under "paths")."""
+    `warm` rounds, then cold in `cold` rounds. Returns "measured": {label: {access: {"warm": stats,
+    "cold": stats}}} and "paths": {label: store}, the stores left for the caller to remove."""
     paths = {label: DATA / f"plan-{name}-{label}.zarr" for label in entries}
     for label, entry in entries.items():
         write_layout(paths[label], entry, data)
@@ -195,7 +195,7 @@ def run_volume(name: str, shape, dtype, access, args, profile: str) -> dict:
     entries = {str(i): entry for i, entry in enumerate(layouts)}
     run = measure_layouts(name, entries, data, args.warm, args.cold)
     rows = []
-    for label, entry in entries.items():
+    for i, (label, entry) in enumerate(entries.items()):
         predicted = predictions(run["paths"][label], entry, profile)
         measured = {a: {**m, **predicted[a]} for a, m in run["measured"][label].items()}
         row = {
@@ -212,7 +212,7 @@ def run_volume(name: str, shape, dtype, access, args, profile: str) -> dict:
             f"{m['cold']['median_s'] * 1e3:.1f}/{m['predicted_cold_s'] * 1e3:.1f}"
             for a, m in measured.items()
         )
-        print(f"[{int(label) + 1}/{len(layouts)}] {row['layout']:28s} {entry['why']:18s} {cells}", flush=True)
+        print(f"[{i + 1}/{len(layouts)}] {row['layout']:28s} {entry['why']:18s} {cells}", flush=True)
     for path in run["paths"].values():
         shutil.rmtree(path)
     print(f"{len(layouts)} layouts written and read in {time.perf_counter() - t0:.0f} s", flush=True)

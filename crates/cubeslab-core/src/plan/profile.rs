@@ -154,22 +154,19 @@ impl EngineCosts {
     /// Each cost's median over several measurements.
     pub fn median(samples: &[EngineCosts]) -> EngineCosts {
         let of = |f: fn(&EngineCosts) -> f64| median(samples.iter().map(f));
-        let dense: Vec<f64> = samples
-            .iter()
-            .filter_map(|e| e.strided_element_dense)
-            .collect();
-        let cached: Vec<f64> = samples
-            .iter()
-            .filter_map(|e| e.strided_element_cached)
-            .collect();
+        // An optional cost: the median of the samples that have it.
+        let of_some = |f: fn(&EngineCosts) -> Option<f64>| {
+            let present: Vec<f64> = samples.iter().filter_map(f).collect();
+            (!present.is_empty()).then(|| median(present.into_iter()))
+        };
         EngineCosts {
             call: of(|e| e.call),
             handoff: of(|e| e.handoff),
             task: of(|e| e.task),
             run: of(|e| e.run),
             strided_element: of(|e| e.strided_element),
-            strided_element_dense: (!dense.is_empty()).then(|| median(dense.into_iter())),
-            strided_element_cached: (!cached.is_empty()).then(|| median(cached.into_iter())),
+            strided_element_dense: of_some(|e| e.strided_element_dense),
+            strided_element_cached: of_some(|e| e.strided_element_cached),
             shard_open: of(|e| e.shard_open),
             parallel_efficiency: of(|e| e.parallel_efficiency),
         }
