@@ -20,9 +20,11 @@ $(STAMPS)/venv: pyproject.toml
 	@touch $@
 
 # zarrs' zfp codec builds the zfp C library through bindgen, which needs libclang;
-# the benchmark report's test renders it in a real headless Chromium.
+# the benchmark report's test renders it in a real headless Chromium; the
+# durability test watches an ingest's fsync calls with strace.
 SYSTEM_PACKAGES := $(if $(wildcard /usr/lib/llvm-*/lib/libclang.so* /usr/lib/x86_64-linux-gnu/libclang*.so*),,libclang-dev) \
-	$(if $(shell command -v chromium-headless-shell chromium 2>/dev/null),,chromium-headless-shell)
+	$(if $(shell command -v chromium-headless-shell chromium 2>/dev/null),,chromium-headless-shell) \
+	$(if $(shell command -v strace 2>/dev/null),,strace)
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 $(STAMPS)/system: Makefile
 	@mkdir -p $(STAMPS)

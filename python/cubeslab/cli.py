@@ -53,6 +53,9 @@ def ingest(
     store: Annotated[Path, typer.Argument(help="Zarr store to create (a folder)")],
     overwrite: Annotated[bool, typer.Option(help="Replace an existing store")] = False,
     resume: Annotated[bool, typer.Option(help="Continue a stopped ingest (same source and options)")] = False,
+    durable: Annotated[
+        bool, typer.Option(help="Flush the store to the device before marking it complete (power-cut safe)")
+    ] = False,
     dtype: Annotated[str, typer.Option(help="float32, another numpy type, or 'native'")] = "float32",
     compress: Annotated[str, typer.Option(help=COMPRESSION_HELP)] = "none",
     max_error: Annotated[
@@ -100,7 +103,8 @@ def ingest(
             bar.update(task, completed=done, total=total)
 
         summary = run_ingest(
-            source, store, overwrite=overwrite, resume=resume, dtype=None if dtype == "float32" else dtype,
+            source, store, overwrite=overwrite, resume=resume, durable=durable,
+            dtype=None if dtype == "float32" else dtype,
             compress=compress, max_error=max_error, layout=layout, access=access,
             views=[v for v in (views or "").split(",") if v.strip()], profile=profile,
             memory_limit=parse_size(memory_limit), threads=threads, endian=endian.value,

@@ -22,6 +22,7 @@ def ingest(
     *,
     overwrite: bool = False,
     resume: bool = False,
+    durable: bool = False,
     dtype: str | None = None,
     compress: str | None = None,
     max_error: str | float | None = None,
@@ -63,6 +64,9 @@ def ingest(
     memory_limit: bound in bytes on the ingest's buffers (default 1 GiB).
     resume: continue an ingest of the same source with the same options that stopped (crash, Ctrl-C):
         the shards it finished are kept. Without a store there, a fresh ingest starts.
+    durable: flush every file of the store to the device (fsync) before marking it complete,
+        and the marker after, so a power cut leaves the store incomplete or whole. Off by
+        default: the kernel writes back in its own time (as zarr-python and h5py leave it).
 
     The store is marked complete last; if the ingest stops before, the store
     stays marked incomplete and :func:`cubeslab.open` refuses it.
@@ -75,6 +79,7 @@ def ingest(
     options = {
         "overwrite": overwrite,
         "resume": resume,
+        "durable": durable,
         "dtype": dtype,
         "layout": layout,
         "access": access,

@@ -166,6 +166,7 @@ pub fn ingest_options(text: &str) -> PyResult<IngestOptions> {
             .unwrap_or(defaults.memory_limit),
         parallelism: parallelism(&m),
         overwrite: m.get("overwrite").and_then(Value::as_bool).unwrap_or(false),
+        durable: m.get("durable").and_then(Value::as_bool).unwrap_or(false),
         resume: m.get("resume").and_then(Value::as_bool).unwrap_or(false),
         vertical: m
             .get("vertical")

@@ -35,7 +35,7 @@ use crate::{
         ReadSetup, Strategy,
     },
     segy::{Geometry, ScanOptions, SegyFile, SegyOptions},
-    store::{DType, Group, StoreError, StoreLock, ZarrArray},
+    store::{sync_tree, DType, Durability, Group, StoreError, StoreLock, ZarrArray},
 };
 use task::{IngestTask, TaskArrays};
 
@@ -84,6 +84,12 @@ pub struct IngestOptions {
     pub parallelism: Parallelism,
     /// Replace an existing store.
     pub overwrite: bool,
+    /// Flush every file and folder of the store to the device (fsync)
+    /// before marking it complete, and the marker after: a power cut then
+    /// leaves a store marked incomplete, or a whole one. Without it the
+    /// kernel writes back in its own time, and a power cut soon after the
+    /// ingest may lose data of a store already marked complete.
+    pub durable: bool,
     /// Continue an ingest that stopped: keep the shards it finished, write
     /// the rest. Starts afresh if there is no store yet.
     pub resume: bool,
@@ -106,6 +112,7 @@ impl Default for IngestOptions {
             memory_limit: DEFAULT_MEMORY_LIMIT,
             parallelism: Parallelism::default(),
             overwrite: false,
+            durable: false,
             resume: false,
             vertical: "time".into(),
         }
@@ -122,6 +129,8 @@ pub struct Ingest {
     next: usize,
     parallelism: Parallelism,
     memory_limit: u64,
+    /// How the completion marker is written (and the store flushed before it).
+    durability: Durability,
     /// Orientation copies, filled from the amplitude array when all tasks are done.
     views: Vec<ZarrArray>,
     attributes: Map<String, Value>,
@@ -292,7 +301,7 @@ impl Ingest {
             Group::prepare_new(&store, options.overwrite)?;
             StoreLock::acquire(&store)?
         };
-        Group::write(&store, &attributes)?;
+        Group::write(&store, &attributes, Durability::Cached)?;
         // Idempotent: on a resume it rewrites the same metadata and coordinates.
         let arrays =
             survey::create_arrays(&store, &source, &geometry, &names, &layout, &amplitude)?;
@@ -328,6 +337,11 @@ impl Ingest {
             next: 0,
             parallelism: options.parallelism,
             memory_limit: options.memory_limit,
+            durability: if options.durable {
+                Durability::Synced
+            } else {
+                Durability::Cached
+            },
             views: view_arrays,
             attributes,
             bytes_read,
@@ -418,7 +432,10 @@ impl Ingest {
             }
         }
         c["state"] = json!("complete");
-        Group::write(&self.store, &self.attributes)?;
+        if self.durability == Durability::Synced {
+            sync_tree(&self.store)?;
+        }
+        Group::write(&self.store, &self.attributes, self.durability)?;
         Ok(self.summary())
     }
 

@@ -22,7 +22,7 @@ use super::{
     group::read_metadata,
     shard::ShardFile,
     sharded::ShardedCodecs,
-    write_atomic, write_json_atomic, ArraySpec, DType, StoreError,
+    write_atomic, write_json_atomic, ArraySpec, DType, Durability, StoreError,
 };
 use crate::{
     config::Parallelism,
@@ -164,7 +164,7 @@ impl ZarrArray {
         // Let zarrs validate the document before it is written.
         serde_json::from_value::<ArrayMetadata>(metadata.clone())
             .map_err(|e| metadata_error(dir, e.to_string()))?;
-        write_json_atomic(&dir.join("zarr.json"), &metadata)?;
+        write_json_atomic(&dir.join("zarr.json"), &metadata, Durability::Cached)?;
         Self::open(dir)
     }
 
@@ -249,7 +249,7 @@ impl ZarrArray {
                 &options,
             )
             .map_err(|e| codec_error(e.to_string()))?;
-        write_atomic(&self.dir.join(key.as_str()), &encoded)?;
+        write_atomic(&self.dir.join(key.as_str()), &encoded, Durability::Cached)?;
         self.shards
             .lock()
             .unwrap_or_else(|p| p.into_inner())

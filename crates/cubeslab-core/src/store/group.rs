@@ -8,7 +8,7 @@ use std::{
 
 use serde_json::{json, Map, Value};
 
-use super::{write_json_atomic, StoreError};
+use super::{write_json_atomic, Durability, StoreError};
 use crate::{error::Result, Error};
 
 /// Where cubeslab keeps its own bookkeeping inside a group's attributes.
@@ -114,10 +114,15 @@ impl Group {
     }
 
     /// Write (atomically) a group's `zarr.json` with these attributes.
-    pub fn write(path: &Path, attributes: &Map<String, Value>) -> Result<()> {
+    pub fn write(
+        path: &Path,
+        attributes: &Map<String, Value>,
+        durability: Durability,
+    ) -> Result<()> {
         write_json_atomic(
             &path.join("zarr.json"),
             &json!({"zarr_format": 3, "node_type": "group", "attributes": attributes}),
+            durability,
         )
     }
 

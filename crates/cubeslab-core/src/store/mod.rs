@@ -26,7 +26,7 @@ mod task_order;
 mod zstd_chunk;
 
 pub use array::{ReadOptions, ZarrArray};
-pub use atomic::{write_atomic, write_json_atomic};
+pub use atomic::{sync_tree, write_atomic, write_json_atomic, Durability};
 pub use checksum::crc32c;
 pub use decoded::{decoded_cache_bytes, DEFAULT_DECODED_CACHE_BYTES};
 pub use dtype::DType;

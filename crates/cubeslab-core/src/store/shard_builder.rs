@@ -8,7 +8,8 @@ use std::{borrow::Cow, num::NonZeroU64};
 use zarrs::array::{ArrayBytes, ArrayToBytesCodecTraits, CodecOptions};
 
 use super::{
-    checksum::crc32c, sharded::InnerCodecs, write_atomic, zstd_chunk, StoreError, ZarrArray,
+    checksum::crc32c, sharded::InnerCodecs, write_atomic, zstd_chunk, Durability, StoreError,
+    ZarrArray,
 };
 use crate::{
     compress::{ChunkErrors, ErrorStats},
@@ -288,7 +289,7 @@ impl ZarrArray {
             index.extend_from_slice(&sum.to_le_bytes());
         }
         shard.extend_from_slice(&index);
-        write_atomic(&self.dir.join(key.as_str()), &shard)?;
+        write_atomic(&self.dir.join(key.as_str()), &shard, Durability::Cached)?;
         self.forget_shard(&builder.indices);
         Ok(errors)
     }
