@@ -45,6 +45,7 @@ import numpy as np
 
 import cubeslab
 from cubeslab import _engine
+from cubeslab.array import normalize_key
 from cubeslab.bench.measure import (
     cold_runs,
     disk_bandwidth,
@@ -391,9 +392,7 @@ def plane_bounds(array: Path, shape, planes: dict, profile: str, disk_Bps: float
     crc_Bps = rates["memory"]["crc"] * rates["threads"]
     out = {}
     for plane, key in planes.items():
-        window = [(k, k + 1) if isinstance(k, int) else (0, n) for k, n in zip(key, shape, strict=True)]
-        starts, stops = [lo for lo, _ in window], [hi for _, hi in window]
-        steps = [1] * len(shape)
+        (starts, stops, steps), _, _ = normalize_key(key, shape)
         warm = json.loads(model.predict(0, starts, stops, steps, False))
         cold = json.loads(model.predict(0, starts, stops, steps, True))
         out[plane] = {

@@ -9,19 +9,6 @@ use cubeslab_core::{
 };
 use libfuzzer_sys::fuzz_target;
 
-const TYPES: [DType; 10] = [
-    DType::Float32,
-    DType::Float64,
-    DType::Int8,
-    DType::Int16,
-    DType::Int32,
-    DType::Int64,
-    DType::UInt8,
-    DType::UInt16,
-    DType::UInt32,
-    DType::UInt64,
-];
-
 fuzz_target!(|data: &[u8]| {
     for code in 0..=16 {
         let Some(format) = SampleFormat::from_code(code) else {
@@ -30,7 +17,7 @@ fuzz_target!(|data: &[u8]| {
         let samples = data.len() / format.bytes();
         let src = &data[..samples * format.bytes()];
         for endian in [Endian::Big, Endian::Little] {
-            for target in TYPES {
+            for target in DType::ALL {
                 let mut decoded = vec![0u8; samples * target.size()];
                 format.decode(endian, src, &mut decoded, target);
                 let mut encoded = vec![0u8; src.len()];
