@@ -395,9 +395,16 @@ impl Walk {
                 // A shard read whole does not wait for its index alone: the
                 // index comes in with the chunks.
                 let n_whole = self.whole_sizes.len() as f64;
-                let open_time = (p.shards as f64 * engine.shard_open
-                    + (p.shards as f64 - n_whole) * index_time)
-                    / open_depth;
+                // Several shards are opened on the workers: one more hand-off.
+                let open_handoff = if p.shards > 1 && !self.serial {
+                    engine.handoff
+                } else {
+                    0.0
+                };
+                let open_time = open_handoff
+                    + (p.shards as f64 * engine.shard_open
+                        + (p.shards as f64 - n_whole) * index_time)
+                        / open_depth;
                 // Each worker keeps ceil(in_flight / threads) requests outstanding.
                 let outstanding = setup.in_flight.div_ceil(threads as usize).max(1) as u64;
                 let depth = (outstanding * busy as u64)

@@ -462,22 +462,24 @@ impl ZarrArray {
         indices.iter().zip(&grid).fold(0, |id, (i, n)| id * n + i)
     }
 
-    /// The open shard at `indices` (cached per handle). A shard opened to be
-    /// read `whole` has all its bytes requested at once; otherwise only its index.
-    pub(super) fn shard(
+    /// The shard at `indices` if this handle holds it open already.
+    pub(super) fn open_shard(&self, indices: &[u64]) -> Option<Arc<ShardFile>> {
+        self.shards
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(indices)
+            .cloned()
+    }
+
+    /// Open the shard at `indices` from its file, and keep it open in this
+    /// handle. A shard opened to be read `whole` has all its bytes requested
+    /// at once; otherwise only its index.
+    pub(super) fn open_new_shard(
         &self,
         path: &ShardedCodecs,
         indices: &[u64],
         whole: bool,
     ) -> Result<Arc<ShardFile>> {
-        if let Some(s) = self
-            .shards
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(indices)
-        {
-            return Ok(s.clone());
-        }
         let key = self.array.chunk_key(indices);
         let shard = Arc::new(ShardFile::open(
             &self.dir,

@@ -192,21 +192,7 @@ impl ZarrArray {
         };
         let serial = work <= SERIAL_BYTES || options.parallelism.on_caller();
 
-        // Open the touched shards (in parallel: each reads and checks an index).
-        let open = |slot: u64| {
-            let whole = order.covers_most_of(slot);
-            self.shard(path, &order.shard_indices(slot), whole)
-        };
-        let shards: Vec<Arc<ShardFile>> = if serial {
-            (0..order.n_shards()).map(open).collect::<Result<_>>()?
-        } else {
-            options.parallelism.pool().install(|| {
-                (0..order.n_shards())
-                    .into_par_iter()
-                    .map(open)
-                    .collect::<Result<_>>()
-            })?
-        };
+        let shards = self.touched_shards(path, &order, serial, options)?;
 
         let mut steps = [1u64; MAX_DIMS];
         for (d, r) in window.dims.iter().enumerate() {
@@ -281,6 +267,45 @@ impl ZarrArray {
                 .pool()
                 .install(|| (0..pieces).into_par_iter().try_for_each(run_piece))
         }
+    }
+
+    /// The shards a read touches, by slot. Those this handle holds open cost
+    /// a lookup; the rest are opened, in parallel when there are several
+    /// (each reads and checks an index). So a read of open shards hands its
+    /// work to the pool once, not twice: on this VM each hand-off cost
+    /// 17-30 us, a fifth of a small box's read.
+    fn touched_shards(
+        &self,
+        path: &ShardedCodecs,
+        order: &TaskOrder,
+        serial: bool,
+        options: &ReadOptions,
+    ) -> Result<Vec<Arc<ShardFile>>> {
+        let mut shards: Vec<Option<Arc<ShardFile>>> = (0..order.n_shards())
+            .map(|slot| self.open_shard(&order.shard_indices(slot)))
+            .collect();
+        let missing: Vec<u64> = (0..order.n_shards())
+            .filter(|&slot| shards[slot as usize].is_none())
+            .collect();
+        let open = |&slot: &u64| {
+            let whole = order.covers_most_of(slot);
+            self.open_new_shard(path, &order.shard_indices(slot), whole)
+        };
+        let opened: Vec<Arc<ShardFile>> = if serial || missing.len() < 2 {
+            missing.iter().map(open).collect::<Result<_>>()?
+        } else {
+            options
+                .parallelism
+                .pool()
+                .install(|| missing.par_iter().map(open).collect::<Result<_>>())?
+        };
+        for (slot, shard) in missing.into_iter().zip(opened) {
+            shards[slot as usize] = Some(shard);
+        }
+        Ok(shards
+            .into_iter()
+            .map(|s| s.expect("every slot filled"))
+            .collect())
     }
 
     /// Copy one inner chunk's selected elements into the output.
