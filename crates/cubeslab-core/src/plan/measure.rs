@@ -739,7 +739,8 @@ fn measure_scaling(array: &ZarrArray, threads: usize, runs: usize) -> Result<f64
         verify: false,
     };
     let (one, all) = (options(1), options(threads));
-    let plane = window([(0, 128), (0, 128), (0, 16)]);
+    // 2 MiB of output, past `SERIAL_BYTES`, so that the read is parallel.
+    let plane = window([(0, 128), (0, 128), (0, 32)]);
     // Each timed read follows the same read with the same threads, as warm
     // reads are timed and predicted: a parallel read straight after a serial
     // one also pays for waking the idle cores (here it halved the ratio).

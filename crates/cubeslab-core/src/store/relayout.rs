@@ -131,7 +131,7 @@ mod tests {
         // An orientation copy's workers each read with one thread, as here.
         // Were such a read handed to a pool, the waiting worker would run
         // further tasks of its own pool on its stack: depth above 1.
-        let (planes, rows, cols) = (32u64, 256u64, 512u64);
+        let (planes, rows, cols) = (16u64, 512u64, 1024u64);
         let plane_bytes = rows * cols * 4;
         assert!(
             plane_bytes > SERIAL_BYTES,
