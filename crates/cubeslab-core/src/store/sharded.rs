@@ -272,8 +272,8 @@ impl ZarrArray {
     /// The shards a read touches, by slot. Those this handle holds open cost
     /// a lookup; the rest are opened, in parallel when there are several
     /// (each reads and checks an index). So a read of open shards hands its
-    /// work to the pool once, not twice: on this VM each hand-off cost
-    /// 17-30 us, a fifth of a small box's read.
+    /// work to the pool once, not twice (each hand-off costs 17-35 us here,
+    /// more once the workers have gone to sleep).
     fn touched_shards(
         &self,
         path: &ShardedCodecs,
