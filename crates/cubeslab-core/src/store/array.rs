@@ -463,7 +463,7 @@ impl ZarrArray {
     }
 
     /// The shard at `indices` if this handle holds it open already.
-    pub(super) fn open_shard(&self, indices: &[u64]) -> Option<Arc<ShardFile>> {
+    pub(super) fn held_shard(&self, indices: &[u64]) -> Option<Arc<ShardFile>> {
         self.shards
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -281,11 +281,11 @@ impl ZarrArray {
         serial: bool,
         options: &ReadOptions,
     ) -> Result<Vec<Arc<ShardFile>>> {
-        let mut shards: Vec<Option<Arc<ShardFile>>> = (0..order.n_shards())
-            .map(|slot| self.open_shard(&order.shard_indices(slot)))
+        let held: Vec<Option<Arc<ShardFile>>> = (0..order.n_shards())
+            .map(|slot| self.held_shard(&order.shard_indices(slot)))
             .collect();
         let missing: Vec<u64> = (0..order.n_shards())
-            .filter(|&slot| shards[slot as usize].is_none())
+            .filter(|&slot| held[slot as usize].is_none())
             .collect();
         let open = |&slot: &u64| {
             let whole = order.covers_most_of(slot);
@@ -299,12 +299,11 @@ impl ZarrArray {
                 .pool()
                 .install(|| missing.par_iter().map(open).collect::<Result<_>>())?
         };
-        for (slot, shard) in missing.into_iter().zip(opened) {
-            shards[slot as usize] = Some(shard);
-        }
-        Ok(shards
+        // The opened shards fill the empty slots in order.
+        let mut opened = opened.into_iter();
+        Ok(held
             .into_iter()
-            .map(|s| s.expect("every slot filled"))
+            .map(|shard| shard.unwrap_or_else(|| opened.next().expect("one per missing slot")))
             .collect())
     }
 
