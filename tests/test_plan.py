@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import segyio
+import zarr
 from test_cli import assert_png, run
 
 import cubeslab
@@ -86,10 +87,12 @@ def test_plan_command_prints_the_pick_runners_up_and_explains(tmp_path):
     out = run("plan", "--shape", "300,400,500", "--top", "3", "--explain").stdout
     assert "layouts, best first" in out and "the pick, explained" in out
     assert "built-in typical machine" in out
+    # The explanation's headings are whole on an 80-column pipe (rich would rather cut them short).
+    assert all(f" {h} " in out for h in ("chunks", "shards", "reqs", "device", "touched", "output", "cpu"))
     for access in ("inline", "crossline", "time"):
         assert access in out
-    plans = json.loads(run("plan", str(F3), "--json", "--layout", "cube:8").stdout)
-    assert plans[0]["layout"]["inner"] == [8, 8, 8]
+    printed = json.loads(run("plan", str(F3), "--json", "--layout", "cube:8").stdout)
+    assert printed["plans"][0]["layout"]["inner"] == [8, 8, 8] and printed["store"] is None
     run("plan", "--shape", "10,10,10", "--layout", "nope", expect=1)
     run("plan", expect=2)
 
@@ -188,6 +191,44 @@ def test_views_are_written_reported_and_read_identically(views_store, f3_cube):
     for k in range(cube.shape[2]):
         assert np.array_equal(cube[:, :, k], f3_cube[:, :, k])
     assert np.array_equal(cube[3:9, ::2, 10:40:3], f3_cube[3:9, ::2, 10:40:3])
+
+
+def test_a_plan_for_a_store_sets_its_layouts_beside_the_pick(views_store):
+    store, _ = views_store
+    printed = json.loads(run("plan", str(store), "--json").stdout)
+    copies = printed["store"]["copies"]
+    assert [c["name"] for c in copies] == ["volume", "inline view", "crossline view", "time view"]
+    # Each copy's layout is what zarr-python reads from the store's metadata.
+    views = cubeslab.open(store).attributes["cubeslab"]["views"]
+    arrays = ["amplitude"] + [views[a]["array"] for a in ("inline", "crossline", "time")]
+    for copy, name in zip(copies, arrays, strict=True):
+        array = zarr.open_array(store / name, mode="r")
+        assert copy["layout"] == "x".join(map(str, array.chunks)) + "/" + "x".join(map(str, array.shards))
+        assert copy["plan"]["layout"] == {"inner": list(array.chunks), "shard": list(array.shards)}
+    # Each access is read from its fastest copy: each view predicts its own plane fastest, and the
+    # store's slowest access is never slower than the volume's alone.
+    for i, access in enumerate(("inline", "crossline", "time")):
+        times = [sum(c["plan"]["accesses"][i][s]["seconds"] for s in ("warm", "cold")) for c in copies]
+        assert min(times) == times[1 + i], access
+    assert printed["store"]["score"] <= copies[0]["plan"]["score"]
+    assert printed["store"]["compression"] == "none"
+    out = run("plan", str(store)).stdout
+    assert "this store's" in out and "time view" in out and "fastest copy" in out
+
+
+def test_a_plan_for_a_store_with_a_poor_layout_says_how_much_the_pick_gains(tmp_path):
+    store = tmp_path / "thin.zarr"
+    cubeslab.ingest(F3, store, layout="1x1x75/1x18x75", compress="zstd:1")
+    printed = json.loads(run("plan", str(store), "--json").stdout)
+    (volume,) = printed["store"]["copies"]
+    assert printed["store"]["compression"] == "zstd:1"  # the store's own, unless --compress says
+    assert printed["store"]["score"] == pytest.approx(volume["plan"]["score"])
+    gain = printed["store"]["score"] / printed["plans"][0]["score"]
+    assert gain > 2
+    out = run("plan", str(store)).stdout
+    assert f"{gain:.1f}x faster" in out.replace("\n", " ")
+    other = json.loads(run("plan", str(store), "--json", "--compress", "none").stdout)
+    assert other["store"]["compression"] == "none"
 
 
 def test_reads_go_to_the_copy_laid_out_for_them(views_store):

@@ -183,3 +183,60 @@ def plan(
         )
     except ValueError as error:
         raise InvalidInputError(str(error)) from None
+
+
+def plan_store(
+    path: str | os.PathLike,
+    *,
+    layout: str = "auto",
+    access: str | None = None,
+    compress: str | None = None,
+    profile: str | os.PathLike | None = None,
+    state: str = "both",
+    top: int = 5,
+) -> dict:
+    """Plan a layout for a store's volume and set it beside the layouts the store has.
+
+    Returns ``plans`` (as :func:`plan` with ``layout``, the pick first) and
+    ``store``: its ``shape``, ``dtype``, ``compression``, its ``copies`` (the
+    volume, then each ``--views`` copy: ``name``, ``layout`` and that layout's
+    ``plan``) and its ``score``: the slowest weighted access when each access
+    reads from its fastest copy, as the reader routes it. ``compress``
+    defaults to the store's own compression.
+    """
+    from .array import Array
+    from .cube import Cube
+
+    store = Path(path)
+    cube = Cube(store)
+    extra = cube.attributes.get("cubeslab", {})
+    compress = compress or extra.get("compression", {}).get("codec") or "none"
+    arrays = [("volume", cube.amplitude)] + [
+        (f"{name} view", Array(store / view["array"])) for name, view in extra.get("views", {}).items()
+    ]
+    common = {"access": access, "compress": compress, "profile": profile, "near": store, "state": state}
+    copies = []
+    for name, array in arrays:
+        chunks = "x".join(map(str, array.chunks))
+        shards = "x".join(map(str, array.shards or array.chunks))
+        (layout_plan,) = plan(cube.shape, cube.dtype, layout=f"{chunks}/{shards}", top=1, **common)
+        copies.append({"name": name, "layout": f"{chunks}/{shards}", "plan": layout_plan})
+    plans = plan(cube.shape, cube.dtype, layout=layout, top=top, **common)
+
+    def cost(prediction: dict) -> float:
+        if state == "both":
+            return prediction["warm"]["seconds"] + prediction["cold"]["seconds"]
+        return prediction[state]["seconds"]
+
+    routed = zip(*(c["plan"]["accesses"] for c in copies), strict=True)
+    score = max(min(a["weight"] * cost(a) for a in same_access) for same_access in routed)
+    return {
+        "plans": plans,
+        "store": {
+            "shape": list(cube.shape),
+            "dtype": str(cube.dtype),
+            "compression": compress,
+            "copies": copies,
+            "score": score,
+        },
+    }

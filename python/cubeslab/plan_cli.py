@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -138,7 +139,9 @@ def plan_command(
     dtype: Annotated[str, typer.Option(help="Element type")] = "float32",
     layout: LayoutOption = "auto",
     access: AccessOption = None,
-    compress: Annotated[str, typer.Option(help="Compression the store will use")] = "none",
+    compress: Annotated[
+        str | None, typer.Option(help="Compression the store will use [default: none, or a store's own]")
+    ] = None,
     profile: Annotated[
         Path | None, typer.Option(help="Profile file (default: the one for SOURCE's disk)")
     ] = None,
@@ -147,12 +150,17 @@ def plan_command(
     explain: Annotated[bool, typer.Option(help="Show each access's requests, bytes and work")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
-    """Choose chunk and shard shapes, with predicted read times per access and the runners-up."""
-    from .plan import find_profile, plan
+    """Choose chunk and shard shapes, with predicted read times per access and the runners-up.
+
+    Given a store, also predict the layouts it has (its volume's and its views') beside the pick.
+    """
+    from .plan import find_profile, plan, plan_store
 
     if (source is None) == (shape is None):
         raise typer.BadParameter("give a SEG-Y file or store, or --shape")
     near = source if source is not None else Path.cwd()
+    settings = {"access": access, "compress": compress, "profile": profile, "state": state, "top": top}
+    store = None
     if shape is not None:
         dims = [int(x) for x in shape.replace("x", ",").split(",")]
     elif source.is_file():
@@ -163,23 +171,32 @@ def plan_command(
         if info.get("offset"):
             dims.insert(2, info["offset"]["count"])
     else:
-        from . import open as open_cube
-
-        cube = open_cube(source)
-        dims, dtype = list(cube.shape), str(cube.dtype)
-    plans = plan(
-        dims, dtype, layout=layout, access=access, compress=compress, profile=profile, near=near,
-        state=state, top=top,
-    )  # fmt: skip
+        compared = plan_store(source, layout=layout, **settings)
+        plans, store = compared["plans"], compared["store"]
+        dims, dtype = store["shape"], store["dtype"]
+    if store is None:
+        plans = plan(dims, dtype, layout=layout, near=near, **settings)
     if as_json:
-        console.print_json(json.dumps(plans))
+        console.print_json(json.dumps({"plans": plans, "store": store}))
         return
     machine = "measured profile" if find_profile(near, profile) else "built-in typical machine (no profile)"
     console.print(f"array {dims} {dtype}, planned on the {machine}")
-    print_plans(plans, explain)
+    print_plans(plans, explain, store, layout)
 
 
-def print_plans(plans: list[dict], explain: bool) -> None:
+def store_verdict(pick: float, store: dict, layout: str) -> str:
+    """One sentence: whether the pick would read this store's slowest access faster, and by how much."""
+    routed = "each access from its fastest copy, " if len(store["copies"]) > 1 else ""
+    text = (
+        f"This store ({store['compression']}) reads {routed}its slowest weighted access in "
+        f"{_ms(store['score'])} ms (warm + cold as the objective counts them); the pick, {_ms(pick)} ms: "
+    )
+    if pick < store["score"] * 0.9:
+        return text + f"{store['score'] / pick:.1f}x faster. Ingest again with --layout {layout} to use it."
+    return text + "this store's layout is within 10 % of it or better."
+
+
+def print_plans(plans: list[dict], explain: bool, store: dict | None = None, layout: str = "auto") -> None:
     names = [a["access"] for a in plans[0]["accesses"]]
     table = Table(title="layouts, best first (times in ms: warm / cold)")
     table.add_column("chunks / shards")
@@ -188,40 +205,53 @@ def print_plans(plans: list[dict], explain: bool) -> None:
     table.add_column("slowest", justify="right")
     table.add_column("padding", justify="right")
     for i, p in enumerate(plans):
-        label = "x".join(map(str, p["layout"]["inner"])) + " / " + "x".join(map(str, p["layout"]["shard"]))
+        label = "x".join(map(str, p["layout"]["inner"])) + "\n/ " + "x".join(map(str, p["layout"]["shard"]))
         cells = [f"{_ms(a['warm']['seconds'])} / {_ms(a['cold']['seconds'])}" for a in p["accesses"]]
         style = "bold green" if i == 0 else None
         table.add_row(label, *cells, _ms(p["score"]), f"{p['padding']:.2%}", style=style)
+    if store is not None:
+        table.add_section()
+        for copy in store["copies"]:
+            p = copy["plan"]
+            cells = [f"{_ms(a['warm']['seconds'])} / {_ms(a['cold']['seconds'])}" for a in p["accesses"]]
+            label = f"this store's\n{copy['name']}\n" + copy["layout"].replace("/", "\n/ ")
+            table.add_row(label, *cells, _ms(p["score"]), "", style="yellow")
     console.print(table)
+    if store is not None:
+        console.print(store_verdict(plans[0]["score"], store, layout))
     if not explain:
         return
     best = plans[0]
-    table = Table(title="the pick, explained (cold read: what goes to the device, and the CPU work)")
-    for column in (
-        "access",
-        "chunks",
-        "shards",
-        "requests",
-        "device",
-        "touched",
-        "output",
-        "io",
-        "cpu",
-        "predicted",
-    ):
-        table.add_column(column, justify="right")
+    table = Table(
+        title="the pick, explained (cold: what goes to the device; sizes in MiB, times in ms)",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1),
+        collapse_padding=True,
+        pad_edge=False,
+    )
+    columns = ("access", "", "chunks", "shards", "reqs", "device", "touched", "output", "io", "cpu", "total")
+    mib = 1 << 20
+    rows = []
     for a in best["accesses"]:
         for state in ("warm", "cold"):
             p = a[state]
-            table.add_row(
-                f"{a['access']} {state}", str(p["chunks"]), str(p["shards"]),
-                str(p["requests"]) if state == "cold" else "-",
-                _size(p["device_bytes"]) if state == "cold" else "-",
-                _size(p["touched_bytes"]), _size(p["output_bytes"]),
-                f"{_ms(p['io_seconds'])} ms", f"{_ms(p['cpu_seconds'])} ms", f"{_ms(p['seconds'])} ms",
-            )  # fmt: skip
-    console.print(table)
+            cold = state == "cold"
+            rows.append((
+                a["access"] if not cold else "", state, str(p["chunks"]), str(p["shards"]),
+                str(p["requests"]) if cold else "-", f"{p['device_bytes'] / mib:.3g}" if cold else "-",
+                f"{p['touched_bytes'] / mib:.3g}", f"{p['output_bytes'] / mib:.3g}",
+                _ms(p["io_seconds"]), _ms(p["cpu_seconds"]), _ms(p["seconds"]),
+            ))  # fmt: skip
+    for i, column in enumerate(columns):
+        # Wide enough for every cell and the heading: rich would rather cut a heading short.
+        width = max(len(column), *(len(row[i]) for row in rows))
+        table.add_column(column, justify="left" if i < 2 else "right", min_width=width)
+    for row in rows:
+        table.add_row(*row)
+    # At its natural width even where that is wider than the console (a pipe counts as 80
+    # columns): cut-short headings and split numbers would be worse than a long line.
+    console.print(table, width=max(console.width, console.measure(table).maximum), crop=False)
     console.print(
         "io: device time at the queue depth the reader keeps; cpu: checksum, decode and copy work summed "
-        "over threads; predicted: wall time with io and cpu overlapped, shards' indexes read first."
+        "over threads; total: wall time with io and cpu overlapped, shards' indexes read first."
     )
