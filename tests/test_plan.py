@@ -231,6 +231,23 @@ def test_a_plan_for_a_store_with_a_poor_layout_says_how_much_the_pick_gains(tmp_
     assert other["store"]["compression"] == "none"
 
 
+def test_a_plan_for_a_store_written_by_zarr_python_reads_its_codecs(tmp_path):
+    data = np.arange(40 * 50 * 60, dtype=np.float32).reshape(40, 50, 60)
+    packed = zarr.create_array(tmp_path / "z.zarr", shape=data.shape, chunks=(10, 10, 60), dtype="float32")
+    packed[:] = data  # zarr-python's default: zstd
+    printed = json.loads(run("plan", str(tmp_path / "z.zarr"), "--json").stdout)
+    assert printed["store"]["compression"].startswith("zstd:")
+    assert printed["store"]["copies"][0]["layout"] == "10x10x60/10x10x60"
+    blosc = zarr.create_array(
+        tmp_path / "b.zarr", shape=data.shape, chunks=(10, 10, 60), dtype="float32",
+        compressors=[zarr.codecs.BloscCodec()],
+    )  # fmt: skip
+    blosc[:] = data
+    result = run("plan", str(tmp_path / "b.zarr"), expect=1)
+    assert "blosc" in result.stderr and "--compress" in result.stderr
+    run("plan", str(tmp_path / "b.zarr"), "--compress", "blosc-lz4:5")
+
+
 def test_reads_go_to_the_copy_laid_out_for_them(views_store):
     store, _ = views_store
     amplitude = cubeslab.open(store).amplitude

@@ -210,7 +210,7 @@ def plan_store(
     store = Path(path)
     cube = Cube(store)
     extra = cube.attributes.get("cubeslab", {})
-    compress = compress or extra.get("compression", {}).get("codec") or "none"
+    compress = compress or extra.get("compression", {}).get("codec") or _compression_of(cube.amplitude)
     arrays = [("volume", cube.amplitude)] + [
         (f"{name} view", Array(store / view["array"])) for name, view in extra.get("views", {}).items()
     ]
@@ -240,3 +240,24 @@ def plan_store(
             "score": score,
         },
     }
+
+
+def _compression_of(array) -> str:
+    """``--compress`` naming of an array's codecs, for stores whose compression cubeslab did not record."""
+    codecs = list(array.metadata.get("codecs", []))
+    names = []
+    while codecs:
+        codec = codecs.pop()
+        if codec["name"] == "sharding_indexed":
+            codecs.extend(codec["configuration"]["codecs"])
+        elif codec["name"] not in ("bytes", "crc32c", "transpose"):
+            names.append(codec)
+    if not names:
+        return "none"
+    if len(names) == 1 and names[0]["name"] in ("zstd", "gzip"):
+        level = names[0].get("configuration", {}).get("level") or (3 if names[0]["name"] == "zstd" else 5)
+        return f"{names[0]['name']}:{level}"
+    raise InvalidInputError(
+        f"{array.path}: codecs {[c['name'] for c in names]} were not written by cubeslab; "
+        "say which compression to plan with (--compress)"
+    )
