@@ -198,11 +198,12 @@ def plan_store(
     """Plan a layout for a store's volume and set it beside the layouts the store has.
 
     Returns ``plans`` (as :func:`plan` with ``layout``, the pick first) and
-    ``store``: its ``shape``, ``dtype``, ``compression``, its ``copies`` (the
-    volume, then each ``--views`` copy: ``name``, ``layout`` and that layout's
-    ``plan``) and its ``score``: the slowest weighted access when each access
-    reads from its fastest copy, as the reader routes it. ``compress``
-    defaults to the store's own compression.
+    ``store``: its ``shape``, ``dtype``, ``compression``, ``source`` (the file
+    it was ingested from, or None), ``copies`` (the volume, then each
+    ``--views`` copy: ``name``, ``layout`` and that layout's ``plan``) and
+    ``score``: the slowest weighted access when each access reads from its
+    fastest copy, as the reader routes it. ``compress`` defaults to the
+    store's own compression.
     """
     from .array import Array
     from .cube import Cube
@@ -236,6 +237,7 @@ def plan_store(
             "shape": list(cube.shape),
             "dtype": str(cube.dtype),
             "compression": compress,
+            "source": extra.get("source"),
             "copies": copies,
             "score": score,
         },

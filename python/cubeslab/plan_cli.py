@@ -184,6 +184,11 @@ def plan_command(
     print_plans(plans, explain, store, layout)
 
 
+def _times(plan: dict) -> list[str]:
+    """Each access's predicted "warm / cold" milliseconds."""
+    return [f"{_ms(a['warm']['seconds'])} / {_ms(a['cold']['seconds'])}" for a in plan["accesses"]]
+
+
 def store_verdict(pick: float, store: dict, layout: str) -> str:
     """One sentence: whether the pick would read this store's slowest access faster, and by how much."""
     routed = "each access from its fastest copy, " if len(store["copies"]) > 1 else ""
@@ -191,9 +196,12 @@ def store_verdict(pick: float, store: dict, layout: str) -> str:
         f"This store ({store['compression']}) reads {routed}its slowest weighted access in "
         f"{_ms(store['score'])} ms (warm + cold as the objective counts them); the pick, {_ms(pick)} ms: "
     )
-    if pick < store["score"] * 0.9:
-        return text + f"{store['score'] / pick:.1f}x faster. Ingest again with --layout {layout} to use it."
-    return text + "this store's layout is within 10 % of it or better."
+    if pick >= store["score"] * 0.9:
+        return text + "this store's layout is within 10 % of it or better."
+    text += f"{store['score'] / pick:.1f}x faster."
+    if store["source"]:
+        text += f" Ingest {store['source']} again with --layout {layout} to use it."
+    return text
 
 
 def print_plans(plans: list[dict], explain: bool, store: dict | None = None, layout: str = "auto") -> None:
@@ -206,19 +214,16 @@ def print_plans(plans: list[dict], explain: bool, store: dict | None = None, lay
     table.add_column("padding", justify="right")
     for i, p in enumerate(plans):
         label = "x".join(map(str, p["layout"]["inner"])) + "\n/ " + "x".join(map(str, p["layout"]["shard"]))
-        cells = [f"{_ms(a['warm']['seconds'])} / {_ms(a['cold']['seconds'])}" for a in p["accesses"]]
         style = "bold green" if i == 0 else None
-        table.add_row(label, *cells, _ms(p["score"]), f"{p['padding']:.2%}", style=style)
+        table.add_row(label, *_times(p), _ms(p["score"]), f"{p['padding']:.2%}", style=style)
     if store is not None:
         table.add_section()
         for copy in store["copies"]:
-            p = copy["plan"]
-            cells = [f"{_ms(a['warm']['seconds'])} / {_ms(a['cold']['seconds'])}" for a in p["accesses"]]
             label = f"this store's\n{copy['name']}\n" + copy["layout"].replace("/", "\n/ ")
-            table.add_row(label, *cells, _ms(p["score"]), "", style="yellow")
+            table.add_row(label, *_times(copy["plan"]), _ms(copy["plan"]["score"]), "", style="yellow")
     console.print(table)
     if store is not None:
-        console.print(store_verdict(plans[0]["score"], store, layout))
+        console.print(escape(store_verdict(plans[0]["score"], store, layout)))
     if not explain:
         return
     best = plans[0]
