@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import re
 import shutil
 from pathlib import Path
 
@@ -87,7 +88,9 @@ def test_plan_command_prints_the_pick_runners_up_and_explains(tmp_path):
     out = run("plan", "--shape", "300,400,500", "--top", "3", "--explain").stdout
     assert "layouts, best first" in out and "the pick, explained" in out
     assert "built-in typical machine" in out
-    # The explanation's headings are whole on an 80-column pipe (rich would rather cut them short).
+    # Each warm / cold cell of the 3 layouts x 3 accesses stays on one line, and the explanation's
+    # headings are whole, on an 80-column pipe (rich would rather wrap cells and cut headings short).
+    assert len(re.findall(r"\d / \d", out)) >= 9
     assert all(f" {h} " in out for h in ("chunks", "shards", "reqs", "device", "touched", "output", "cpu"))
     for access in ("inline", "crossline", "time"):
         assert access in out

@@ -184,6 +184,19 @@ def plan_command(
     print_plans(plans, explain, store, layout)
 
 
+def _print_whole(table: Table) -> None:
+    """Print a table at its natural width even where that is wider than the console (a pipe
+    counts as 80 columns): cut-short headings and numbers split over lines are worse than a
+    long line."""
+    natural = console.measure(table, options=console.options.update_width(1000)).maximum
+    wide = console.width
+    console.width = max(wide, natural)
+    try:
+        console.print(table)
+    finally:
+        console.width = wide
+
+
 def _times(plan: dict) -> list[str]:
     """Each access's predicted "warm / cold" milliseconds."""
     return [f"{_ms(a['warm']['seconds'])} / {_ms(a['cold']['seconds'])}" for a in plan["accesses"]]
@@ -221,7 +234,7 @@ def print_plans(plans: list[dict], explain: bool, store: dict | None = None, lay
         for copy in store["copies"]:
             label = f"this store's\n{copy['name']}\n" + copy["layout"].replace("/", "\n/ ")
             table.add_row(label, *_times(copy["plan"]), _ms(copy["plan"]["score"]), "", style="yellow")
-    console.print(table)
+    _print_whole(table)
     if store is not None:
         console.print(escape(store_verdict(plans[0]["score"], store, layout)))
     if not explain:
@@ -235,27 +248,20 @@ def print_plans(plans: list[dict], explain: bool, store: dict | None = None, lay
         pad_edge=False,
     )
     columns = ("access", "", "chunks", "shards", "reqs", "device", "touched", "output", "io", "cpu", "total")
+    for i, column in enumerate(columns):
+        table.add_column(column, justify="left" if i < 2 else "right")
     mib = 1 << 20
-    rows = []
     for a in best["accesses"]:
         for state in ("warm", "cold"):
             p = a[state]
             cold = state == "cold"
-            rows.append((
+            table.add_row(
                 a["access"] if not cold else "", state, str(p["chunks"]), str(p["shards"]),
                 str(p["requests"]) if cold else "-", f"{p['device_bytes'] / mib:.3g}" if cold else "-",
                 f"{p['touched_bytes'] / mib:.3g}", f"{p['output_bytes'] / mib:.3g}",
                 _ms(p["io_seconds"]), _ms(p["cpu_seconds"]), _ms(p["seconds"]),
-            ))  # fmt: skip
-    for i, column in enumerate(columns):
-        # Wide enough for every cell and the heading: rich would rather cut a heading short.
-        width = max(len(column), *(len(row[i]) for row in rows))
-        table.add_column(column, justify="left" if i < 2 else "right", min_width=width)
-    for row in rows:
-        table.add_row(*row)
-    # At its natural width even where that is wider than the console (a pipe counts as 80
-    # columns): cut-short headings and split numbers would be worse than a long line.
-    console.print(table, width=max(console.width, console.measure(table).maximum), crop=False)
+            )  # fmt: skip
+    _print_whole(table)
     console.print(
         "io: device time at the queue depth the reader keeps; cpu: checksum, decode and copy work summed "
         "over threads; total: wall time with io and cpu overlapped, shards' indexes read first."
