@@ -158,7 +158,9 @@ def plan(
     Each entry: ``layout`` (``inner``, ``shard``), ``score`` (the slowest weighted
     access, seconds), ``padding``, ``chunks``, ``shards`` and ``accesses``: per
     access its ``warm`` and ``cold`` predictions (``seconds``, ``requests``,
-    ``device_bytes``, ``touched_bytes``, ``io_seconds``, ``cpu_seconds`` ...).
+    ``device_bytes``, ``touched_bytes``, ``io_seconds``, ``cpu_seconds`` ...)
+    and its ``objective``: what it counts for in ``score`` (weight times the
+    time ``state`` counts).
 
     access: reads to plan for, e.g. ``"inline,crossline,time"`` (the default in
     3-D), ``"time=2,trace"``, ``"spectra:5,ion-images:25,box:5x5x1000"``.
@@ -224,13 +226,8 @@ def plan_store(
         copies.append({"name": name, "layout": f"{chunks}/{shards}", "plan": layout_plan})
     plans = plan(cube.shape, cube.dtype, layout=layout, top=top, **common)
 
-    def cost(prediction: dict) -> float:
-        if state == "both":
-            return prediction["warm"]["seconds"] + prediction["cold"]["seconds"]
-        return prediction[state]["seconds"]
-
     routed = zip(*(c["plan"]["accesses"] for c in copies), strict=True)
-    score = max(min(a["weight"] * cost(a) for a in same_access) for same_access in routed)
+    score = max(min(a["objective"] for a in same_access) for same_access in routed)
     return {
         "plans": plans,
         "store": {

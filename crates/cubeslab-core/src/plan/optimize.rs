@@ -74,6 +74,9 @@ pub struct AccessCost {
     pub warm: Prediction,
     /// Data on the device.
     pub cold: Prediction,
+    /// What this access counts for in the objective (s): its weight times
+    /// its warm, cold or summed time, as the planner's cache state says.
+    pub objective: f64,
 }
 
 /// A layout with its predicted costs.
@@ -112,28 +115,23 @@ impl Planner {
             .map(|(access, weight)| {
                 let window = access.window(shape);
                 let (warm, cold) = predict_both(&array, &window, &self.setup, &self.profile);
+                let seconds = match self.state {
+                    CacheState::Warm => warm.seconds,
+                    CacheState::Cold => cold.seconds,
+                    CacheState::Both => warm.seconds + cold.seconds,
+                };
                 AccessCost {
                     access: access.name(shape.len()),
                     weight: *weight,
                     window: window.dims.iter().map(|r| [r.start, r.stop]).collect(),
                     warm,
                     cold,
+                    objective: weight * seconds,
                 }
             })
             .collect();
-        let times: Vec<f64> = accesses
-            .iter()
-            .map(|a| {
-                a.weight
-                    * match self.state {
-                        CacheState::Warm => a.warm.seconds,
-                        CacheState::Cold => a.cold.seconds,
-                        CacheState::Both => a.warm.seconds + a.cold.seconds,
-                    }
-            })
-            .collect();
-        let score = times.iter().copied().fold(0.0, f64::max);
-        let total = times.iter().sum();
+        let score = accesses.iter().map(|a| a.objective).fold(0.0, f64::max);
+        let total = accesses.iter().map(|a| a.objective).sum();
         let (chunks, shards) = layout.counts(shape);
         Evaluated {
             layout: layout.clone(),
