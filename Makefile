@@ -43,11 +43,12 @@ build: $(STAMPS)/build ## Build the engine (release) into the .venv
 demo: build ## Generate a synthetic survey, ingest it, time plane reads beside segyio, write PNGs
 	$(VENV)/bin/cubeslab demo --dir demo-data
 
-lint: $(STAMPS)/venv $(STAMPS)/system ## rustfmt, clippy -D warnings, ruff
+lint: $(STAMPS)/venv $(STAMPS)/system ## rustfmt, clippy -D warnings, ruff, mypy
 	cargo fmt --all --check
 	cargo clippy --release --all-targets -q -- -D warnings
 	$(VENV)/bin/ruff check python tests bench
 	$(VENV)/bin/ruff format --check python tests bench
+	$(VENV)/bin/mypy
 
 rust-test: $(STAMPS)/system ## Rust unit and property tests
 	cargo test --release -q -p cubeslab-core

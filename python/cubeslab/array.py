@@ -55,7 +55,10 @@ def normalize_key(key, shape: Sequence[int]) -> tuple[Window, list[int], list[in
             i = int(k) + n if k < 0 else int(k)
             if not 0 <= i < n:
                 raise SelectionError(f"index {int(k)} is out of bounds for dimension {dim} of size {n}")
-            starts.append(i), stops.append(i + 1), steps.append(1), drop.append(dim)
+            starts.append(i)
+            stops.append(i + 1)
+            steps.append(1)
+            drop.append(dim)
         elif isinstance(k, slice):
             start, stop, step = k.indices(n)
             count = len(range(start, stop, step))
@@ -66,7 +69,9 @@ def normalize_key(key, shape: Sequence[int]) -> tuple[Window, list[int], list[in
                 stop = start + (count - 1) * step + 1 if count else 0
             elif count == 0:
                 start = stop = 0
-            starts.append(start), stops.append(max(start, stop)), steps.append(step)
+            starts.append(start)
+            stops.append(max(start, stop))
+            steps.append(step)
         else:
             raise SelectionError(
                 f"unsupported index {k!r} for dimension {dim}: use integers and slices "
@@ -251,7 +256,7 @@ class Array:
             )
         if reverse:
             kept = [d - sum(1 for x in drop if x < d) for d in reverse if d not in drop]
-            out = np.flip(out, axis=kept)
+            out = np.flip(out, axis=tuple(kept))
         return out
 
     def __getitem__(self, key) -> np.ndarray:
@@ -273,4 +278,4 @@ class Array:
         return {"path": self.path, "settings": self.settings, "copies": self.copies}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["path"], state["settings"], state.get("copies", ()))
+        Array.__init__(self, state["path"], state["settings"], state.get("copies", ()))

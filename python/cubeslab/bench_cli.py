@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -13,7 +12,7 @@ from . import bench
 
 console = Console()
 
-Size = StrEnum("Size", {name: name for name in bench.SIZE_NAMES})
+Size = bench.Size
 
 
 def bench_command(

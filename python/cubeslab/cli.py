@@ -259,7 +259,7 @@ def read(
     elif time is not None:
         data, title, kept = cube.time_slice[time], f"{cube.vertical} {time:g}", (0, 1)
     else:
-        data, title, kept = cube[parse_window(window)], f"window {window}", None
+        data, title, kept = cube[parse_window(window or "")], f"window {window}", None
     if kept is not None and cube.ndim == 3:
         axes = tuple((cube.dims[d], cube.coords[cube.dims[d]]) for d in kept)
     if output.suffix == ".png":

@@ -55,7 +55,7 @@ class LabelAxis:
         return int(hits[0])
 
     def __getitem__(self, label) -> np.ndarray:
-        key = [slice(None)] * self._cube.ndim
+        key: list[slice | int] = [slice(None)] * self._cube.ndim
         key[self._dim] = self.index(label)
         return self._cube.amplitude.read(tuple(key))
 

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 from rich.console import Console
 from rich.table import Table
 
+T = TypeVar("T")
+
 SIZES = {"small": (40, 50, 60), "full": (300, 400, 600)}
 
 
-def timed(fn, repeats: int) -> tuple[float, object]:
+def timed(fn: Callable[[], T], repeats: int) -> tuple[float, T]:
     """Median seconds of ``repeats`` calls (after one warm-up call), and the last result."""
     result = fn()
     times = []
@@ -62,11 +67,15 @@ def run_demo(
     except ImportError:
         segyio = None
     handle = segyio.open(sgy) if segyio else None
-    segyio_reads = {
-        "inline": lambda: handle.iline[il],
-        "crossline": lambda: handle.xline[xl],
-        "time slice": lambda: handle.depth_slice[shape[2] // 2],
-    }
+    segyio_reads = (
+        {}
+        if handle is None
+        else {
+            "inline": lambda: handle.iline[il],
+            "crossline": lambda: handle.xline[xl],
+            "time slice": lambda: handle.depth_slice[shape[2] // 2],
+        }
+    )
     table = Table(title=f"plane reads, median of {repeats} (warm page cache)")
     table.add_column("plane")
     table.add_column("cubeslab ms", justify="right")
@@ -74,9 +83,9 @@ def run_demo(
     table.add_column("segyio ms", justify="right")
     table.add_column("segyio ÷ cubeslab", justify="right")
     for name, (read, title, dims) in planes.items():
-        ours, data = timed(lambda read=read: read(cube), repeats)
-        fast = timed(lambda read=read: read(unverified), repeats)[0]
-        theirs = timed(segyio_reads[name], max(1, repeats // 2))[0] if handle else float("nan")
+        ours, data = timed(partial(read, cube), repeats)
+        fast = timed(partial(read, unverified), repeats)[0]
+        theirs = timed(segyio_reads[name], max(1, repeats // 2))[0] if segyio_reads else float("nan")
         results["planes"][name] = {"cubeslab_s": ours, "cubeslab_unverified_s": fast, "segyio_s": theirs}
         row = (f"{ours * 1e3:.2f}", f"{fast * 1e3:.2f}", f"{theirs * 1e3:.2f}", f"{theirs / ours:.1f}x")
         table.add_row(name, *row)

@@ -13,6 +13,7 @@ import os
 import platform
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -217,14 +218,27 @@ def plan_store(
     arrays = [("volume", cube.amplitude)] + [
         (f"{name} view", Array(store / view["array"])) for name, view in extra.get("views", {}).items()
     ]
-    common = {"access": access, "compress": compress, "profile": profile, "near": store, "state": state}
-    copies = []
+
+    def plan_with(layout: str, top: int) -> list[dict]:
+        return plan(
+            cube.shape,
+            cube.dtype,
+            layout=layout,
+            top=top,
+            access=access,
+            compress=compress,
+            profile=profile,
+            near=store,
+            state=state,
+        )
+
+    copies: list[dict[str, Any]] = []
     for name, array in arrays:
         chunks = "x".join(map(str, array.chunks))
         shards = "x".join(map(str, array.shards or array.chunks))
-        (layout_plan,) = plan(cube.shape, cube.dtype, layout=f"{chunks}/{shards}", top=1, **common)
+        (layout_plan,) = plan_with(f"{chunks}/{shards}", 1)
         copies.append({"name": name, "layout": f"{chunks}/{shards}", "plan": layout_plan})
-    plans = plan(cube.shape, cube.dtype, layout=layout, top=top, **common)
+    plans = plan_with(layout, top)
 
     routed = zip(*(c["plan"]["accesses"] for c in copies), strict=True)
     score = max(min(a["objective"] for a in same_access) for same_access in routed)

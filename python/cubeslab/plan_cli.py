@@ -159,23 +159,34 @@ def plan_command(
     if (source is None) == (shape is None):
         raise typer.BadParameter("give a SEG-Y file or store, or --shape")
     near = source if source is not None else Path.cwd()
-    settings = {"access": access, "compress": compress, "profile": profile, "state": state, "top": top}
     store = None
     if shape is not None:
         dims = [int(x) for x in shape.replace("x", ",").split(",")]
-    elif source.is_file():
+    elif source is not None and source.is_file():
         from .ingest import describe_segy
 
         info = describe_segy(source)
         dims = [info["inline"]["count"], info["crossline"]["count"], info["samples_per_trace"]]
         if info.get("offset"):
             dims.insert(2, info["offset"]["count"])
-    else:
-        compared = plan_store(source, layout=layout, **settings)
+    elif source is not None:
+        compared = plan_store(
+            source, layout=layout, access=access, compress=compress, profile=profile, state=state, top=top
+        )
         plans, store = compared["plans"], compared["store"]
         dims, dtype = store["shape"], store["dtype"]
     if store is None:
-        plans = plan(dims, dtype, layout=layout, near=near, **settings)
+        plans = plan(
+            dims,
+            dtype,
+            layout=layout,
+            access=access,
+            compress=compress,
+            profile=profile,
+            near=near,
+            state=state,
+            top=top,
+        )
     if as_json:
         console.print_json(json.dumps({"plans": plans, "store": store}))
         return

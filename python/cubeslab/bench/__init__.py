@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from enum import StrEnum
 from pathlib import Path
 
 from . import report, tools
@@ -24,9 +25,18 @@ STUDIES = {
 }
 """Study name (as the command line takes it) → module in this package."""
 
-SIZE_NAMES = ("tiny", "small", "medium", "large")
-"""tiny: the test that keeps a study working (seconds); small: ``make bench``; medium and large: the
-published scales where this machine can hold them."""
+
+class Size(StrEnum):
+    """tiny: the test that keeps a study working (seconds); small: ``make bench``; medium and large:
+    the published scales where this machine can hold them."""
+
+    tiny = "tiny"
+    small = "small"
+    medium = "medium"
+    large = "large"
+
+
+SIZE_NAMES = tuple(Size)
 
 
 def study_module(name: str):

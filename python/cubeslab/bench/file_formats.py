@@ -5,6 +5,7 @@ reads ``key`` (a row block, possibly with steps) of one array and closes it."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Literal
 
 import numpy as np
 
@@ -104,10 +105,13 @@ variables of 1 MiB moved 5 GB here, fill off and no data yet written), so N of t
 500 GB, minutes per run, at the published 1000."""
 
 
+NetCDFFormat = Literal["NETCDF4", "NETCDF3_CLASSIC", "NETCDF3_64BIT_OFFSET", "NETCDF3_64BIT_DATA"]
+
+
 class NetCDF(Tool):
     peer = "netcdf4"
 
-    def __init__(self, file_format: str, label: str, suffix: str) -> None:
+    def __init__(self, file_format: NetCDFFormat, label: str, suffix: str) -> None:
         self.format, self.label, self.suffix = file_format, label, suffix
         self.many_limit = None if file_format == "NETCDF4" else CLASSIC_MANY
 
@@ -118,7 +122,7 @@ class NetCDF(Tool):
             rows, cols = next(iter(arrays.values())).shape
             f.createDimension("y", rows)
             f.createDimension("x", cols)
-            extra = {"contiguous": True} if self.format == "NETCDF4" else {}
+            extra: dict[str, Any] = {"contiguous": True} if self.format == "NETCDF4" else {}
             # Every variable defined before any is written, as netCDF's guide advises: in the classic
             # format, defining one after data is written moves that data.
             variables = [f.createVariable(name, "u2", ("y", "x"), **extra) for name in arrays]

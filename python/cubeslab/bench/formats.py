@@ -182,7 +182,9 @@ def slab_rows(p: dict) -> list[int]:
 
 def whole_datasets(r: StudyRun, p: dict, tools: list[Tool], scratch: Path) -> None:
     """Cases 1 and 2, one size at a time (only one size's files on disk at once)."""
-    write, read = {}, {"cold": {}, "warm": {}}
+    # tool -> size -> timings; read: by cache state first
+    write: dict[str, dict[str, dict]] = {}
+    read: dict[str, dict[str, dict[str, dict]]] = {"cold": {}, "warm": {}}
     for mib in p["write_mib"]:
         data = random_rows(rows_of(mib))
         size = f"{mib:g}"
@@ -207,7 +209,10 @@ def subsets(r: StudyRun, p: dict, tools: list[Tool], scratch: Path) -> None:
     """Cases 3 and 4 on the slab source (kept from case 1 if it was one of its sizes)."""
     mib = p["slab_source_mib"]
     data = random_rows(rows_of(mib))
-    found = {"hyperslab": {"cold": {}, "warm": {}}, "strided": {"cold": {}, "warm": {}}}
+    found: dict[str, dict[str, dict]] = {
+        "hyperslab": {"cold": {}, "warm": {}},
+        "strided": {"cold": {}, "warm": {}},
+    }
     for tool in tools:
         path = scratch / f"{mib:g}{tool.suffix}"
         if not path.exists():

@@ -7,7 +7,9 @@ from __future__ import annotations
 import contextlib
 import math
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -137,7 +139,7 @@ def write_layout(layout: Layout, data: np.ndarray) -> None:
         return
     import h5py
 
-    options = {"chunks": layout.chunks} if layout.chunks else {}
+    options: dict[str, Any] = {"chunks": layout.chunks} if layout.chunks else {}
     if layout.gzip_level is not None:
         options.update(compression="gzip", compression_opts=layout.gzip_level)
     with h5py.File(layout.path, "w") as f:
@@ -171,7 +173,7 @@ def selection_keys(case: str, shape, count: int, seed: int) -> list[tuple[slice,
     """``count`` random selections of the study's case (same positions for every layout)."""
     nx, ny, nz = shape
     rng = np.random.default_rng([SEED, seed, CASES.index(case)])
-    keys = []
+    keys: list[tuple[slice, ...]] = []
     for _ in range(count):
         x, y = int(rng.integers(0, nx - 5 + 1)), int(rng.integers(0, ny - 5 + 1))
         if case == "z-slices":
@@ -241,4 +243,4 @@ def sustained(layout: Layout, keys: list) -> dict:
     warm_files(layout.files())
     with opened(layout) as select:
         select(keys[0])
-        return stats([timed(lambda k=k: select(k)) for k in keys[1:]])
+        return stats([timed(partial(select, k)) for k in keys[1:]])

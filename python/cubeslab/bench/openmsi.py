@@ -15,6 +15,7 @@ import math
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -154,7 +155,7 @@ def measure_layouts(r: StudyRun, layouts: list[Layout], data: np.ndarray) -> dic
         write_layout(layout, data)
         file_bytes = size_on_disk(layout.path)
         offset = hdf5_data_offset(layout)
-        entry = {
+        entry: dict[str, Any] = {
             "tool": layout.tool,
             "layout": layout.describe(),
             "compress": layout.compress or "none",
@@ -378,7 +379,7 @@ def codec_layouts(study: Layout, scratch: Path, with_hdf5: bool) -> list[Layout]
 def codec_label(layout: Layout) -> str:
     if layout.tool == "h5py" and layout.gzip_level is not None:
         return f"gzip-{layout.gzip_level}"
-    return layout.compress
+    return layout.compress or "none"
 
 
 def write_block(data: np.ndarray, mz: int) -> np.ndarray:
@@ -468,7 +469,7 @@ def measure_variance(r: StudyRun, data: np.ndarray, layouts: list[Layout]) -> di
 
     z0, z1 = variance_range(data.shape[2])
     expected = data[:, :, z0:z1].var(axis=2)
-    x_block = max(layouts[0].chunks[0], 4 * math.ceil(data.shape[0] / 32))
+    x_block = max((layouts[0].chunks or (1,))[0], 4 * math.ceil(data.shape[0] / 32))
     workers = list(range(1, (os.cpu_count() or 1) + 1))
     found = {"z0": z0, "z1": z1, "x_block": x_block, "workers": workers, "by_layout": {}, "max_abs_diff": 0.0}
     for k in workers:

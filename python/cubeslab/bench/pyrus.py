@@ -263,10 +263,7 @@ def formula_against_planner(r: StudyRun, sgy, volume: np.ndarray) -> dict:
         cubeslab.ingest(sgy, store, layout=layout, overwrite=True)
         chunks = cubeslab.open(store).amplitude.chunks
         picks[name] = (chunks, measure_tool(r, seismic.open_cubeslab, store, shape))
-        if name.startswith("cubeslab auto"):
-            picks["store"] = store  # kept for the plane table; removed there
-        else:
-            shutil.rmtree(store)
+        shutil.rmtree(store)
     if r.peer("h5py"):
         path = r.data / "pyrus-formula.h5"
         seismic.write_h5py(path, volume, chunks=formula)
@@ -275,7 +272,6 @@ def formula_against_planner(r: StudyRun, sgy, volume: np.ndarray) -> dict:
             measure_tool(r, seismic.open_h5py, path, shape),
         )
         path.unlink()
-    shutil.rmtree(picks.pop("store"))
     rows = []
     auto = picks["cubeslab auto (planner)"][1]
     for name, (chunks, planes) in picks.items():

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from functools import partial
 
 import numpy as np
 
@@ -171,9 +172,7 @@ def plane_reads(r: StudyRun, p: dict) -> None:
                     found[(threads, in_flight, plane)] = cold_runs(fresh, files, r.runs)
             cube = cubeslab.open(store, threads=threads)
             for plane, key in planes.items():
-                found[(threads, "warm", plane)] = warm_runs(
-                    lambda cube=cube, key=key: cube.amplitude.read(key), r.runs
-                )
+                found[(threads, "warm", plane)] = warm_runs(partial(cube.amplitude.read, key), r.runs)
     finally:
         shutil.rmtree(store, ignore_errors=True)
     r.results["planes"] = [

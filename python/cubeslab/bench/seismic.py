@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -102,9 +103,12 @@ def ingest_mdio(sgy: Path, out: Path) -> None:
 
 
 def ingest_openvds(sgy: Path, out: Path, method: str = "None") -> None:
+    importer = segy_import()
+    if importer is None:
+        raise RuntimeError("OpenVDS's SEGYImport command is not installed")
     out.unlink(missing_ok=True)
     command = [
-        segy_import(),
+        importer,
         "--vdsfile",
         str(out),
         "--compression-method",
@@ -142,7 +146,7 @@ def open_zarr(path: Path) -> Reader:
     import zarr
 
     array = zarr.open_array(path, mode="r")
-    return lambda key: array[key]
+    return lambda key: np.asarray(array[key])
 
 
 def open_tensorstore(path: Path) -> Reader:
@@ -197,7 +201,7 @@ def open_openvds(path: Path) -> Reader:
     shape = [layout.getDimensionNumSamples(d) for d in (2, 1, 0)]  # VDS: samples, crosslines, inlines
     r32 = openvds.VolumeDataChannelDescriptor.Format.Format_R32
 
-    def read(key):
+    def read(key, _handle=handle):  # the default keeps the file open as long as the reader lives
         lo, hi, out_shape = [0] * 6, [1] * 6, []
         for axis, (k, n) in enumerate(zip(key, shape, strict=True)):
             start, stop = (k, k + 1) if isinstance(k, int) else k.indices(n)[:2]
@@ -207,7 +211,6 @@ def open_openvds(path: Path) -> Reader:
         request = manager.requestVolumeSubset(tuple(lo), tuple(hi), format=r32)
         return np.asarray(request.data).reshape(out_shape)
 
-    read.handle = handle  # keeps the file open as long as the reader lives
     return read
 
 
@@ -249,7 +252,7 @@ def time_accesses(opener, path: Path, keys: dict[str, tuple], shape, runs: int) 
     out = {}
     for name, key in keys.items():
         reader = opener(path)
-        warm = warm_runs(lambda reader=reader, key=key: reader(key), runs)
+        warm = warm_runs(partial(reader, key), runs)
         del reader
 
         def fresh(key=key):
