@@ -36,9 +36,6 @@ class Size(StrEnum):
     large = "large"
 
 
-SIZE_NAMES = tuple(Size)
-
-
 def study_module(name: str):
     if name not in STUDIES:
         raise ValueError(f"unknown study {name!r}; studies: {', '.join(STUDIES)}")
@@ -56,8 +53,8 @@ def run(
 ) -> Path:
     """Run one study; returns the report's path. ``data``: where generated inputs are kept
     (default ``OUT/data``), reused by later runs of the same size."""
-    if size not in SIZE_NAMES:
-        raise ValueError(f"unknown size {size!r}; sizes: {', '.join(SIZE_NAMES)}")
+    if size not in Size.__members__:
+        raise ValueError(f"unknown size {size!r}; sizes: {', '.join(Size)}")
     module = study_module(name)
     out = Path(out)
     study_run = StudyRun(
