@@ -156,12 +156,18 @@ def plan(
 ) -> list[dict]:
     """Plan a layout for an array; the pick first, then runners-up (``layout="auto"`` only).
 
-    Each entry: ``layout`` (``inner``, ``shard``), ``score`` (the slowest weighted
-    access, seconds), ``padding``, ``chunks``, ``shards`` and ``accesses``: per
-    access its ``warm`` and ``cold`` predictions (``seconds``, ``requests``,
-    ``device_bytes``, ``touched_bytes``, ``io_seconds``, ``cpu_seconds`` ...)
-    and its ``objective``: what it counts for in ``score`` (weight times the
-    time ``state`` counts).
+    Each entry: ``layout`` (``inner``, ``shard``), ``score`` (the objective, seconds:
+    the slowest weighted access warm times ``weights["warm"]`` plus the slowest
+    cold times ``weights["cold"]``), ``weights``, ``padding``, ``chunks``,
+    ``shards`` and ``accesses``: per access its ``warm`` and ``cold`` predictions
+    (``seconds``, ``requests``, ``device_bytes``, ``touched_bytes``,
+    ``io_seconds``, ``cpu_seconds`` ...) and its ``objective``: its own weighted
+    warm and cold time, weighed alike.
+
+    state: ``"both"`` (the default) weighs warm time by how many times faster
+    this machine checks bytes in memory than its device streams them, so a
+    tenth slower warm counts as much as a tenth slower cold; ``"warm"`` or
+    ``"cold"`` counts that state alone.
 
     access: reads to plan for, e.g. ``"inline,crossline,time"`` (the default in
     3-D), ``"time=2,trace"``, ``"spectra:5,ion-images:25,box:5x5x1000"``.
@@ -240,8 +246,7 @@ def plan_store(
         copies.append({"name": name, "layout": f"{chunks}/{shards}", "plan": layout_plan})
     plans = plan_with(layout, top)
 
-    routed = zip(*(c["plan"]["accesses"] for c in copies), strict=True)
-    score = max(min(a["objective"] for a in same_access) for same_access in routed)
+    score = routed_score([c["plan"] for c in copies])
     return {
         "plans": plans,
         "store": {
@@ -253,6 +258,19 @@ def plan_store(
             "score": score,
         },
     }
+
+
+def routed_score(copies: list[dict]) -> float:
+    """The objective of a store whose copies have these plans (all with the same accesses and
+    weights): each access read from the copy where it costs least, as the reader routes it, then
+    the slowest of them warm and cold, weighed as the plans weigh the two states."""
+    weights = copies[0]["weights"]
+    routed = [
+        min(same, key=lambda a: a["objective"]) for same in zip(*(c["accesses"] for c in copies), strict=True)
+    ]
+    return sum(
+        weights[state] * max(a["weight"] * a[state]["seconds"] for a in routed) for state in ("warm", "cold")
+    )
 
 
 def _compression_of(array) -> str:

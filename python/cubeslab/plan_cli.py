@@ -145,7 +145,12 @@ def plan_command(
     profile: Annotated[
         Path | None, typer.Option(help="Profile file (default: the one for SOURCE's disk)")
     ] = None,
-    state: Annotated[str, typer.Option(help="Objective counts cold, warm or both reads")] = "both",
+    state: Annotated[
+        str,
+        typer.Option(
+            help="Objective counts both reads (warm weighed by memory over disk rate), or warm or cold"
+        ),
+    ] = "both",
     top: Annotated[int, typer.Option(help="Layouts to show")] = 5,
     explain: Annotated[bool, typer.Option(help="Show each access's requests, bytes and work")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
@@ -213,12 +218,25 @@ def _times(plan: dict) -> list[str]:
     return [f"{_ms(a['warm']['seconds'])} / {_ms(a['cold']['seconds'])}" for a in plan["accesses"]]
 
 
+def objective_caption(weights: dict) -> str:
+    """What the objective column adds up, in words."""
+    if not weights["cold"]:
+        return "objective: the slowest weighted access warm"
+    if not weights["warm"]:
+        return "objective: the slowest weighted access cold"
+    k = weights["warm"]
+    return (
+        f"objective: the slowest weighted access cold + {k:.1f} x the slowest warm "
+        f"({k:.1f}: how many times faster this machine checks bytes in memory than its disk streams them)"
+    )
+
+
 def store_verdict(pick: float, store: dict, layout: str) -> str:
     """One sentence: whether the pick would read this store's slowest access faster, and by how much."""
-    routed = "each access from its fastest copy, " if len(store["copies"]) > 1 else ""
+    routed = "each access read from its fastest copy, " if len(store["copies"]) > 1 else ""
     text = (
-        f"This store ({store['compression']}) reads {routed}its slowest weighted access in "
-        f"{_ms(store['score'])} ms (warm + cold as the objective counts them); the pick, {_ms(pick)} ms: "
+        f"This store ({store['compression']}), {routed}scores {_ms(store['score'])} ms on the objective; "
+        f"the pick, {_ms(pick)} ms: "
     )
     if pick >= store["score"] * 0.9:
         return text + "this store's layout is within 10 % of it or better."
@@ -230,11 +248,13 @@ def store_verdict(pick: float, store: dict, layout: str) -> str:
 
 def print_plans(plans: list[dict], explain: bool, store: dict | None = None, layout: str = "auto") -> None:
     names = [a["access"] for a in plans[0]["accesses"]]
-    table = Table(title="layouts, best first (times in ms: warm / cold)")
+    table = Table(
+        title="layouts, best first (times in ms: warm / cold)", caption=objective_caption(plans[0]["weights"])
+    )
     table.add_column("chunks / shards")
     for name in names:
         table.add_column(name, justify="right")
-    table.add_column("slowest", justify="right")
+    table.add_column("objective", justify="right")
     table.add_column("padding", justify="right")
     for i, p in enumerate(plans):
         label = "x".join(map(str, p["layout"]["inner"])) + "\n/ " + "x".join(map(str, p["layout"]["shard"]))

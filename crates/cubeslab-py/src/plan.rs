@@ -8,7 +8,7 @@ use cubeslab_core::{
     config::Parallelism,
     plan::{
         chunk_codec, measure, predict, stored_array, AccessMix, Cache, CacheState, DeviceProfile,
-        Planner, ReadSetup, StoredArray, Strategy,
+        Planner, ReadSetup, StateWeights, StoredArray, Strategy,
     },
     store::{DType, ZarrArray as CoreArray},
     Error,
@@ -224,9 +224,11 @@ impl CostModel {
         Ok(serde_json::to_string(&p).expect("predictions serialise"))
     }
 
-    /// Index of the array predicted fastest for the window (cold plus warm time).
+    /// Index of the array predicted fastest for the window: cold plus warm
+    /// time, weighed as the planner's default objective weighs them.
     fn fastest(&self, starts: Vec<u64>, stops: Vec<u64>, steps: Vec<u64>) -> PyResult<usize> {
         let window = crate::window(&starts, &stops, &steps)?;
+        let weights = StateWeights::of(CacheState::Both, &self.profile, &self.setup);
         let mut best = (f64::INFINITY, 0);
         for (i, array) in self.arrays.iter().enumerate() {
             window
@@ -234,7 +236,7 @@ impl CostModel {
                 .map_err(|e| value_error(e.to_string()))?;
             let (warm, cold) =
                 cubeslab_core::plan::predict_both(array, &window, &self.setup, &self.profile);
-            let t = warm.seconds + cold.seconds;
+            let t = weights.warm * warm.seconds + weights.cold * cold.seconds;
             if t < best.0 {
                 best = (t, i);
             }

@@ -22,7 +22,7 @@ pub mod strategy;
 pub use access::{Access, AccessMix};
 pub use cost::{predict, predict_both, Cache, ChunkCodec, Prediction, ReadSetup, StoredArray};
 pub use layout::{Layout, Reference001};
-pub use optimize::{CacheState, Evaluated, Planner};
+pub use optimize::{CacheState, Evaluated, Planner, StateWeights};
 pub use profile::DeviceProfile;
 pub use stored::{dir_bytes, stored_array};
 pub use strategy::Strategy;
