@@ -236,7 +236,7 @@ impl CostModel {
                 .map_err(|e| value_error(e.to_string()))?;
             let (warm, cold) =
                 cubeslab_core::plan::predict_both(array, &window, &self.setup, &self.profile);
-            let t = weights.warm * warm.seconds + weights.cold * cold.seconds;
+            let t = weights.apply(warm.seconds, cold.seconds);
             if t < best.0 {
                 best = (t, i);
             }

@@ -91,6 +91,11 @@ impl StateWeights {
             }
         }
     }
+
+    /// A warm and a cold time (s) as the objective counts them together.
+    pub fn apply(&self, warm: f64, cold: f64) -> f64 {
+        self.warm * warm + self.cold * cold
+    }
 }
 
 /// What a layout is planned for, and on what machine.
@@ -169,7 +174,7 @@ impl Planner {
             .map(|(access, weight)| {
                 let window = access.window(shape);
                 let (warm, cold) = predict_both(&array, &window, &self.setup, &self.profile);
-                let seconds = weights.warm * warm.seconds + weights.cold * cold.seconds;
+                let seconds = weights.apply(warm.seconds, cold.seconds);
                 AccessCost {
                     access: access.name(shape.len()),
                     weight: *weight,
@@ -186,8 +191,7 @@ impl Planner {
                 .map(|a| a.weight * time(a))
                 .fold(0.0, f64::max)
         };
-        let score =
-            weights.warm * slowest(|a| a.warm.seconds) + weights.cold * slowest(|a| a.cold.seconds);
+        let score = weights.apply(slowest(|a| a.warm.seconds), slowest(|a| a.cold.seconds));
         let total = accesses.iter().map(|a| a.objective).sum();
         let (chunks, shards) = layout.counts(shape);
         Evaluated {
