@@ -238,8 +238,9 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
     let mut open: Option<(u64, u64, u64)> = None;
 
     // Walk the tasks in the read path's order.
-    for (t, task) in order.tasks(0..n_tasks).enumerate() {
-        let t = t as u64;
+    let mut tasks = order.tasks(0..n_tasks);
+    for t in 0..n_tasks {
+        let Some(task) = tasks.advance() else { break };
         if t.is_multiple_of(piece) {
             if let Some((_, _, len)) = open.take() {
                 request_sizes.push(len);

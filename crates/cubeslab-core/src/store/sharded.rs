@@ -240,11 +240,19 @@ impl ZarrArray {
         let run_piece = |p: u64| -> Result<()> {
             let (first, last) = (p * piece, ((p + 1) * piece).min(n_tasks));
             let mut ahead = Prefetcher::new(first, last, outstanding);
-            for (t, task) in (first..last).zip(order.tasks(first..last)) {
+            let mut tasks = order.tasks(first..last);
+            for t in first..last {
+                let Some(&Task {
+                    slot,
+                    inner,
+                    ref spans,
+                }) = tasks.advance()
+                else {
+                    break;
+                };
                 if !warm {
                     ahead.advance(t, &range_of, &shards);
                 }
-                let Task { slot, inner, spans } = task;
                 self.read_task(
                     path,
                     &shards[slot],

@@ -148,17 +148,23 @@ impl TaskOrder {
             order: self,
             next: range.start,
             end: range.end.min(self.n_tasks()),
-            slot: 0,
+            fresh: true,
             counts: [1; MAX_DIMS],
             first_span: [0; MAX_DIMS],
             origin: [0; MAX_DIMS],
             local: [0; MAX_DIMS],
+            task: Task {
+                slot: 0,
+                inner: 0,
+                spans: [ChunkSpan::default(); MAX_DIMS],
+            },
         };
         if tasks.next < tasks.end {
             let q = self.starts.partition_point(|&s| s <= range.start) - 1;
             tasks.enter(q);
             let lidx = unravel(range.start - self.starts[q], &tasks.counts[..self.nd]);
             tasks.local[..self.nd].copy_from_slice(&lidx[..self.nd]);
+            tasks.fill(0);
         }
         tasks
     }
@@ -188,27 +194,68 @@ impl TaskOrder {
     }
 }
 
-/// Consecutive tasks of a [`TaskOrder`] (see [`TaskOrder::tasks`]).
+/// Consecutive tasks of a [`TaskOrder`] (see [`TaskOrder::tasks`]): a
+/// cursor that updates one task in place, so a step costs what changed
+/// (mostly one dimension's span), not a fresh task of `MAX_DIMS` spans.
 pub struct Tasks<'a> {
     order: &'a TaskOrder,
+    /// Index of the task [`Tasks::advance`] hands out next, and the end.
     next: u64,
     end: u64,
-    /// The current touched shard, and per dimension: its number of spans,
+    /// Whether `task` has not been handed out yet.
+    fresh: bool,
+    /// Per dimension of the current touched shard: its number of spans,
     /// its first span, the shard's first chunk, and the current task's
     /// span counted from the first.
-    slot: usize,
     counts: [u64; MAX_DIMS],
     first_span: [usize; MAX_DIMS],
     origin: [u64; MAX_DIMS],
     local: [u64; MAX_DIMS],
+    task: Task,
 }
 
 impl Tasks<'_> {
+    /// The next task, or `None` past the end of the range.
+    #[inline]
+    pub fn advance(&mut self) -> Option<&Task> {
+        if self.next >= self.end {
+            return None;
+        }
+        if !self.fresh {
+            self.step();
+        }
+        self.fresh = false;
+        self.next += 1;
+        Some(&self.task)
+    }
+
+    /// Move to the following task: advance the odometer over the shard's
+    /// spans (past its last task, enter the next shard) and refill the
+    /// dimensions that moved.
+    #[inline]
+    fn step(&mut self) {
+        let nd = self.order.nd;
+        let mut d = nd;
+        let moved = loop {
+            if d == 0 {
+                self.enter(self.task.slot + 1);
+                break 0;
+            }
+            d -= 1;
+            self.local[d] += 1;
+            if self.local[d] < self.counts[d] {
+                break d;
+            }
+            self.local[d] = 0;
+        };
+        self.fill(moved);
+    }
+
     /// Start at the first task of touched shard `q`.
     fn enter(&mut self, q: usize) {
         let o = self.order;
         let sidx = unravel(q as u64, &o.touched_shape);
-        self.slot = q;
+        self.task.slot = q;
         for d in 0..o.nd {
             let (first, count) = o.ranges[d][sidx[d] as usize];
             self.counts[d] = count;
@@ -217,47 +264,21 @@ impl Tasks<'_> {
             self.local[d] = 0;
         }
     }
-}
 
-impl Iterator for Tasks<'_> {
-    type Item = Task;
-
-    fn next(&mut self) -> Option<Task> {
-        if self.next >= self.end {
-            return None;
-        }
+    /// Set the spans of dimensions `from..` from the odometer, and the
+    /// chunk's position in its shard.
+    #[inline]
+    fn fill(&mut self, from: usize) {
         let o = self.order;
-        let mut spans = [ChunkSpan::default(); MAX_DIMS];
+        for d in from..o.nd {
+            // Not `origin + local`: a step longer than a chunk skips chunks.
+            self.task.spans[d] = o.spans[d][self.first_span[d] + self.local[d] as usize];
+        }
         let mut inner = 0u64;
         for d in 0..o.nd {
-            // Not `origin + local`: a step longer than a chunk skips chunks.
-            spans[d] = o.spans[d][self.first_span[d] + self.local[d] as usize];
-            inner += (spans[d].chunk - self.origin[d]) * o.inner_strides[d];
+            inner += (self.task.spans[d].chunk - self.origin[d]) * o.inner_strides[d];
         }
-        let task = Task {
-            slot: self.slot,
-            inner: inner as usize,
-            spans,
-        };
-        self.next += 1;
-        // Advance the odometer over the shard's spans; past its last task,
-        // enter the next shard.
-        let mut d = o.nd;
-        loop {
-            if d == 0 {
-                if self.next < self.end {
-                    self.enter(self.slot + 1);
-                }
-                break;
-            }
-            d -= 1;
-            self.local[d] += 1;
-            if self.local[d] < self.counts[d] {
-                break;
-            }
-            self.local[d] = 0;
-        }
-        Some(task)
+        self.task.inner = inner as usize;
     }
 }
 
@@ -283,7 +304,9 @@ mod tests {
         let order = TaskOrder::new(&[3, 23], &window, &[1, 2], &[2, 3]);
         let n = order.n_tasks();
         assert_eq!(n, 3 * 6);
-        for (t, task) in (0..n).zip(order.tasks(0..n)) {
+        let mut tasks = order.tasks(0..n);
+        for t in 0..n {
+            let task = tasks.advance().expect("n tasks");
             let found = order.locate(t);
             assert_eq!(
                 (task.slot, task.inner),
@@ -325,7 +348,9 @@ mod tests {
         assert_eq!(order.n_shards(), 3 * 3);
         // Walking consecutively from any start gives what locate finds.
         for first in [0, 1, 17, n - 1] {
-            for (t, task) in (first..n).zip(order.tasks(first..n)) {
+            let mut tasks = order.tasks(first..n);
+            for t in first..n {
+                let task = tasks.advance().expect("a task per index");
                 let found = order.locate(t);
                 assert_eq!(
                     (task.slot, task.inner),
@@ -334,7 +359,7 @@ mod tests {
                 );
                 assert_eq!(task.spans[..2], found.spans[..2], "task {t}");
             }
-            assert_eq!(order.tasks(first..n).count() as u64, n - first);
+            assert!(tasks.advance().is_none(), "nothing past the range");
         }
     }
 }
