@@ -30,7 +30,9 @@ use crate::{
     compress::Compression,
     config::Parallelism,
     error::Result,
-    store::{crc32c, will_need, ArraySpec, DType, ReadOptions, StoreError, ZarrArray},
+    store::{
+        crc32c, process_alive, will_need, ArraySpec, DType, ReadOptions, StoreError, ZarrArray,
+    },
     window::{ChunkSpan, DimRange, Placement, Window, MAX_DIMS},
     Error,
 };
@@ -151,9 +153,51 @@ struct Scratch {
     path: PathBuf,
 }
 
+/// The scratch folder of the profile run by process `pid`.
+fn scratch_name(pid: u32) -> String {
+    format!(".cubeslab-profile-{pid}.tmp")
+}
+
+/// Age past which a dead process's scratch folder is removed. A profile's
+/// scratch lives about a minute; the wait spares a folder of a namesake
+/// process on another machine sharing the filesystem.
+const STALE_SCRATCH: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Remove the scratch folders that killed profiles left in `parent` (up to
+/// 1 GiB each): those of processes no longer running, untouched for
+/// [`STALE_SCRATCH`]. Returns how many were removed.
+fn remove_stale_scratch(parent: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(".cubeslab-profile-"))
+            .and_then(|n| n.strip_suffix(".tmp"))
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let age = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok());
+        let stale = age.is_some_and(|a| a > STALE_SCRATCH);
+        if stale && !process_alive(pid) && std::fs::remove_dir_all(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
 impl Scratch {
     fn new(parent: &Path) -> Result<Self> {
-        let dir = parent.join(format!(".cubeslab-profile-{}.tmp", std::process::id()));
+        remove_stale_scratch(parent);
+        let dir = parent.join(scratch_name(std::process::id()));
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
         Ok(Self {
             path: dir.join("reads.bin"),
@@ -829,6 +873,37 @@ fn sanitize(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scratch_of_killed_profiles_is_removed_and_no_other() {
+        let dir = tempfile::tempdir().unwrap();
+        // Pids of processes that have exited.
+        let dead = || {
+            let mut child = std::process::Command::new("true").spawn().unwrap();
+            let pid = child.id();
+            child.wait().unwrap();
+            pid
+        };
+        let long_ago = std::time::SystemTime::now() - STALE_SCRATCH * 2;
+        let folder = |name: String, aged: bool| {
+            let path = dir.path().join(name);
+            std::fs::create_dir(&path).unwrap();
+            std::fs::write(path.join("reads.bin"), b"scratch").unwrap();
+            if aged {
+                File::open(&path).unwrap().set_modified(long_ago).unwrap();
+            }
+            path
+        };
+        let killed = folder(scratch_name(dead()), true);
+        let just_killed = folder(scratch_name(dead()), false);
+        let running = folder(scratch_name(std::process::id()), true);
+        let not_ours = folder(".cubeslab-profile-notes.tmp".into(), true);
+        assert_eq!(remove_stale_scratch(dir.path()), 1);
+        assert!(!killed.exists());
+        for kept in [just_killed, running, not_ours] {
+            assert!(kept.join("reads.bin").exists(), "{}", kept.display());
+        }
+    }
 
     #[test]
     fn requests_larger_than_the_scratch_file_grow_it() {

@@ -37,10 +37,14 @@ pub fn live_holder(store: &Path) -> Option<u32> {
         // Another machine's writer (a shared filesystem): assume it is alive.
         return Some(pid);
     }
+    (process_alive(pid) && pid != std::process::id()).then_some(pid)
+}
+
+/// Whether process `pid` runs on this host (one of another user's counts).
+pub fn process_alive(pid: u32) -> bool {
     // SAFETY: signal 0 only checks that the process exists.
-    let alive = unsafe { libc::kill(pid as libc::pid_t, 0) } == 0
-        || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
-    (alive && pid != std::process::id()).then_some(pid)
+    let status = unsafe { libc::kill(pid as libc::pid_t, 0) };
+    status == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 impl StoreLock {

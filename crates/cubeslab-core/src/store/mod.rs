@@ -32,7 +32,7 @@ pub use decoded::{decoded_cache_bytes, DEFAULT_DECODED_CACHE_BYTES};
 pub use dtype::DType;
 pub use error::StoreError;
 pub use group::{read_metadata, Group, StoreState};
-pub use lock::{live_holder, StoreLock};
+pub use lock::{live_holder, process_alive, StoreLock};
 pub use shard::will_need;
 pub use shard_builder::ShardBuilder;
 pub use sharded::{pieces_per_thread, COALESCE_GAP, MAX_REQUEST, SERIAL_BYTES};
