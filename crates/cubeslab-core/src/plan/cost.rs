@@ -239,8 +239,7 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
 
     // Walk the tasks in the read path's order.
     let mut tasks = order.tasks(0..n_tasks);
-    for t in 0..n_tasks {
-        let Some(task) = tasks.advance() else { break };
+    while let Some((t, task)) = tasks.advance() {
         if t.is_multiple_of(piece) {
             if let Some((_, _, len)) = open.take() {
                 request_sizes.push(len);

@@ -241,15 +241,15 @@ impl ZarrArray {
             let (first, last) = (p * piece, ((p + 1) * piece).min(n_tasks));
             let mut ahead = Prefetcher::new(first, last, outstanding);
             let mut tasks = order.tasks(first..last);
-            for t in first..last {
-                let Some(&Task {
+            while let Some((
+                t,
+                &Task {
                     slot,
                     inner,
                     ref spans,
-                }) = tasks.advance()
-                else {
-                    break;
-                };
+                },
+            )) = tasks.advance()
+            {
                 if !warm {
                     ahead.advance(t, &range_of, &shards);
                 }

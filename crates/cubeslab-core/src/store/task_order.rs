@@ -215,9 +215,10 @@ pub struct Tasks<'a> {
 }
 
 impl Tasks<'_> {
-    /// The next task, or `None` past the end of the range.
+    /// The next task with its index in reading order, or `None` past the
+    /// end of the range.
     #[inline]
-    pub fn advance(&mut self) -> Option<&Task> {
+    pub fn advance(&mut self) -> Option<(u64, &Task)> {
         if self.next >= self.end {
             return None;
         }
@@ -226,7 +227,7 @@ impl Tasks<'_> {
         }
         self.fresh = false;
         self.next += 1;
-        Some(&self.task)
+        Some((self.next - 1, &self.task))
     }
 
     /// Move to the following task: advance the odometer over the shard's
@@ -306,7 +307,8 @@ mod tests {
         assert_eq!(n, 3 * 6);
         let mut tasks = order.tasks(0..n);
         for t in 0..n {
-            let task = tasks.advance().expect("n tasks");
+            let (index, task) = tasks.advance().expect("n tasks");
+            assert_eq!(index, t);
             let found = order.locate(t);
             assert_eq!(
                 (task.slot, task.inner),
@@ -350,7 +352,8 @@ mod tests {
         for first in [0, 1, 17, n - 1] {
             let mut tasks = order.tasks(first..n);
             for t in first..n {
-                let task = tasks.advance().expect("a task per index");
+                let (index, task) = tasks.advance().expect("a task per index");
+                assert_eq!(index, t);
                 let found = order.locate(t);
                 assert_eq!(
                     (task.slot, task.inner),
