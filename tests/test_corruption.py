@@ -77,6 +77,27 @@ def test_c1_bit_flips_in_100_random_chunks_are_all_detected_and_named(tmp_path, 
     assert key in str(error.value) and str(path) in str(error.value)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_c1_chunks_checked_in_groups_ahead_of_the_copy_are_all_checked_and_copied(tmp_path, threads):
+    """A worker checks up to 512 KiB of raw chunks before it copies from them. Here 8 MiB in 256-byte
+    chunks: on two threads each of the 8 runs of chunks holds two groups, so group boundaries fall
+    inside the reads below. Every value must arrive, and a flip in the last chunk read is caught."""
+    data = np.random.default_rng(3).standard_normal((2048, 1024)).astype(np.float32)
+    path = tmp_path / "small.zarr"
+    cubeslab.Array.from_numpy(path, data, chunks=(8, 8), shards=(256, 256))
+    array = cubeslab.Array(path)
+    for key in [(slice(None), slice(None)), (slice(3, 1021, 3), slice(None, None, 2)), (slice(None), 517)]:
+        np.testing.assert_array_equal(array.read(key, threads=threads), data[key])
+    shard = path / "c" / "7" / "3"
+    raw = bytearray(shard.read_bytes())
+    offset, nbytes = index_of(raw, 32 * 32)[-1]  # the chunk read last
+    raw[int(offset) + int(nbytes) // 2] ^= 0x10
+    shard.write_bytes(bytes(raw))
+    with pytest.raises(cubeslab.CorruptDataError) as error:
+        cubeslab.Array(path).read((slice(None), slice(None)), threads=threads)
+    assert "c/7/3 (inner chunk 1023)" in str(error.value)
+
+
 # -- C2 --------------------------------------------------------------------------------------------
 
 

@@ -236,35 +236,55 @@ impl ZarrArray {
             .div_ceil(threads as usize)
             .max(1);
         let piece = n_tasks.div_ceil(threads * pieces_per_thread(warm)).max(1);
+        // Raw chunks with a crc32c are checked a group ahead of their copy
+        // (see `CHECK_AHEAD_BYTES`); every other chunk is handled whole, one
+        // at a time.
+        let check_ahead = matches!(path.codecs, InnerCodecs::Raw { crc: true }) && options.verify;
+        let group = if check_ahead {
+            (CHECK_AHEAD_BYTES / chunk_bytes).max(1)
+        } else {
+            1
+        };
         let out_ptr = SendPtr(out.as_mut_ptr());
         let run_piece = |p: u64| -> Result<()> {
             let (first, last) = (p * piece, ((p + 1) * piece).min(n_tasks));
             let mut ahead = Prefetcher::new(first, last, outstanding);
-            let mut tasks = order.tasks(first..last);
-            while let Some((
-                t,
-                &Task {
-                    slot,
-                    inner,
-                    ref spans,
-                },
-            )) = tasks.advance()
-            {
-                if !warm {
-                    ahead.advance(t, &range_of, &shards);
+            // Two cursors over the same run of chunks: the checker goes up
+            // to a group ahead (and hands cold ranges to the kernel), the
+            // copier follows.
+            let mut checker = order.tasks(first..last);
+            let mut copier = order.tasks(first..last);
+            loop {
+                let mut n = 0;
+                while n < group {
+                    let Some((t, &Task { slot, inner, .. })) = checker.advance() else {
+                        break;
+                    };
+                    if !warm {
+                        ahead.advance(t, &range_of, &shards);
+                    }
+                    if check_ahead {
+                        self.check_raw(&shards[slot], inner)?;
+                    }
+                    n += 1;
                 }
-                self.read_task(
-                    path,
-                    &shards[slot],
-                    inner,
-                    &spans[..nd],
-                    &placement,
-                    chunk_bytes,
-                    options.verify,
-                    out_ptr.get(),
-                )?;
+                if n == 0 {
+                    return Ok(());
+                }
+                for _ in 0..n {
+                    let (_, task) = copier.advance().expect("the copier follows the checker");
+                    self.read_task(
+                        path,
+                        &shards[task.slot],
+                        task.inner,
+                        &task.spans[..nd],
+                        &placement,
+                        chunk_bytes,
+                        options.verify && !check_ahead,
+                        out_ptr.get(),
+                    )?;
+                }
             }
-            Ok(())
         };
         let pieces = n_tasks.div_ceil(piece);
         if serial {
@@ -378,6 +398,14 @@ impl ZarrArray {
             }
         }
         Ok(())
+    }
+
+    /// Check a raw chunk's crc32c, if it is stored.
+    fn check_raw(&self, shard: &ShardFile, inner: usize) -> Result<()> {
+        match shard.chunk(inner) {
+            Some(bytes) => self.checked(shard, inner, bytes, true, true).map(|_| ()),
+            None => Ok(()),
+        }
     }
 
     /// Decode a compressed chunk whole (checking its crc32c if `verify`).
@@ -549,6 +577,16 @@ pub const fn pieces_per_thread(warm: bool) -> u64 {
         1
     }
 }
+
+/// Bytes of raw chunks a worker checks before it copies from them. Copying
+/// a thin plane out of a small chunk scatters short writes over many output
+/// lines; interleaved with the check, those writes stalled the check's
+/// stream through the chunks. Checked a group at a time, the chunks stream
+/// through the check and are then copied out of the core's L2 cache.
+/// Measured warm on 2 threads, 600 x 800 x 1000 float32 in 12x16x6 chunks:
+/// the inline plane 2.5 -> 1.8 ms with groups of 256 KiB to 1 MiB, 1.9 ms
+/// at 2 MiB (past the 1 MiB L2). Chunks this size or larger go one by one.
+pub const CHECK_AHEAD_BYTES: usize = 512 << 10;
 
 /// Reads whose chunks hold at most this many bytes run on the calling
 /// thread alone (a trace, a small box): handing work to the pool and back
