@@ -56,6 +56,7 @@ from cubeslab.bench.measure import (
     stats,
     timed,
     warm_runs,
+    warm_up,
 )
 from cubeslab.plan import measure_profile, plan, profile_path
 from cubeslab.synthetic import SyntheticSurvey, write_segy
@@ -413,10 +414,12 @@ def plane_bounds(array: Path, shape, planes: dict, profile: str, disk_Bps: float
 def side_by_side(arrays: dict[str, Path], keys: dict, runs: int, cold: bool) -> dict:
     """Each window of each array timed in rounds that read every array in turn, forwards and
     backwards in turn: a slow spell of this shared VM falls on all arrays alike, not on whichever was
-    measured then. Warm: every array open, and each timed read follows a read of the same window, as
+    measured then. Warm: every array open, and each timed read follows reads of the same window, as
     the model's warm prediction assumes (a read of other arrays in between leaves a small window's
-    chunks and mappings out of the CPU's caches: here 1.5-3x slower for reads under 2 ms). Cold: the
-    array's files evicted and the array opened afresh before each read."""
+    chunks and mappings out of the CPU's caches: here 1.5-3x slower for reads under 2 ms): at least
+    two, and at least 1 ms of them. (On this VM the first read after the CPUs idle for 10 ms or more
+    is 2.5-4x slower, and the second still up to 2x, until about a millisecond of work has passed.)
+    Cold: the array's files evicted and the array opened afresh before each read."""
     times = {label: {k: [] for k in keys} for label in arrays}
     readers = {} if cold else {label: cubeslab.Array(path) for label, path in arrays.items()}
     for r in range(runs):
@@ -425,7 +428,7 @@ def side_by_side(arrays: dict[str, Path], keys: dict, runs: int, cold: bool) -> 
                 if cold:
                     times[label][k].append(cold_time(path, key, 1)["median_s"])
                 else:
-                    readers[label].read(key)
+                    warm_up(lambda label=label, key=key: readers[label].read(key))
                     times[label][k].append(timed(lambda label=label, key=key: readers[label].read(key)))
     return {label: {k: stats(ts) for k, ts in per_key.items()} for label, per_key in times.items()}
 

@@ -79,6 +79,8 @@ def print_profile(profile: dict) -> None:
     if memory.get("crc_chunk_start"):
         start = memory["crc_chunk_start"]
         table.add_row("crc32c, start of a chunk away from the last", f"{start * 1e6:.2f} µs")
+    for nbytes, seconds in memory.get("crc_chunk_start_within", []):
+        table.add_row(f"  the same, {_size(nbytes)} checked again and again", f"{seconds * 1e6:.2f} µs")
     table.add_row("first touch of mapped pages", f"{memory['fault'] / 1e9:.1f} GB/s")
     table.add_row("read call", f"{engine['call'] * 1e6:.1f} µs")
     table.add_row("hand-off to the workers", f"{engine['handoff'] * 1e6:.1f} µs")

@@ -92,8 +92,17 @@ def repeat(action: Callable[[], object], runs: int = MIN_RUNS) -> dict:
     return stats([timed(action) for _ in range(runs)])
 
 
+def warm_up(read: Callable[[], object], reads: int = 2, seconds: float = 1e-3) -> None:
+    """Repeat `read` at least `reads` times and for at least `seconds`: caches filled, and the
+    CPUs up to speed after an idle spell."""
+    start, done = time.perf_counter(), 0
+    while done < reads or time.perf_counter() - start < seconds:
+        read()
+        done += 1
+
+
 def warm_runs(read: Callable[[], object], repeats: int) -> dict:
-    read()
+    warm_up(read)
     return repeat(read, repeats)
 
 

@@ -149,6 +149,11 @@ struct Walk {
     /// contiguous copies, fresh output pages): at rates the profile
     /// measured with every thread busy.
     cpu_memory: f64,
+    /// Checked chunks that start away from the last one (not in
+    /// `cpu_memory`), and the bytes checked in all: a warm read finds as
+    /// much of them in the CPU's caches as they keep of that many.
+    chunk_starts: usize,
+    checked_bytes: u64,
     /// CPU time over all chunks, warm, in the engine's per-chunk, per-run
     /// and per-element steps and in decoding: at one thread's rates.
     cpu_steps: f64,
@@ -184,6 +189,8 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
             whole_sizes: Vec::new(),
             index_bytes,
             cpu_memory: 0.0,
+            chunk_starts: 0,
+            checked_bytes: 0,
             cpu_steps: 0.0,
             busy: 1.0,
             serial: true,
@@ -223,7 +230,7 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
     let warm_piece = n_tasks.div_ceil(threads * pieces_per_thread(true)).max(1);
     let engine = &profile.engine;
     let memory = &profile.memory;
-    let (mut cpu_memory, mut cpu_steps) = (0.0, 0.0);
+    let (mut cpu_memory, mut cpu_steps, mut chunk_starts) = (0.0, 0.0, 0);
     let mut fault_bytes = 0u64;
     let mut request_sizes: Vec<u64> = Vec::new();
     let checked = crc && setup.verify;
@@ -290,7 +297,7 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
         if checked {
             cpu_memory += stored_chunk as f64 / memory.crc;
             if t.is_multiple_of(warm_piece) || checked_end != Some((shard_id, start)) {
-                cpu_memory += memory.crc_chunk_start;
+                chunk_starts += 1;
             }
             checked_end = Some((shard_id, start + stored_chunk));
         }
@@ -352,6 +359,8 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
         whole_sizes,
         index_bytes,
         cpu_memory,
+        chunk_starts,
+        checked_bytes: if checked { n_tasks * stored_chunk } else { 0 },
         cpu_steps,
         busy,
         serial,
@@ -379,8 +388,10 @@ impl Walk {
         let call = engine.call + if self.serial { 0.0 } else { engine.handoff };
         match cache {
             Cache::Warm => {
-                p.cpu_seconds = self.cpu_memory + self.cpu_steps;
-                p.seconds = call + wall(self.cpu_memory);
+                let start = profile.memory.chunk_start_within(self.checked_bytes);
+                let memory = self.cpu_memory + self.chunk_starts as f64 * start;
+                p.cpu_seconds = memory + self.cpu_steps;
+                p.seconds = call + wall(memory);
             }
             Cache::Cold => {
                 // Shards are opened in parallel first: map, read and check each index.
@@ -427,7 +438,9 @@ impl Walk {
                 let startup = self.request_sizes.first().map_or(0.0, |&first| {
                     first as f64 / profile.io.cold_rate(first as f64, 1.0)
                 });
-                let memory = self.cpu_memory + p.touched_bytes as f64 / profile.memory.fault;
+                let memory = self.cpu_memory
+                    + self.chunk_starts as f64 * profile.memory.crc_chunk_start
+                    + p.touched_bytes as f64 / profile.memory.fault;
                 let cpu = memory + self.cpu_steps;
                 p.io_seconds = io;
                 p.cpu_seconds = cpu;
@@ -626,14 +639,21 @@ mod tests {
         let mut p = DeviceProfile::typical();
         let a = array([16, 16, 16], [16, 800, 1008]);
         // Warm CPU time of `plane` over the profile without, and with, a
-        // cost per chunk start.
+        // cost per chunk start: 1 us from memory (no curve measured).
+        p.memory.crc_chunk_start_within.clear();
         let extra = |p: &mut DeviceProfile, plane: usize| {
             let w = Access::Plane(plane).window(&a.shape);
+            let (start, curve) = (
+                p.memory.crc_chunk_start,
+                p.memory.crc_chunk_start_within.clone(),
+            );
             p.memory.crc_chunk_start = 0.0;
+            p.memory.crc_chunk_start_within = curve.iter().map(|&(b, _)| (b, 0.0)).collect();
             let without = predict(&a, &w, &SETUP, Cache::Warm, p).cpu_seconds;
-            p.memory.crc_chunk_start = 1e-6;
+            (p.memory.crc_chunk_start, p.memory.crc_chunk_start_within) = (start, curve);
             predict(&a, &w, &SETUP, Cache::Warm, p).cpu_seconds - without
         };
+        p.memory.crc_chunk_start = 1e-6;
         // An inline's 50 x 63 chunks lie end to end in one shard: a start
         // only where each of the 2 threads' 4 pieces begins.
         let inline = extra(&mut p, 0);
@@ -641,6 +661,26 @@ mod tests {
         // A time slice takes every 63rd chunk of 38 shards: each is a start.
         let time = extra(&mut p, 2);
         assert!((time - 38.0 * 50.0 * 1e-6).abs() < 1e-12, "{time}");
+        // Its 1900 chunks of 16 KiB and a crc (31 MB), repeated warm, start as fast as
+        // the measured curve says at 31 MB: between its points at 16 and 64
+        // MiB, log-linearly; past its end, as from memory. Cold, the chunks
+        // always start in memory.
+        p.memory.crc_chunk_start_within =
+            vec![(1 << 20, 0.1e-6), (16 << 20, 0.2e-6), (64 << 20, 0.6e-6)];
+        let checked = 1900.0 * 16388.0 / (16u64 << 20) as f64;
+        let at = 0.2e-6 + 0.4e-6 * checked.ln() / 4f64.ln();
+        let warm = extra(&mut p, 2);
+        assert!((warm - 1900.0 * at).abs() < 1e-12, "{warm} {at}");
+        p.memory.crc_chunk_start_within = vec![(1 << 20, 0.1e-6), (16 << 20, 0.2e-6)];
+        assert!((extra(&mut p, 2) - time).abs() < 1e-12);
+        let w = Access::Plane(2).window(&a.shape);
+        let cold = |p: &mut DeviceProfile, start| {
+            p.memory.crc_chunk_start = start;
+            predict(&a, &w, &SETUP, Cache::Cold, p).cpu_seconds
+        };
+        let cold_extra = cold(&mut p, 1e-6) - cold(&mut p, 0.0);
+        assert!((cold_extra - time).abs() < 1e-12, "{cold_extra}");
+        p.memory.crc_chunk_start = 1e-6;
         // Unchecked, no chunk is streamed through whole.
         let setup = ReadSetup {
             verify: false,

@@ -491,21 +491,29 @@ fn measure_memory(
     });
     // The same pieces out of order (every 61st, as a plane's chunks lie a
     // shard row apart): the difference per piece is what starting a chunk
-    // away from the last one costs. In order and out of order alternate, so
-    // a slow spell of the machine falls on both.
-    let crc_chunk_start = per_thread(threads, |t| {
-        let Ok(map) = map_region(t) else { return 0.0 };
-        touch(&map);
-        let scattered = || (0..pieces).map(|i| i * 61 % pieces);
-        let extra: Vec<f64> = (0..3)
-            .map(|_| {
-                let apart = crc_pieces(&map, PIECE, scattered());
-                let along = crc_pieces(&map, PIECE, 0..pieces);
-                (apart - along) / pieces as f64
-            })
-            .collect();
-        median(extra.into_iter()).max(0.0)
-    });
+    // away from the last one costs, from memory; and again over working
+    // sets from 1 MiB to 32 MiB (all threads), each checked over and over
+    // as a warm read repeats the read before it. How much of that the CPU's
+    // caches keep depends on the part of them this machine gets, so it is
+    // measured rather than taken from the cache's size.
+    let start_cost = |pieces: usize, rounds: usize| {
+        per_thread(threads, |t| {
+            let Ok(map) = map_region(t) else { return 0.0 };
+            touch(&map);
+            chunk_start_cost(&map[..pieces * PIECE], PIECE, rounds)
+        })
+    };
+    let crc_chunk_start = start_cost(pieces, 3);
+    let crc_chunk_start_within = (20..=25)
+        .map(|log2| 1usize << log2)
+        .filter(|&bytes| bytes / threads / PIECE <= pieces)
+        .map(|bytes| {
+            (
+                bytes as u64,
+                start_cost((bytes / threads / PIECE).max(1), 31),
+            )
+        })
+        .collect();
     let first_write = per_thread(threads, |_| {
         let start = Instant::now();
         let mut fresh: Vec<u8> = Vec::with_capacity(BUFFER);
@@ -524,10 +532,24 @@ fn measure_memory(
         fault,
         first_write,
         crc_chunk_start,
+        crc_chunk_start_within,
     })
 }
 
-/// Median wall time of `runs` calls.
+/// Extra seconds per `piece`-byte piece of `map` to crc32c its pieces out
+/// of order (every 61st) rather than in order. The two alternate, `rounds`
+/// times, so a slow spell of the machine falls on both; the median counts.
+fn chunk_start_cost(map: &[u8], piece: usize, rounds: usize) -> f64 {
+    let pieces = map.len() / piece;
+    let scattered = || (0..pieces).map(|i| i * 61 % pieces);
+    let extra = (0..rounds).map(|_| {
+        let apart = crc_pieces(map, piece, scattered());
+        let along = crc_pieces(map, piece, 0..pieces);
+        (apart - along) / pieces as f64
+    });
+    median(extra).max(0.0)
+}
+
 /// Seconds to crc32c the `piece`-byte pieces of `map` in `order`.
 fn crc_pieces(map: &[u8], piece: usize, order: impl Iterator<Item = usize>) -> f64 {
     let start = Instant::now();
@@ -539,6 +561,7 @@ fn crc_pieces(map: &[u8], piece: usize, order: impl Iterator<Item = usize>) -> f
     start.elapsed().as_secs_f64()
 }
 
+/// Median wall time of `runs` calls.
 fn median_time(runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
     let mut times = Vec::with_capacity(runs);
     for _ in 0..runs {

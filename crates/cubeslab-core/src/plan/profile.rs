@@ -123,6 +123,29 @@ pub struct MemoryRates {
     /// Profiles measured before it was added lack it: no extra time.
     #[serde(default)]
     pub crc_chunk_start: f64,
+    /// The same extra time against the bytes (over all threads) checked
+    /// again and again, rising as they outgrow what the CPU's caches keep:
+    /// `(bytes, seconds)`, bytes ascending. A warm read checks the chunks the
+    /// read before it left. Empty in profiles measured before it was added.
+    #[serde(default)]
+    pub crc_chunk_start_within: Vec<(u64, f64)>,
+}
+
+/// Point by point, the median of curves measured at the same sizes (those
+/// at other sizes, from another version, are left out).
+fn median_curve<'a>(curves: impl Iterator<Item = &'a Vec<(u64, f64)>> + Clone) -> Vec<(u64, f64)> {
+    let Some(longest) = curves.clone().max_by_key(|c| c.len()) else {
+        return Vec::new();
+    };
+    let sizes: Vec<u64> = longest.iter().map(|p| p.0).collect();
+    let alike = || {
+        curves
+            .clone()
+            .filter(|c| c.iter().map(|p| p.0).eq(sizes.iter().copied()))
+    };
+    (0..sizes.len())
+        .map(|i| (sizes[i], median(alike().map(|c| c[i].1))))
+        .collect()
 }
 
 fn first_write_default() -> f64 {
@@ -146,7 +169,30 @@ impl MemoryRates {
             fault: of(|m| m.fault),
             first_write: of(|m| m.first_write),
             crc_chunk_start: of(|m| m.crc_chunk_start),
+            crc_chunk_start_within: median_curve(samples.iter().map(|m| &m.crc_chunk_start_within)),
         }
+    }
+
+    /// Extra time to start a checked chunk away from the last one when a
+    /// read checks `bytes` in all, as a warm read repeating the one before
+    /// it: interpolated in log(bytes) along the measured curve; past its
+    /// end, or without one, from memory.
+    pub fn chunk_start_within(&self, bytes: u64) -> f64 {
+        let curve = &self.crc_chunk_start_within;
+        let Some(&(first_bytes, first)) = curve.first() else {
+            return self.crc_chunk_start;
+        };
+        if bytes <= first_bytes {
+            return first;
+        }
+        for pair in curve.windows(2) {
+            let ((b0, s0), (b1, s1)) = (pair[0], pair[1]);
+            if bytes <= b1 {
+                let f = (bytes as f64 / b0 as f64).ln() / (b1 as f64 / b0 as f64).ln();
+                return s0 + (s1 - s0) * f;
+            }
+        }
+        self.crc_chunk_start
     }
 }
 
@@ -313,6 +359,7 @@ impl DeviceProfile {
                 fault: 6e9,
                 first_write: 4e9,
                 crc_chunk_start: 0.3e-6,
+                crc_chunk_start_within: vec![(4 << 20, 0.05e-6), (64 << 20, 0.3e-6)],
             },
             engine: EngineCosts {
                 call: 10e-6,
@@ -370,6 +417,7 @@ mod tests {
             e.strided_element_dense = dense;
             e.strided_element_cached = dense.map(|d| d * 2.0);
             m.crc_chunk_start = crc;
+            m.crc_chunk_start_within = vec![(1 << 20, copy), (4 << 20, task)];
             (m, e)
         };
         let samples = [
@@ -390,6 +438,10 @@ mod tests {
         assert_eq!(e.strided_element_dense, Some(5.0));
         assert_eq!(e.strided_element_cached, Some(10.0));
         assert_eq!(m.crc_chunk_start, 2.0);
+        assert_eq!(
+            m.crc_chunk_start_within,
+            vec![(1 << 20, 2.0), (4 << 20, 2.0)]
+        );
         let none: Vec<EngineCosts> = vec![samples[1].1.clone()];
         assert_eq!(EngineCosts::median(&none).strided_element_dense, None);
         assert_eq!(EngineCosts::median(&none).strided_element_cached, None);
