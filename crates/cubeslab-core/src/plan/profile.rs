@@ -405,6 +405,22 @@ mod tests {
     }
 
     #[test]
+    fn a_chunk_start_within_few_bytes_costs_the_curve_and_past_it_memory() {
+        let mut m = DeviceProfile::typical().memory;
+        m.crc_chunk_start = 1e-6;
+        m.crc_chunk_start_within = vec![(1 << 20, 0.1e-6), (4 << 20, 0.3e-6)];
+        // Below the first point: the first point; between: log-linear, so
+        // 2 MiB lies halfway from 1 to 4 MiB; past the last: memory's.
+        assert_eq!(m.chunk_start_within(4096), 0.1e-6);
+        assert!((m.chunk_start_within(2 << 20) - 0.2e-6).abs() < 1e-15);
+        assert_eq!(m.chunk_start_within(4 << 20), 0.3e-6);
+        assert_eq!(m.chunk_start_within((4 << 20) + 1), 1e-6);
+        // A profile measured before the curve: memory's for any size.
+        m.crc_chunk_start_within.clear();
+        assert_eq!(m.chunk_start_within(4096), 1e-6);
+    }
+
+    #[test]
     fn cpu_samples_combine_field_by_field_into_medians() {
         let typical = DeviceProfile::typical();
         // Three samples, each field's middle value in a different sample.
