@@ -4,8 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Format version written into every profile.
-pub const PROFILE_FORMAT: u32 = 1;
+/// Format version written into every profile. 2: checksums by `crc-fast`;
+/// rates measured with the `crc32c` crate before it are stale.
+pub const PROFILE_FORMAT: u32 = 2;
 
 /// Everything the cost model needs to know about a machine.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
