@@ -239,21 +239,39 @@ impl ZarrArray {
         // Raw chunks with a crc32c are checked a group ahead of their copy
         // (see `CHECK_AHEAD_BYTES`); every other chunk is handled whole, one
         // at a time.
-        let check_ahead = matches!(path.codecs, InnerCodecs::Raw { crc: true }) && options.verify;
-        let group = if check_ahead {
-            (CHECK_AHEAD_BYTES / chunk_bytes).max(1)
-        } else {
-            1
-        };
+        let group = (CHECK_AHEAD_BYTES / chunk_bytes).max(1);
+        let check_ahead =
+            matches!(path.codecs, InnerCodecs::Raw { crc: true }) && options.verify && group > 1;
         let out_ptr = SendPtr(out.as_mut_ptr());
+        let copy = |task: &Task| {
+            self.read_task(
+                path,
+                &shards[task.slot],
+                task.inner,
+                &task.spans[..nd],
+                &placement,
+                chunk_bytes,
+                options.verify && !check_ahead,
+                out_ptr.get(),
+            )
+        };
         let run_piece = |p: u64| -> Result<()> {
             let (first, last) = (p * piece, ((p + 1) * piece).min(n_tasks));
             let mut ahead = Prefetcher::new(first, last, outstanding);
-            // Two cursors over the same run of chunks: the checker goes up
-            // to a group ahead (and hands cold ranges to the kernel), the
+            let mut copier = order.tasks(first..last);
+            if !check_ahead {
+                while let Some((t, task)) = copier.advance() {
+                    if !warm {
+                        ahead.advance(t, &range_of, &shards);
+                    }
+                    copy(task)?;
+                }
+                return Ok(());
+            }
+            // A second cursor over the same run of chunks: the checker goes
+            // up to a group ahead (and hands cold ranges to the kernel), the
             // copier follows.
             let mut checker = order.tasks(first..last);
-            let mut copier = order.tasks(first..last);
             loop {
                 let mut n = 0;
                 while n < group {
@@ -263,9 +281,7 @@ impl ZarrArray {
                     if !warm {
                         ahead.advance(t, &range_of, &shards);
                     }
-                    if check_ahead {
-                        self.check_raw(&shards[slot], inner)?;
-                    }
+                    self.check_raw(&shards[slot], inner)?;
                     n += 1;
                 }
                 if n == 0 {
@@ -273,16 +289,7 @@ impl ZarrArray {
                 }
                 for _ in 0..n {
                     let (_, task) = copier.advance().expect("the copier follows the checker");
-                    self.read_task(
-                        path,
-                        &shards[task.slot],
-                        task.inner,
-                        &task.spans[..nd],
-                        &placement,
-                        chunk_bytes,
-                        options.verify && !check_ahead,
-                        out_ptr.get(),
-                    )?;
+                    copy(task)?;
                 }
             }
         };
@@ -585,7 +592,8 @@ pub const fn pieces_per_thread(warm: bool) -> u64 {
 /// through the check and are then copied out of the core's L2 cache.
 /// Measured warm on 2 threads, 600 x 800 x 1000 float32 in 12x16x6 chunks:
 /// the inline plane 2.5 -> 1.8 ms with groups of 256 KiB to 1 MiB, 1.9 ms
-/// at 2 MiB (past the 1 MiB L2). Chunks this size or larger go one by one.
+/// at 2 MiB (past the 1 MiB L2). Chunks larger than half of it go one by
+/// one.
 pub const CHECK_AHEAD_BYTES: usize = 512 << 10;
 
 /// Reads whose chunks hold at most this many bytes run on the calling
