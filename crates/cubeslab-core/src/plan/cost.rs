@@ -145,15 +145,15 @@ struct Walk {
     /// Shards read whole: requested at open, index and chunks at once.
     whole_sizes: Vec<u64>,
     index_bytes: u64,
-    /// CPU time over all chunks, warm, streaming memory (checksums,
-    /// contiguous copies, fresh output pages): at rates the profile
-    /// measured with every thread busy.
+    /// CPU time over all chunks, warm, streaming memory (contiguous copies,
+    /// fresh output pages): at rates the profile measured with every thread
+    /// busy.
     cpu_memory: f64,
-    /// Checked chunks that start away from the last one (not in
-    /// `cpu_memory`), and the bytes checked in all: a warm read finds as
-    /// much of them in the CPU's caches as they keep of that many.
-    chunk_starts: usize,
+    /// The bytes checked in all, and the checked chunks that start away
+    /// from the last one: a warm read finds as much of them in the CPU's
+    /// caches as they keep of that many; a cold one finds them in memory.
     checked_bytes: u64,
+    chunk_starts: usize,
     /// CPU time over all chunks, warm, in the engine's per-chunk, per-run
     /// and per-element steps and in decoding: at one thread's rates.
     cpu_steps: f64,
@@ -295,7 +295,6 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
         // CPU work for this chunk.
         cpu_steps += engine.task;
         if checked {
-            cpu_memory += stored_chunk as f64 / memory.crc;
             if t.is_multiple_of(warm_piece) || checked_end != Some((shard_id, start)) {
                 chunk_starts += 1;
             }
@@ -388,8 +387,10 @@ impl Walk {
         let call = engine.call + if self.serial { 0.0 } else { engine.handoff };
         match cache {
             Cache::Warm => {
-                let start = profile.memory.chunk_start_within(self.checked_bytes);
-                let memory = self.cpu_memory + self.chunk_starts as f64 * start;
+                let checks = &profile.memory;
+                let memory = self.cpu_memory
+                    + self.checked_bytes as f64 / checks.crc_within(self.checked_bytes)
+                    + self.chunk_starts as f64 * checks.chunk_start_within(self.checked_bytes);
                 p.cpu_seconds = memory + self.cpu_steps;
                 p.seconds = call + wall(memory);
             }
@@ -439,6 +440,7 @@ impl Walk {
                     first as f64 / profile.io.cold_rate(first as f64, 1.0)
                 });
                 let memory = self.cpu_memory
+                    + self.checked_bytes as f64 / profile.memory.crc
                     + self.chunk_starts as f64 * profile.memory.crc_chunk_start
                     + p.touched_bytes as f64 / profile.memory.fault;
                 let cpu = memory + self.cpu_steps;
@@ -454,7 +456,10 @@ impl Walk {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{access::Access, profile::EngineCosts};
+    use crate::plan::{
+        access::Access,
+        profile::{EngineCosts, WorkingSet},
+    };
 
     fn array(inner: [u64; 3], shard: [u64; 3]) -> StoredArray {
         StoredArray {
@@ -634,23 +639,71 @@ mod tests {
         assert_eq!(old.strided(8), old.strided_element);
     }
 
+    /// Working sets of `(MiB, chunk start)`, all checked at 20 GB/s.
+    fn sets(points: &[(u64, f64)]) -> Vec<WorkingSet> {
+        points
+            .iter()
+            .map(|&(mib, chunk_start)| WorkingSet {
+                bytes: mib << 20,
+                crc: 20e9,
+                chunk_start,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn warm_checks_run_at_the_working_sets_rate_and_cold_ones_at_memorys() {
+        let mut p = DeviceProfile::typical();
+        let a = array([16, 16, 16], [16, 800, 1008]);
+        // A time slice checks 1900 chunks of 16 KiB and a crc: 31 MB, between
+        // working sets of 16 and 64 MiB checked at 40 and 10 GB/s.
+        let w = Access::Plane(2).window(&a.shape);
+        let checked = 1900.0 * 16388.0;
+        p.memory.crc = 5e9;
+        p.memory.crc_within = sets(&[(16, 0.0), (64, 0.0)]);
+        p.memory.crc_within[0].crc = 40e9;
+        p.memory.crc_within[1].crc = 10e9;
+        // Halving every rate adds the checked bytes once more at that rate.
+        let added = |p: &DeviceProfile, cache: Cache| {
+            let mut slower = p.clone();
+            slower.memory.crc /= 2.0;
+            for s in &mut slower.memory.crc_within {
+                s.crc /= 2.0;
+            }
+            predict(&a, &w, &SETUP, cache, &slower).cpu_seconds
+                - predict(&a, &w, &SETUP, cache, p).cpu_seconds
+        };
+        let f = (checked / (16u64 << 20) as f64).ln() / 4f64.ln();
+        let per_byte = 1.0 / 40e9 + (1.0 / 10e9 - 1.0 / 40e9) * f;
+        let warm = added(&p, Cache::Warm);
+        assert!((warm / (checked * per_byte) - 1.0).abs() < 1e-9, "{warm}");
+        let cold = added(&p, Cache::Cold);
+        assert!((cold / (checked / 5e9) - 1.0).abs() < 1e-9, "{cold}");
+        // Without a curve, warm checks run at memory's rate too.
+        p.memory.crc_within.clear();
+        assert!((added(&p, Cache::Warm) / (checked / 5e9) - 1.0).abs() < 1e-9);
+    }
+
     #[test]
     fn a_checked_chunk_away_from_the_last_one_costs_a_start() {
         let mut p = DeviceProfile::typical();
         let a = array([16, 16, 16], [16, 800, 1008]);
         // Warm CPU time of `plane` over the profile without, and with, a
         // cost per chunk start: 1 us from memory (no curve measured).
-        p.memory.crc_chunk_start_within.clear();
+        p.memory.crc_within.clear();
         let extra = |p: &mut DeviceProfile, plane: usize| {
             let w = Access::Plane(plane).window(&a.shape);
-            let (start, curve) = (
-                p.memory.crc_chunk_start,
-                p.memory.crc_chunk_start_within.clone(),
-            );
+            let (start, curve) = (p.memory.crc_chunk_start, p.memory.crc_within.clone());
             p.memory.crc_chunk_start = 0.0;
-            p.memory.crc_chunk_start_within = curve.iter().map(|&(b, _)| (b, 0.0)).collect();
+            p.memory.crc_within = curve
+                .iter()
+                .map(|s| WorkingSet {
+                    chunk_start: 0.0,
+                    ..*s
+                })
+                .collect();
             let without = predict(&a, &w, &SETUP, Cache::Warm, p).cpu_seconds;
-            (p.memory.crc_chunk_start, p.memory.crc_chunk_start_within) = (start, curve);
+            (p.memory.crc_chunk_start, p.memory.crc_within) = (start, curve);
             predict(&a, &w, &SETUP, Cache::Warm, p).cpu_seconds - without
         };
         p.memory.crc_chunk_start = 1e-6;
@@ -665,13 +718,12 @@ mod tests {
         // the measured curve says at 31 MB: between its points at 16 and 64
         // MiB, log-linearly; past its end, as from memory. Cold, the chunks
         // always start in memory.
-        p.memory.crc_chunk_start_within =
-            vec![(1 << 20, 0.1e-6), (16 << 20, 0.2e-6), (64 << 20, 0.6e-6)];
+        p.memory.crc_within = sets(&[(1, 0.1e-6), (16, 0.2e-6), (64, 0.6e-6)]);
         let checked = 1900.0 * 16388.0 / (16u64 << 20) as f64;
         let at = 0.2e-6 + 0.4e-6 * checked.ln() / 4f64.ln();
         let warm = extra(&mut p, 2);
         assert!((warm - 1900.0 * at).abs() < 1e-12, "{warm} {at}");
-        p.memory.crc_chunk_start_within = vec![(1 << 20, 0.1e-6), (16 << 20, 0.2e-6)];
+        p.memory.crc_within = sets(&[(1, 0.1e-6), (16, 0.2e-6)]);
         assert!((extra(&mut p, 2) - time).abs() < 1e-12);
         let w = Access::Plane(2).window(&a.shape);
         let cold = |p: &mut DeviceProfile, start| {

@@ -23,7 +23,7 @@ use std::{
 use serde_json::Value;
 
 use super::profile::{
-    median, CodecRate, DeviceProfile, EngineCosts, IoTable, MemoryRates, PROFILE_FORMAT,
+    median, CodecRate, DeviceProfile, EngineCosts, IoTable, MemoryRates, WorkingSet, PROFILE_FORMAT,
 };
 use super::stored::dir_bytes;
 use crate::{
@@ -416,7 +416,12 @@ fn shuffled(n: u64) -> Vec<u64> {
 
 /// Per-thread rates with every thread busy: the median thread's.
 fn per_thread(threads: usize, work: impl Fn(usize) -> f64 + Sync) -> f64 {
-    let rates: Vec<f64> = std::thread::scope(|scope| {
+    median(on_every_thread(threads, work).into_iter())
+}
+
+/// `work(t)` on `threads` threads at once, t = 0..threads: each one's result.
+fn on_every_thread<T: Send>(threads: usize, work: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let work = &work;
@@ -427,8 +432,7 @@ fn per_thread(threads: usize, work: impl Fn(usize) -> f64 + Sync) -> f64 {
             .into_iter()
             .map(|h| h.join().expect("measuring thread"))
             .collect()
-    });
-    median(rates.into_iter())
+    })
 }
 
 fn measure_memory(
@@ -491,27 +495,32 @@ fn measure_memory(
     });
     // The same pieces out of order (every 61st, as a plane's chunks lie a
     // shard row apart): the difference per piece is what starting a chunk
-    // away from the last one costs, from memory; and again over working
-    // sets from 1 MiB to 32 MiB (all threads), each checked over and over
-    // as a warm read repeats the read before it. How much of that the CPU's
-    // caches keep depends on the part of them this machine gets, so it is
-    // measured rather than taken from the cache's size.
-    let start_cost = |pieces: usize, rounds: usize| {
-        per_thread(threads, |t| {
-            let Ok(map) = map_region(t) else { return 0.0 };
+    // away from the last one costs, from memory. Then both, in order and
+    // out of order, over working sets from 1 MiB to 32 MiB (all threads),
+    // each checked over and over as a warm read repeats the read before
+    // it. How much of that the CPU's caches keep depends on the part of
+    // them this machine gets, so it is measured rather than taken from the
+    // cache's size.
+    let checks = |pieces: usize, rounds: usize| {
+        on_every_thread(threads, |t| {
+            let Ok(map) = map_region(t) else {
+                return (0.0, f64::NAN);
+            };
             touch(&map);
-            chunk_start_cost(&map[..pieces * PIECE], PIECE, rounds)
+            working_set_checks(&map[..pieces * PIECE], PIECE, rounds)
         })
     };
-    let crc_chunk_start = start_cost(pieces, 3);
-    let crc_chunk_start_within = (20..=25)
+    let crc_chunk_start = median(checks(pieces, 3).into_iter().map(|c| c.0));
+    let crc_within = (20..=25)
         .map(|log2| 1usize << log2)
         .filter(|&bytes| bytes / threads / PIECE <= pieces)
         .map(|bytes| {
-            (
-                bytes as u64,
-                start_cost((bytes / threads / PIECE).max(1), 31),
-            )
+            let each = checks((bytes / threads / PIECE).max(1), 31);
+            WorkingSet {
+                bytes: bytes as u64,
+                crc: median(each.iter().map(|c| c.1)),
+                chunk_start: median(each.iter().map(|c| c.0)),
+            }
         })
         .collect();
     let first_write = per_thread(threads, |_| {
@@ -532,22 +541,25 @@ fn measure_memory(
         fault,
         first_write,
         crc_chunk_start,
-        crc_chunk_start_within,
+        crc_within,
     })
 }
 
-/// Extra seconds per `piece`-byte piece of `map` to crc32c its pieces out
-/// of order (every 61st) rather than in order. The two alternate, `rounds`
-/// times, so a slow spell of the machine falls on both; the median counts.
-fn chunk_start_cost(map: &[u8], piece: usize, rounds: usize) -> f64 {
+/// crc32c of the `piece`-byte pieces of `map`, in order and out of order
+/// (every 61st), alternating `rounds` times so a slow spell of the machine
+/// falls on both: the extra seconds per piece out of order, and the rate in
+/// order (bytes/s), each the median over the rounds.
+fn working_set_checks(map: &[u8], piece: usize, rounds: usize) -> (f64, f64) {
     let pieces = map.len() / piece;
     let scattered = || (0..pieces).map(|i| i * 61 % pieces);
-    let extra = (0..rounds).map(|_| {
+    let (mut extra, mut rate) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
         let apart = crc_pieces(map, piece, scattered());
         let along = crc_pieces(map, piece, 0..pieces);
-        (apart - along) / pieces as f64
-    });
-    median(extra).max(0.0)
+        extra.push((apart - along) / pieces as f64);
+        rate.push((pieces * piece) as f64 / along);
+    }
+    (median(extra.into_iter()).max(0.0), median(rate.into_iter()))
 }
 
 /// Seconds to crc32c the `piece`-byte pieces of `map` in `order`.

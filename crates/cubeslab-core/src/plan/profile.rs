@@ -4,8 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Format version written into every profile. 2: checksums by `crc-fast`;
-/// rates measured with the `crc32c` crate before it are stale.
+/// Format version written into every profile. 2: checksums by `crc-fast`
+/// (rates measured with the `crc32c` crate before are stale), and the
+/// crc32c rate measured over working sets as well as the chunk-start cost.
 pub const PROFILE_FORMAT: u32 = 2;
 
 /// Everything the cost model needs to know about a machine.
@@ -124,28 +125,43 @@ pub struct MemoryRates {
     /// Profiles measured before it was added lack it: no extra time.
     #[serde(default)]
     pub crc_chunk_start: f64,
-    /// The same extra time against the bytes (over all threads) checked
-    /// again and again, rising as they outgrow what the CPU's caches keep:
-    /// `(bytes, seconds)`, bytes ascending. A warm read checks the chunks the
-    /// read before it left. Empty in profiles measured before it was added.
+    /// crc32c over working sets of several sizes, each checked again and
+    /// again as a warm read checks the chunks the read before it left:
+    /// bytes ascending. Rates rise and starts get cheaper as much of the
+    /// set as the CPU's caches keep.
     #[serde(default)]
-    pub crc_chunk_start_within: Vec<(u64, f64)>,
+    pub crc_within: Vec<WorkingSet>,
+}
+
+/// What checking chunks costs when a read checks `bytes` in all, over and over.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct WorkingSet {
+    /// Bytes checked, over all threads.
+    pub bytes: u64,
+    /// crc32c of chunks in order, bytes/s per thread.
+    pub crc: f64,
+    /// Extra seconds to start a chunk away from the last one.
+    pub chunk_start: f64,
 }
 
 /// Point by point, the median of curves measured at the same sizes (those
 /// at other sizes, from another version, are left out).
-fn median_curve<'a>(curves: impl Iterator<Item = &'a Vec<(u64, f64)>> + Clone) -> Vec<(u64, f64)> {
+fn median_curve<'a>(curves: impl Iterator<Item = &'a Vec<WorkingSet>> + Clone) -> Vec<WorkingSet> {
     let Some(longest) = curves.clone().max_by_key(|c| c.len()) else {
         return Vec::new();
     };
-    let sizes: Vec<u64> = longest.iter().map(|p| p.0).collect();
+    let sizes: Vec<u64> = longest.iter().map(|p| p.bytes).collect();
     let alike = || {
         curves
             .clone()
-            .filter(|c| c.iter().map(|p| p.0).eq(sizes.iter().copied()))
+            .filter(|c| c.iter().map(|p| p.bytes).eq(sizes.iter().copied()))
     };
     (0..sizes.len())
-        .map(|i| (sizes[i], median(alike().map(|c| c[i].1))))
+        .map(|i| WorkingSet {
+            bytes: sizes[i],
+            crc: median(alike().map(|c| c[i].crc)),
+            chunk_start: median(alike().map(|c| c[i].chunk_start)),
+        })
         .collect()
 }
 
@@ -170,30 +186,46 @@ impl MemoryRates {
             fault: of(|m| m.fault),
             first_write: of(|m| m.first_write),
             crc_chunk_start: of(|m| m.crc_chunk_start),
-            crc_chunk_start_within: median_curve(samples.iter().map(|m| &m.crc_chunk_start_within)),
+            crc_within: median_curve(samples.iter().map(|m| &m.crc_within)),
         }
     }
 
+    /// crc32c rate (bytes/s per thread) when a read checks `bytes` in all,
+    /// as a warm read repeating the one before it.
+    pub fn crc_within(&self, bytes: u64) -> f64 {
+        1.0 / self.along_working_sets(bytes, |w| 1.0 / w.crc, 1.0 / self.crc)
+    }
+
     /// Extra time to start a checked chunk away from the last one when a
-    /// read checks `bytes` in all, as a warm read repeating the one before
-    /// it: interpolated in log(bytes) along the measured curve; past its
-    /// end, or without one, from memory.
+    /// read checks `bytes` in all, as a warm read repeating the one before it.
     pub fn chunk_start_within(&self, bytes: u64) -> f64 {
-        let curve = &self.crc_chunk_start_within;
-        let Some(&(first_bytes, first)) = curve.first() else {
-            return self.crc_chunk_start;
+        self.along_working_sets(bytes, |w| w.chunk_start, self.crc_chunk_start)
+    }
+
+    /// `value` of the working sets at `bytes`: interpolated in log(bytes)
+    /// between the measured sizes, the smallest's below them, and
+    /// `from_memory` past the largest or without any.
+    fn along_working_sets(
+        &self,
+        bytes: u64,
+        value: impl Fn(&WorkingSet) -> f64,
+        from_memory: f64,
+    ) -> f64 {
+        let curve = &self.crc_within;
+        let Some(first) = curve.first() else {
+            return from_memory;
         };
-        if bytes <= first_bytes {
-            return first;
+        if bytes <= first.bytes {
+            return value(first);
         }
         for pair in curve.windows(2) {
-            let ((b0, s0), (b1, s1)) = (pair[0], pair[1]);
-            if bytes <= b1 {
-                let f = (bytes as f64 / b0 as f64).ln() / (b1 as f64 / b0 as f64).ln();
-                return s0 + (s1 - s0) * f;
+            let (b0, b1) = (pair[0].bytes as f64, pair[1].bytes as f64);
+            if bytes as f64 <= b1 {
+                let f = (bytes as f64 / b0).ln() / (b1 / b0).ln();
+                return value(&pair[0]) + (value(&pair[1]) - value(&pair[0])) * f;
             }
         }
-        self.crc_chunk_start
+        from_memory
     }
 }
 
@@ -356,11 +388,22 @@ impl DeviceProfile {
             },
             memory: MemoryRates {
                 copy: 8e9,
-                crc: 12e9,
+                crc: 18e9,
                 fault: 6e9,
                 first_write: 4e9,
                 crc_chunk_start: 0.3e-6,
-                crc_chunk_start_within: vec![(4 << 20, 0.05e-6), (64 << 20, 0.3e-6)],
+                crc_within: vec![
+                    WorkingSet {
+                        bytes: 4 << 20,
+                        crc: 45e9,
+                        chunk_start: 0.05e-6,
+                    },
+                    WorkingSet {
+                        bytes: 32 << 20,
+                        crc: 20e9,
+                        chunk_start: 0.3e-6,
+                    },
+                ],
             },
             engine: EngineCosts {
                 call: 10e-6,
@@ -405,20 +448,44 @@ mod tests {
         assert!(DeviceProfile::from_json("{}").is_err());
     }
 
+    /// A curve of two working sets, 1 and 4 MiB.
+    fn two_sets(crc: [f64; 2], chunk_start: [f64; 2]) -> Vec<WorkingSet> {
+        vec![
+            WorkingSet {
+                bytes: 1 << 20,
+                crc: crc[0],
+                chunk_start: chunk_start[0],
+            },
+            WorkingSet {
+                bytes: 4 << 20,
+                crc: crc[1],
+                chunk_start: chunk_start[1],
+            },
+        ]
+    }
+
     #[test]
-    fn a_chunk_start_within_few_bytes_costs_the_curve_and_past_it_memory() {
+    fn checks_within_few_bytes_cost_the_curve_and_past_it_memory() {
         let mut m = DeviceProfile::typical().memory;
+        m.crc = 10e9;
         m.crc_chunk_start = 1e-6;
-        m.crc_chunk_start_within = vec![(1 << 20, 0.1e-6), (4 << 20, 0.3e-6)];
+        m.crc_within = two_sets([40e9, 20e9], [0.1e-6, 0.3e-6]);
         // Below the first point: the first point; between: log-linear, so
-        // 2 MiB lies halfway from 1 to 4 MiB; past the last: memory's.
+        // 2 MiB lies halfway from 1 to 4 MiB (in seconds per byte for the
+        // rate); past the last: memory's.
         assert_eq!(m.chunk_start_within(4096), 0.1e-6);
+        assert_eq!(m.crc_within(4096), 40e9);
         assert!((m.chunk_start_within(2 << 20) - 0.2e-6).abs() < 1e-15);
+        let halfway = 2.0 / (1.0 / 40e9 + 1.0 / 20e9);
+        assert!((m.crc_within(2 << 20) / halfway - 1.0).abs() < 1e-12);
         assert_eq!(m.chunk_start_within(4 << 20), 0.3e-6);
+        assert!((m.crc_within(4 << 20) / 20e9 - 1.0).abs() < 1e-12);
         assert_eq!(m.chunk_start_within((4 << 20) + 1), 1e-6);
-        // A profile measured before the curve: memory's for any size.
-        m.crc_chunk_start_within.clear();
+        assert_eq!(m.crc_within((4 << 20) + 1), 10e9);
+        // Without a curve: memory's for any size.
+        m.crc_within.clear();
         assert_eq!(m.chunk_start_within(4096), 1e-6);
+        assert_eq!(m.crc_within(4096), 10e9);
     }
 
     #[test]
@@ -434,7 +501,7 @@ mod tests {
             e.strided_element_dense = dense;
             e.strided_element_cached = dense.map(|d| d * 2.0);
             m.crc_chunk_start = crc;
-            m.crc_chunk_start_within = vec![(1 << 20, copy), (4 << 20, task)];
+            m.crc_within = two_sets([copy, task], [task, copy]);
             (m, e)
         };
         let samples = [
@@ -455,10 +522,7 @@ mod tests {
         assert_eq!(e.strided_element_dense, Some(5.0));
         assert_eq!(e.strided_element_cached, Some(10.0));
         assert_eq!(m.crc_chunk_start, 2.0);
-        assert_eq!(
-            m.crc_chunk_start_within,
-            vec![(1 << 20, 2.0), (4 << 20, 2.0)]
-        );
+        assert_eq!(m.crc_within, two_sets([2.0, 2.0], [2.0, 2.0]));
         let none: Vec<EngineCosts> = vec![samples[1].1.clone()];
         assert_eq!(EngineCosts::median(&none).strided_element_dense, None);
         assert_eq!(EngineCosts::median(&none).strided_element_cached, None);
