@@ -11,7 +11,10 @@
 
 use serde::Serialize;
 
-use super::{layout::Layout, profile::DeviceProfile};
+use super::{
+    layout::Layout,
+    profile::{DeviceProfile, MemoryRates},
+};
 use crate::{
     store::{pieces_per_thread, TaskOrder, COALESCE_GAP, MAX_REQUEST, SERIAL_BYTES},
     window::{strides, Window},
@@ -367,6 +370,20 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
 }
 
 impl Walk {
+    /// CPU time (over all threads) of the chunks' checksums: warm at the
+    /// rates measured over a working set of the bytes checked, cold at
+    /// memory's.
+    fn check_seconds(&self, memory: &MemoryRates, cache: Cache) -> f64 {
+        let (rate, start) = match cache {
+            Cache::Warm => (
+                memory.crc_within(self.checked_bytes),
+                memory.chunk_start_within(self.checked_bytes),
+            ),
+            Cache::Cold => (memory.crc, memory.crc_chunk_start),
+        };
+        self.checked_bytes as f64 / rate + self.chunk_starts as f64 * start
+    }
+
     fn finish(&self, cache: Cache, setup: &ReadSetup, profile: &DeviceProfile) -> Prediction {
         let mut p = self.counts.clone();
         let engine = &profile.engine;
@@ -387,10 +404,7 @@ impl Walk {
         let call = engine.call + if self.serial { 0.0 } else { engine.handoff };
         match cache {
             Cache::Warm => {
-                let checks = &profile.memory;
-                let memory = self.cpu_memory
-                    + self.checked_bytes as f64 / checks.crc_within(self.checked_bytes)
-                    + self.chunk_starts as f64 * checks.chunk_start_within(self.checked_bytes);
+                let memory = self.cpu_memory + self.check_seconds(&profile.memory, cache);
                 p.cpu_seconds = memory + self.cpu_steps;
                 p.seconds = call + wall(memory);
             }
@@ -440,8 +454,7 @@ impl Walk {
                     first as f64 / profile.io.cold_rate(first as f64, 1.0)
                 });
                 let memory = self.cpu_memory
-                    + self.checked_bytes as f64 / profile.memory.crc
-                    + self.chunk_starts as f64 * profile.memory.crc_chunk_start
+                    + self.check_seconds(&profile.memory, cache)
                     + p.touched_bytes as f64 / profile.memory.fault;
                 let cpu = memory + self.cpu_steps;
                 p.io_seconds = io;
