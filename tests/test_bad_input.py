@@ -909,6 +909,16 @@ def test_cli_usage_error_exits_2(good_store, tmp_path):
     assert "exactly one of" in result.stderr
 
 
+@pytest.mark.parametrize(
+    "args, message",
+    [(("profile", ".", "--no-such-option"), "No such option"), (("info",), "Missing parameter: path")],
+)
+def test_cli_unknown_option_or_missing_argument_exits_2_without_traceback(args, message):
+    result = run_cli(*args)
+    assert result.returncode == 2
+    assert message in result.stderr and "Traceback" not in result.stderr
+
+
 def test_memory_cap_helper_really_caps_allocations():
     """The premise of the 'checked before allocating' test: under the cap, a 100 MiB allocation fails."""
     code = HUGE_COUNT_UNDER_MEMORY_CAP.split("try:")[0] + "bytearray(100 << 20)\n"

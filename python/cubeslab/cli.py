@@ -408,12 +408,14 @@ def main() -> None:
     except (typer.BadParameter, typer.Abort) as error:
         errors.print(f"[red]usage error:[/] {escape(str(error))}")
         sys.exit(2)
-    except Exception as error:  # click's usage errors
-        import click
-
-        if isinstance(error, click.ClickException):
-            error.show()
-            sys.exit(error.exit_code)
+    except Exception as error:
+        # Click's usage errors (unknown option, missing argument). Matched by shape, not
+        # class: recent typer releases carry their own copy of click, whose exception
+        # classes are not click's.
+        show, exit_code = getattr(error, "show", None), getattr(error, "exit_code", None)
+        if callable(show) and isinstance(exit_code, int):
+            show()
+            sys.exit(exit_code)
         raise
 
 
