@@ -125,6 +125,10 @@ def test_profile_command_measures_saves_and_plots(tmp_path):
     # A plan with that profile says so.
     out = run("plan", "--shape", "100,100,100", "--profile", str(target)).stdout
     assert "measured profile" in out
+    # --json prints the profile alone, naming where it was saved.
+    again = tmp_path / "again.json"
+    printed = json.loads(run("profile", str(tmp_path), "--quick", "--json", "--output", str(again)).stdout)
+    assert printed.pop("saved_to") == str(again) and printed == json.loads(again.read_text())
 
 
 def test_profiles_are_found_per_filesystem_and_explicit_files_win(tmp_path, monkeypatch):

@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 console = Console()
+errors = Console(stderr=True)
 
 LayoutOption = Annotated[
     str, typer.Option(help="auto, cube:N, reference-001[:KIB,RATIO,ASYM], AxBxC or AxBxC/DxExF")
@@ -51,14 +52,17 @@ def profile_command(
 
     with console.status("measuring (a scratch file is written, read and removed) ..."):
         profile = measure_profile(path, output=output, quick=quick, threads=threads)
+    # With --json, standard output is the JSON alone (it names the file it was saved to).
+    notes = errors if as_json else console
     if as_json:
         console.print_json(json.dumps(profile))
     else:
         print_profile(profile)
     if plot is not None:
         plot_profile(profile, plot)
-        console.print(f"wrote {escape(str(plot))}")
-    console.print(f"saved to {escape(profile['saved_to'])}")
+        notes.print(f"wrote {escape(str(plot))}")
+    if not as_json:
+        console.print(f"saved to {escape(profile['saved_to'])}")
 
 
 def print_profile(profile: dict) -> None:
