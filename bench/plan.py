@@ -37,6 +37,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse
 import json
+import math
 import shutil
 import statistics
 import time
@@ -201,10 +202,17 @@ def run_volume(name: str, shape, dtype, access, args, profile: str) -> dict:
     t0 = time.perf_counter()
     entries = {str(i): entry for i, entry in enumerate(layouts)}
     run = measure_layouts(name, entries, data, args.warm, args.cold)
+    # The device measured again, straight after the reads: how far it moved while they ran, and the
+    # errors had the model been given the device as it was at the end.
+    after = None if args.reuse_profile else current_profile(False)
     rows = []
     for i, (label, entry) in enumerate(entries.items()):
         predicted = predictions(run["paths"][label], entry, profile)
-        measured = {a: {**m, **predicted[a]} for a, m in run["measured"][label].items()}
+        again = predictions(run["paths"][label], entry, after) if after else {}
+        measured = {
+            a: {**m, **predicted[a], **({"after": again[a]} if again else {})}
+            for a, m in run["measured"][label].items()
+        }
         row = {
             "layout": layout_key(entry),
             "why": entry["why"],
@@ -223,14 +231,8 @@ def run_volume(name: str, shape, dtype, access, args, profile: str) -> dict:
     for path in run["paths"].values():
         shutil.rmtree(path)
     print(f"{len(layouts)} layouts written and read in {time.perf_counter() - t0:.0f} s", flush=True)
-    errors: dict = {}
-    for a in rows[0]["accesses"]:
-        for state in ("warm", "cold"):
-            e = [
-                relative_error(r["accesses"][a][f"predicted_{state}_s"], r["accesses"][a][state]["median_s"])
-                for r in rows
-            ]
-            errors[f"{a} {state}"] = {"median": statistics.median(e), "max": max(e)}
+    errors = prediction_errors(rows, lambda m: m)
+    errors_after = prediction_errors(rows, lambda m: m["after"]) if after else None
     best = min(rows, key=lambda r: r["measured_score_s"])
     picked = next(r for r in rows if r["layout"] == layout_key(pick))
     final = None
@@ -249,6 +251,8 @@ def run_volume(name: str, shape, dtype, access, args, profile: str) -> dict:
         "layouts_ranked": None,
         "rows": rows,
         "errors": errors,
+        "errors_after": errors_after,
+        "drift": profile_drift(json.loads(profile), json.loads(after)) if after else None,
         "weights": pick["weights"],
         "pick": picked["layout"],
         "pick_score_s": picked["measured_score_s"],
@@ -257,6 +261,43 @@ def run_volume(name: str, shape, dtype, access, args, profile: str) -> dict:
         "pick_over_best": picked["measured_score_s"] / best["measured_score_s"],
         "head_to_head": final,
     }
+
+
+def prediction_errors(rows: list[dict], predicted) -> dict:
+    """Median and largest relative error per access and cache state, over the sweep's rows;
+    `predicted` picks the predictions out of a row's access (those of the profile before the sweep,
+    or after it)."""
+    errors = {}
+    for a in rows[0]["accesses"]:
+        for state in ("warm", "cold"):
+            e = [
+                relative_error(
+                    predicted(r["accesses"][a])[f"predicted_{state}_s"], r["accesses"][a][state]["median_s"]
+                )
+                for r in rows
+            ]
+            errors[f"{a} {state}"] = {"median": statistics.median(e), "max": max(e)}
+    return errors
+
+
+def profile_drift(before: dict, after: dict) -> dict:
+    """A few of the rates the predictions lean on, in the profile measured before a sweep and in the
+    one measured after it: {quantity: [before, after]}."""
+
+    def rates(p: dict) -> dict:
+        memory, io = p["memory"], p["io"]
+        within = {w["bytes"]: w["crc"] for w in memory["crc_within"]}
+        cold = io["cold"][io["sizes"].index(1 << 20)][io["depths"].index(8)]
+        return {
+            "crc32c from memory, GB/s per thread": memory["crc"] / 1e9,
+            "crc32c over 8 MiB checked again and again, GB/s per thread": within.get(8 << 20, math.nan) / 1e9,
+            "memory copy, GB/s per thread": memory["copy"] / 1e9,
+            "two threads' efficiency": p["engine"]["parallel_efficiency"],
+            "cold 1 MiB reads, 8 in flight, GB/s": cold / 1e9,
+        }
+
+    b, a = rates(before), rates(after)
+    return {k: [b[k], a[k]] for k in b}
 
 
 def main() -> None:
@@ -537,7 +578,8 @@ def markdown(results: dict) -> str:
             "",
             "Median absolute prediction error: "
             + ", ".join(f"{k} {e['median']:.0%}" for k, e in v["errors"].items())
-            + ".",
+            + "."
+            + drift_line(v),
             "",
             f"Objective: the slowest access cold + {v['weights']['warm']:.1f} x the slowest warm (the "
             "profile's memory rate over its disk's, as the planner weighs them). "
@@ -659,6 +701,18 @@ def slowest_plane_bound(entry: dict) -> dict:
         return max(planes, key=lambda p: planes[p][state]["median_s"])
 
     return {f"{state}_bound_s": bounds[slowest(state)][f"{state}_bound_s"] for state in ("warm", "cold")}
+
+
+def drift_line(v: dict) -> str:
+    """The device profile measured again after the sweep: what moved, and the errors against it."""
+    if not v.get("drift"):
+        return ""
+    moved = "; ".join(f"{k} {b:.3g} -> {a:.3g}" for k, (b, a) in v["drift"].items())
+    errors = ", ".join(f"{k} {e['median']:.0%}" for k, e in v["errors_after"].items())
+    return (
+        f" The profile measured again straight after the sweep: {moved}. The errors had the model been"
+        f" given that profile: {errors}."
+    )
 
 
 def head_to_head_line(final: dict | None) -> str:
