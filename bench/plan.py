@@ -208,11 +208,11 @@ def run_volume(name: str, shape, dtype, access, args, profile: str) -> dict:
     rows = []
     for i, (label, entry) in enumerate(entries.items()):
         predicted = predictions(run["paths"][label], entry, profile)
-        again = predictions(run["paths"][label], entry, after) if after else {}
-        measured = {
-            a: {**m, **predicted[a], **({"after": again[a]} if again else {})}
-            for a, m in run["measured"][label].items()
-        }
+        measured = {a: {**m, **predicted[a]} for a, m in run["measured"][label].items()}
+        if after:
+            again = predictions(run["paths"][label], entry, after)
+            for a, m in measured.items():
+                m["after"] = again[a]
         row = {
             "layout": layout_key(entry),
             "why": entry["why"],
