@@ -90,7 +90,7 @@ def print_profile(profile: dict) -> None:
         )
     table.add_row("first touch of mapped pages", f"{memory['fault'] / 1e9:.1f} GB/s")
     table.add_row("read call", f"{engine['call'] * 1e6:.1f} µs")
-    table.add_row("hand-off to the workers", f"{engine['handoff'] * 1e6:.1f} µs")
+    table.add_row("a worker's arrival to help a read", f"{engine['helper_arrival'] * 1e6:.1f} µs")
     table.add_row("per chunk", f"{engine['task'] * 1e9:.0f} ns")
     table.add_row("per strided element, a cache line apart", f"{engine['strided_element'] * 1e9:.2f} ns")
     if engine.get("strided_element_dense") is not None:

@@ -60,6 +60,20 @@ impl Parallelism {
     pub fn on_caller(&self) -> bool {
         self.threads <= 1
     }
+
+    /// Run `run(p)` for each `p` in `0..pieces`: the calling thread starts
+    /// at once, and `threads - 1` of the pool's workers join as they wake
+    /// (see [`crate::share`]). The first error is returned.
+    pub(crate) fn share(
+        &self,
+        pieces: u64,
+        run: &(dyn Fn(u64) -> crate::error::Result<()> + Sync),
+    ) -> crate::error::Result<()> {
+        if self.on_caller() || pieces < 2 {
+            return (0..pieces).try_for_each(run);
+        }
+        crate::share::share(&self.pool(), self.threads - 1, pieces, run)
+    }
 }
 
 /// The number of cores, asked once: the standard library reads cgroup

@@ -13,6 +13,7 @@
 //! * [`plan`]: device profiles, the cost model and the layout optimizer.
 //! * [`verify`]: re-read every chunk with checksums; compare a store with its SEG-Y source.
 //! * [`config`]: threads and requests in flight.
+//! * `share`: a read's pieces shared by the calling thread and the pool's workers.
 #![warn(missing_docs)]
 // N-D index arithmetic reads best as loops over dimension numbers.
 #![allow(clippy::needless_range_loop)]
@@ -24,6 +25,7 @@ pub mod export;
 pub mod ingest;
 pub mod plan;
 pub mod segy;
+mod share;
 pub mod store;
 pub mod verify;
 pub mod window;

@@ -369,6 +369,18 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
     }
 }
 
+/// Wall time of work that takes `alone` seconds on the calling thread and
+/// `together` once the helpers work beside it, when they arrive after
+/// `arrival` seconds (see `crate::share`): the caller's head start counts
+/// for its share of the work.
+fn with_helpers(alone: f64, together: f64, arrival: f64) -> f64 {
+    if alone <= arrival || alone <= 0.0 {
+        alone
+    } else {
+        arrival + (1.0 - arrival / alone) * together
+    }
+}
+
 impl Walk {
     /// CPU time (over all threads) of the chunks' checksums: warm at the
     /// rates measured over a working set of the bytes checked, cold at
@@ -400,8 +412,21 @@ impl Walk {
         } else {
             1.0
         };
-        let wall = |memory: f64| (memory + self.cpu_steps / efficiency) / busy;
-        let call = engine.call + if self.serial { 0.0 } else { engine.handoff };
+        // The calling thread works alone until the helpers arrive.
+        let arrival = if self.serial {
+            0.0
+        } else {
+            engine.helper_arrival
+        };
+        let wall = |memory: f64| {
+            let alone = memory + self.cpu_steps;
+            with_helpers(
+                alone,
+                (memory + self.cpu_steps / efficiency) / busy,
+                arrival,
+            )
+        };
+        let call = engine.call;
         match cache {
             Cache::Warm => {
                 let memory = self.cpu_memory + self.check_seconds(&profile.memory, cache);
@@ -421,16 +446,10 @@ impl Walk {
                 // A shard read whole does not wait for its index alone: the
                 // index comes in with the chunks.
                 let n_whole = self.whole_sizes.len() as f64;
-                // Several shards are opened on the workers: one more hand-off.
-                let open_handoff = if p.shards > 1 && !self.serial {
-                    engine.handoff
-                } else {
-                    0.0
-                };
-                let open_time = open_handoff
-                    + (p.shards as f64 * engine.shard_open
-                        + (p.shards as f64 - n_whole) * index_time)
-                        / open_depth;
+                // Several shards are opened by the caller and the helpers.
+                let open_alone =
+                    p.shards as f64 * engine.shard_open + (p.shards as f64 - n_whole) * index_time;
+                let open_time = with_helpers(open_alone, open_alone / open_depth, arrival);
                 // Each worker keeps ceil(in_flight / threads) requests outstanding.
                 let outstanding = setup.in_flight.div_ceil(threads as usize).max(1) as u64;
                 let depth = (outstanding * busy as u64)
@@ -459,7 +478,8 @@ impl Walk {
                 let cpu = memory + self.cpu_steps;
                 p.io_seconds = io;
                 p.cpu_seconds = cpu;
-                p.seconds = call + open_time + startup + io.max(wall(memory));
+                // The helpers' requests go out when they arrive.
+                p.seconds = call + open_time + startup + (arrival + io).max(wall(memory));
             }
         }
         p
@@ -563,6 +583,7 @@ mod tests {
     #[test]
     fn threads_speed_up_by_their_measured_efficiency() {
         let mut p = DeviceProfile::typical();
+        p.engine.helper_arrival = 0.0;
         let a = array([16, 16, 16], [128, 128, 256]);
         let w = Access::Plane(2).window(&a.shape);
         let speedup = |p: &DeviceProfile, verify: bool| {
@@ -572,10 +593,8 @@ mod tests {
                     verify,
                     ..SETUP
                 };
-                // Two threads hand the work to the pool (it is too large for
-                // the calling thread); one thread works on the calling thread.
-                let handoff = if threads > 1 { p.engine.handoff } else { 0.0 };
-                predict(&a, &w, &setup, Cache::Warm, p).seconds - p.engine.call - handoff
+                // Helpers that arrive at once: the scaling alone.
+                predict(&a, &w, &setup, Cache::Warm, p).seconds - p.engine.call
             };
             time(1) / time(2)
         };
@@ -602,6 +621,34 @@ mod tests {
             .remove("parallel_efficiency");
         let old = DeviceProfile::from_json(&old.to_string()).unwrap();
         assert_eq!(old.engine.parallel_efficiency, 1.0);
+    }
+
+    #[test]
+    fn the_caller_works_alone_until_the_helpers_arrive() {
+        let mut p = DeviceProfile::typical();
+        let a = array([16, 16, 16], [128, 128, 256]);
+        let w = Access::Plane(0).window(&a.shape);
+        let time = |p: &DeviceProfile, threads| {
+            let setup = ReadSetup { threads, ..SETUP };
+            predict(&a, &w, &setup, Cache::Warm, p).seconds
+        };
+        // Helpers that come after the work is done leave it to the caller:
+        // as on one thread (but for where the workers' runs would start).
+        p.engine.helper_arrival = 1.0;
+        let alone = time(&p, 2);
+        let one_thread = time(&p, 1);
+        assert!(
+            (alone - one_thread).abs() < 1e-3 * one_thread,
+            "{alone} {one_thread}"
+        );
+        p.engine.helper_arrival = 0.0;
+        let at_once = time(&p, 2);
+        assert!(at_once < 0.7 * alone, "{at_once} {alone}");
+        // A helper arriving a quarter of the way through shares the rest.
+        p.engine.helper_arrival = 0.25 * (alone - p.engine.call);
+        let late = time(&p, 2);
+        let expected = p.engine.helper_arrival + 0.75 * (at_once - p.engine.call) + p.engine.call;
+        assert!((late - expected).abs() < 1e-12, "{late} {expected}");
     }
 
     /// CPU work of an unverified warm time slice through chunks 16 x 16 x `depth`.

@@ -680,18 +680,9 @@ fn measure_engine(
     let call = median_time(runs * 4, || {
         read_window(block, &window([(0, 1), (0, 1), (0, 1)]), &all)
     })?;
-    // Waking the pool's workers and waiting for them. (A one-thread read,
-    // as below, runs on the calling thread whatever its size: no hand-off.)
-    let pool = Parallelism::resolve(Some(threads), None).pool();
-    let handoff = median_time(runs * 4, || {
-        pool.install(|| {
-            use rayon::prelude::*;
-            (0..threads).into_par_iter().for_each(|i| {
-                std::hint::black_box(i);
-            })
-        });
-        Ok(())
-    })?;
+    // (A one-thread read, as below, runs on the calling thread whatever its
+    // size: no helpers.)
+    let helper_arrival = helper_arrival(threads, runs * 4)?;
     let slice = median_time(runs, || {
         read_window(block, &window([(0, 256), (0, 256), (7, 8)]), &one)
     })?;
@@ -752,7 +743,7 @@ fn measure_engine(
     let shard_open = ((fresh_handle - warm_handle) / 64.0).max(1e-7);
     Ok(EngineCosts {
         call,
-        handoff,
+        helper_arrival,
         task,
         run,
         strided_element,
@@ -800,6 +791,45 @@ fn strided_from_cache(runs: usize) -> f64 {
     })
     .unwrap_or(f64::NAN);
     (time / (copies * SIDE * SIDE) as f64).max(1e-12)
+}
+
+/// How long after a read hands out its pieces a worker starts on one,
+/// while the calling thread works: the median over `runs` reads of two
+/// pieces, the caller holding the first until a helper takes the second.
+/// Each follows the last after 30 us of work on the calling thread, as
+/// reads in a loop do (the workers are asleep by then: here 30-40 us, and
+/// 60-160 us after a millisecond idle).
+fn helper_arrival(threads: usize, runs: usize) -> Result<f64> {
+    if threads < 2 {
+        return Ok(0.0);
+    }
+    let parallelism = Parallelism::resolve(Some(threads), None);
+    let spin = |seconds: f64, start: Instant| {
+        while start.elapsed().as_secs_f64() < seconds {
+            std::hint::spin_loop();
+        }
+    };
+    let mut times = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        spin(30e-6, Instant::now());
+        let start = Instant::now();
+        let arrived = std::sync::OnceLock::new();
+        parallelism.share(2, &|piece| {
+            if piece == 1 {
+                let _ = arrived.set(start.elapsed().as_secs_f64());
+            } else {
+                // No helper within 10 ms: the caller takes the second piece
+                // itself, and that run counts as 10 ms.
+                let deadline = start.elapsed().as_secs_f64() + 10e-3;
+                while arrived.get().is_none() && start.elapsed().as_secs_f64() < deadline {
+                    std::hint::spin_loop();
+                }
+            }
+            Ok(())
+        })?;
+        times.push(*arrived.get().expect("the second piece ran"));
+    }
+    Ok(median(times.into_iter()))
 }
 
 /// How well `threads` workers share the engine's steps (per chunk, per

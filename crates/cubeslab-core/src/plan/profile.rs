@@ -240,7 +240,7 @@ impl EngineCosts {
         };
         EngineCosts {
             call: of(|e| e.call),
-            handoff: of(|e| e.handoff),
+            helper_arrival: of(|e| e.helper_arrival),
             task: of(|e| e.task),
             run: of(|e| e.run),
             strided_element: of(|e| e.strided_element),
@@ -257,8 +257,12 @@ impl EngineCosts {
 pub struct EngineCosts {
     /// One read call done on the calling thread: planning and return (s).
     pub call: f64,
-    /// Handing a read's work to the worker threads and back (s).
-    pub handoff: f64,
+    /// How long after a read hands out its pieces a sleeping worker starts
+    /// on one (s); the calling thread works alone meanwhile. Profiles
+    /// measured before it was added carry `handoff`, the time to hand a
+    /// read to the workers and back, which stands in for it.
+    #[serde(alias = "handoff")]
+    pub helper_arrival: f64,
     /// One inner chunk: locate, look up, dispatch (s).
     pub task: f64,
     /// One run of the copy (an innermost loop) (s).
@@ -407,7 +411,7 @@ impl DeviceProfile {
             },
             engine: EngineCosts {
                 call: 10e-6,
-                handoff: 40e-6,
+                helper_arrival: 40e-6,
                 task: 60e-9,
                 run: 15e-9,
                 strided_element: 1.5e-9,

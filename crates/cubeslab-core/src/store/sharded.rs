@@ -3,9 +3,13 @@
 //! touches, prefetch their byte ranges when cold, and copy each chunk's
 //! selected elements straight into the caller's buffer on the worker threads.
 
-use std::{borrow::Cow, num::NonZeroU64, path::Path, sync::Arc};
+use std::{
+    borrow::Cow,
+    num::NonZeroU64,
+    path::Path,
+    sync::{Arc, OnceLock},
+};
 
-use rayon::prelude::*;
 use serde_json::Value;
 use zarrs::{
     array::{CodecChain, CodecOptions},
@@ -297,18 +301,16 @@ impl ZarrArray {
         if serial {
             (0..pieces).try_for_each(run_piece)
         } else {
-            options
-                .parallelism
-                .pool()
-                .install(|| (0..pieces).into_par_iter().try_for_each(run_piece))
+            options.parallelism.share(pieces, &run_piece)
         }
     }
 
     /// The shards a read touches, by slot. Those this handle holds open cost
     /// a lookup; the rest are opened, in parallel when there are several
-    /// (each reads and checks an index). So a read of open shards hands its
-    /// work to the pool once, not twice (each hand-off costs 17-35 us here,
-    /// more once the workers have gone to sleep).
+    /// (each reads and checks an index) by the calling thread and the
+    /// workers (`Parallelism::share`). So a read of open shards wakes the
+    /// workers once, not twice (a sleeping worker starts 20-40 us after it is
+    /// woken here, and 60-160 us after a millisecond idle).
     fn touched_shards(
         &self,
         path: &ShardedCodecs,
@@ -329,10 +331,17 @@ impl ZarrArray {
         let opened: Vec<Arc<ShardFile>> = if serial || missing.len() < 2 {
             missing.iter().map(open).collect::<Result<_>>()?
         } else {
-            options
-                .parallelism
-                .pool()
-                .install(|| missing.par_iter().map(open).collect::<Result<_>>())?
+            let slots: Vec<OnceLock<Arc<ShardFile>>> =
+                missing.iter().map(|_| OnceLock::new()).collect();
+            options.parallelism.share(missing.len() as u64, &|i| {
+                let shard = open(&missing[i as usize])?;
+                let _ = slots[i as usize].set(shard);
+                Ok(())
+            })?;
+            slots
+                .into_iter()
+                .map(|slot| slot.into_inner().expect("each missing shard was opened"))
+                .collect()
         };
         // The opened shards fill the empty slots in order.
         let mut opened = opened.into_iter();
