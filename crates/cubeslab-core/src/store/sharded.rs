@@ -606,11 +606,13 @@ pub const fn pieces_per_thread(warm: bool) -> u64 {
 pub const CHECK_AHEAD_BYTES: usize = 512 << 10;
 
 /// Reads whose chunks hold at most this many bytes run on the calling
-/// thread alone (a trace, a small box): handing work to the pool and back
+/// thread alone (a trace, a small box): waking a worker
 /// costs more than the second thread saves on them. Measured on a 2-core
 /// VM, reads from Python of boxes of 128 KiB to 1 MiB of chunks took
 /// 60-70 us longer on two threads than on one (1.0-2.1x as long); from
-/// 2 MiB two threads were faster.
+/// 2 MiB two threads were faster. (Measured while a parallel read waited
+/// for the workers to wake, not since reads share their runs with the
+/// calling thread.)
 pub const SERIAL_BYTES: u64 = 1 << 20;
 
 /// Ranges closer than this are requested as one: the kernel then issues
