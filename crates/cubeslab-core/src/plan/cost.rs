@@ -374,7 +374,7 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
 /// `arrival` seconds (see `crate::share`): the caller's head start counts
 /// for its share of the work.
 fn with_helpers(alone: f64, together: f64, arrival: f64) -> f64 {
-    if alone <= arrival || alone <= 0.0 {
+    if alone <= arrival {
         alone
     } else {
         arrival + (1.0 - arrival / alone) * together
@@ -426,12 +426,11 @@ impl Walk {
                 arrival,
             )
         };
-        let call = engine.call;
         match cache {
             Cache::Warm => {
                 let memory = self.cpu_memory + self.check_seconds(&profile.memory, cache);
                 p.cpu_seconds = memory + self.cpu_steps;
-                p.seconds = call + wall(memory);
+                p.seconds = engine.call + wall(memory);
             }
             Cache::Cold => {
                 // Shards are opened in parallel first: map, read and check each index.
@@ -479,7 +478,7 @@ impl Walk {
                 p.io_seconds = io;
                 p.cpu_seconds = cpu;
                 // The helpers' requests go out when they arrive.
-                p.seconds = call + open_time + startup + (arrival + io).max(wall(memory));
+                p.seconds = engine.call + open_time + startup + (arrival + io).max(wall(memory));
             }
         }
         p

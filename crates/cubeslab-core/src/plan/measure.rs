@@ -804,14 +804,12 @@ fn helper_arrival(threads: usize, runs: usize) -> Result<f64> {
         return Ok(0.0);
     }
     let parallelism = Parallelism::resolve(Some(threads), None);
-    let spin = |seconds: f64, start: Instant| {
-        while start.elapsed().as_secs_f64() < seconds {
-            std::hint::spin_loop();
-        }
-    };
     let mut times = Vec::with_capacity(runs);
     for _ in 0..runs {
-        spin(30e-6, Instant::now());
+        let gap = Instant::now();
+        while gap.elapsed().as_secs_f64() < 30e-6 {
+            std::hint::spin_loop();
+        }
         let start = Instant::now();
         let arrived = std::sync::OnceLock::new();
         parallelism.share(2, &|piece| {

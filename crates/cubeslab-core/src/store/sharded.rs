@@ -328,7 +328,7 @@ impl ZarrArray {
             let whole = order.covers_most_of(slot);
             self.open_new_shard(path, &order.shard_indices(slot), whole)
         };
-        let opened: Vec<Arc<ShardFile>> = if serial || missing.len() < 2 {
+        let opened: Vec<Arc<ShardFile>> = if serial {
             missing.iter().map(open).collect::<Result<_>>()?
         } else {
             let slots: Vec<OnceLock<Arc<ShardFile>>> =
