@@ -458,8 +458,9 @@ def side_by_side(arrays: dict[str, Path], keys: dict, runs: int, cold: bool) -> 
     measured then. Warm: every array open, and each timed read follows reads of the same window, as
     the model's warm prediction assumes (a read of other arrays in between leaves a small window's
     chunks and mappings out of the CPU's caches: here 1.5-3x slower for reads under 2 ms): as many
-    as `warm_up` makes, until the read has settled. (On this VM the first read after the CPUs idle for 10 ms or more
-    is 2.5-4x slower, and the second still up to 2x, until about a millisecond of work has passed.)
+    as `warm_up` makes, until the read has settled. (On this VM the first read after the CPUs idle
+    for 10 ms or more is 2.5-4x slower, and the second still up to 2x, until about a millisecond of
+    work has passed.)
     Cold: the array's files evicted and the array opened afresh before each read."""
     times = {label: {k: [] for k in keys} for label in arrays}
     readers = {} if cold else {label: cubeslab.Array(path) for label, path in arrays.items()}
