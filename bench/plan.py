@@ -41,6 +41,7 @@ import math
 import shutil
 import statistics
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -347,6 +348,11 @@ def current_profile(reuse: bool) -> str:
     path = profile_path(DATA)
     if not (reuse and path.is_file()):
         print("measuring the device profile of bench/data (about 30 s)", flush=True)
+        # The previous volume's stores were just deleted: a profile measured while the kernel is
+        # still busy with them took 4 ms for a worker to arrive (not 2 us) and read 4 KiB cold at
+        # a fifth of the usual rate.
+        os.sync()
+        settle()
         measure_profile(DATA)
     return path.read_text()
 
@@ -452,6 +458,10 @@ def plane_bounds(array: Path, shape, planes: dict, profile: str, disk_Bps: float
     return out
 
 
+WARM_TIMED = 3
+"""Warm reads timed in each round, one after another."""
+
+
 def side_by_side(arrays: dict[str, Path], keys: dict, runs: int, cold: bool) -> dict:
     """Each window of each array timed in rounds that read every array in turn, forwards and
     backwards in turn: a slow spell of this shared VM falls on all arrays alike, not on whichever was
@@ -460,7 +470,8 @@ def side_by_side(arrays: dict[str, Path], keys: dict, runs: int, cold: bool) -> 
     chunks and mappings out of the CPU's caches: here 1.5-3x slower for reads under 2 ms): as many
     as `warm_up` makes, until the read has settled. (On this VM the first read after the CPUs idle
     for 10 ms or more is 2.5-4x slower, and the second still up to 2x, until about a millisecond of
-    work has passed.)
+    work has passed.) Then `WARM_TIMED` reads are timed: a single read of a tenth of a millisecond
+    catches a stall of this VM often enough to move a median of nine.
     Cold: the array's files evicted and the array opened afresh before each read."""
     times = {label: {k: [] for k in keys} for label in arrays}
     readers = {} if cold else {label: cubeslab.Array(path) for label, path in arrays.items()}
@@ -470,8 +481,9 @@ def side_by_side(arrays: dict[str, Path], keys: dict, runs: int, cold: bool) -> 
                 if cold:
                     times[label][k].append(cold_time(path, key, 1)["median_s"])
                 else:
-                    warm_up(lambda label=label, key=key: readers[label].read(key))
-                    times[label][k].append(timed(lambda label=label, key=key: readers[label].read(key)))
+                    read = partial(readers[label].read, key)
+                    warm_up(read)
+                    times[label][k] += [timed(read) for _ in range(WARM_TIMED)]
     return {label: {k: stats(ts) for k, ts in per_key.items()} for label, per_key in times.items()}
 
 

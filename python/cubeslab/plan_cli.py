@@ -79,6 +79,9 @@ def print_profile(profile: dict) -> None:
     memory, engine = profile["memory"], profile["engine"]
     table = Table(title=f"per thread, {profile['threads']} threads busy", show_header=False)
     table.add_row("memory copy", f"{memory['copy'] / 1e9:.1f} GB/s")
+    if memory.get("copy_from_cache") is not None:
+        cached = memory["copy_from_cache"]
+        table.add_row("copy out of a chunk in the CPU's caches", f"{cached / 1e9:.1f} GB/s")
     table.add_row("crc32c, from memory", f"{memory['crc'] / 1e9:.1f} GB/s")
     if memory.get("crc_chunk_start"):
         start = memory["crc_chunk_start"]

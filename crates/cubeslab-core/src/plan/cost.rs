@@ -242,6 +242,12 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
     let cached =
         (checked || decode_rate.is_some()) && chunk_bytes.max(stored_chunk) <= CACHED_CHUNK_BYTES;
     let strided_cached = engine.strided_element_cached.filter(|_| cached);
+    // Runs copied whole come out of the caches too, into an output a
+    // previous read left mapped (unless it is too big to reuse).
+    let contiguous_rate = match memory.copy_from_cache {
+        Some(rate) if cached && prediction.output_bytes <= FRESH_OUTPUT_BYTES => rate,
+        _ => memory.copy,
+    };
     // Where the last chunk this worker checked ends: (shard, byte).
     let mut checked_end: Option<(u64, u64)> = None;
     // The open request of the current piece: (shard id, start, length).
@@ -319,7 +325,7 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
             chunk_strides[inner_dim] * steps[inner_dim] == 1 && out_strides[inner_dim] == 1;
         cpu_steps += runs as f64 * engine.run;
         if contiguous {
-            cpu_memory += (selected * elem) as f64 / memory.copy;
+            cpu_memory += (selected * elem) as f64 / contiguous_rate;
         } else {
             let stride = chunk_strides[inner_dim] * steps[inner_dim];
             let stride_bytes = stride.max(out_strides[inner_dim]) * elem;
@@ -492,6 +498,7 @@ mod tests {
         access::Access,
         profile::{EngineCosts, WorkingSet},
     };
+    use crate::window::DimRange;
 
     fn array(inner: [u64; 3], shard: [u64; 3]) -> StoredArray {
         StoredArray {
@@ -677,6 +684,35 @@ mod tests {
             cpu(1),
             cpu(16)
         );
+    }
+
+    #[test]
+    fn runs_of_checked_chunks_copy_at_the_rate_out_of_the_caches() {
+        // Warm CPU time of `window` through `inner` chunks, checked, with
+        // and without a rate for copies out of the caches.
+        let extra = |inner: [u64; 3], window: &Window| {
+            let mut p = DeviceProfile::typical();
+            let a = array(inner, [128, 128, inner[2] * 12]);
+            let with = predict(&a, window, &SETUP, Cache::Warm, &p).cpu_seconds;
+            p.memory.copy_from_cache = None;
+            predict(&a, window, &SETUP, Cache::Warm, &p).cpu_seconds - with
+        };
+        let p = DeviceProfile::typical();
+        let per_byte = 1.0 / p.memory.copy - 1.0 / p.memory.copy_from_cache.unwrap();
+        // A time slice through chunks one sample deep: rows of 16 neighbours.
+        let slice = Access::Plane(2).window(&[600, 800, 1000]);
+        let bytes = 600.0 * 800.0 * 4.0;
+        let got = extra([16, 16, 1], &slice);
+        assert!((got / (bytes * per_byte) - 1.0).abs() < 1e-9, "{got}");
+        // 20 samples of every trace: 38 MB, too big an output to be reused.
+        let slab = Window {
+            dims: vec![
+                DimRange::new(0, 600),
+                DimRange::new(0, 800),
+                DimRange::new(0, 20),
+            ],
+        };
+        assert_eq!(extra([16, 16, 20], &slab), 0.0);
     }
 
     #[test]

@@ -110,6 +110,13 @@ fn interpolate(sizes: &[u64], depths: &[u64], table: &[Vec<f64>], size: f64, dep
 pub struct MemoryRates {
     /// Contiguous copy, bytes/s.
     pub copy: f64,
+    /// Contiguous copy out of a chunk the CPU's caches hold (just checked
+    /// or decoded whole) into an output of a few MiB that a previous read
+    /// left mapped, bytes/s: several times `copy`, whose source and
+    /// destination both stream through memory. Profiles measured before it
+    /// was added lack it: such copies then run at `copy`, as they did.
+    #[serde(default)]
+    pub copy_from_cache: Option<f64>,
     /// crc32c over a buffer, bytes/s.
     pub crc: f64,
     /// First touch of a freshly mapped page-cache file (page faults), bytes/s.
@@ -165,6 +172,12 @@ fn median_curve<'a>(curves: impl Iterator<Item = &'a Vec<WorkingSet>> + Clone) -
         .collect()
 }
 
+/// The median of the values present, if any are.
+fn of_some(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    let present: Vec<f64> = values.flatten().collect();
+    (!present.is_empty()).then(|| median(present.into_iter()))
+}
+
 fn first_write_default() -> f64 {
     4e9
 }
@@ -182,6 +195,7 @@ impl MemoryRates {
         let of = |f: fn(&MemoryRates) -> f64| median(samples.iter().map(f));
         MemoryRates {
             copy: of(|m| m.copy),
+            copy_from_cache: of_some(samples.iter().map(|m| m.copy_from_cache)),
             crc: of(|m| m.crc),
             fault: of(|m| m.fault),
             first_write: of(|m| m.first_write),
@@ -233,19 +247,14 @@ impl EngineCosts {
     /// Each cost's median over several measurements.
     pub fn median(samples: &[EngineCosts]) -> EngineCosts {
         let of = |f: fn(&EngineCosts) -> f64| median(samples.iter().map(f));
-        // An optional cost: the median of the samples that have it.
-        let of_some = |f: fn(&EngineCosts) -> Option<f64>| {
-            let present: Vec<f64> = samples.iter().filter_map(f).collect();
-            (!present.is_empty()).then(|| median(present.into_iter()))
-        };
         EngineCosts {
             call: of(|e| e.call),
             helper_arrival: of(|e| e.helper_arrival),
             task: of(|e| e.task),
             run: of(|e| e.run),
             strided_element: of(|e| e.strided_element),
-            strided_element_dense: of_some(|e| e.strided_element_dense),
-            strided_element_cached: of_some(|e| e.strided_element_cached),
+            strided_element_dense: of_some(samples.iter().map(|e| e.strided_element_dense)),
+            strided_element_cached: of_some(samples.iter().map(|e| e.strided_element_cached)),
             shard_open: of(|e| e.shard_open),
             parallel_efficiency: of(|e| e.parallel_efficiency),
         }
@@ -392,6 +401,7 @@ impl DeviceProfile {
             },
             memory: MemoryRates {
                 copy: 8e9,
+                copy_from_cache: Some(40e9),
                 crc: 18e9,
                 fault: 6e9,
                 first_write: 4e9,
@@ -505,6 +515,7 @@ mod tests {
             e.strided_element_dense = dense;
             e.strided_element_cached = dense.map(|d| d * 2.0);
             m.crc_chunk_start = crc;
+            m.copy_from_cache = dense.map(|d| d * 3.0);
             m.crc_within = two_sets([copy, task], [task, copy]);
             (m, e)
         };
@@ -526,6 +537,7 @@ mod tests {
         assert_eq!(e.strided_element_dense, Some(5.0));
         assert_eq!(e.strided_element_cached, Some(10.0));
         assert_eq!(m.crc_chunk_start, 2.0);
+        assert_eq!(m.copy_from_cache, Some(15.0));
         assert_eq!(m.crc_within, two_sets([2.0, 2.0], [2.0, 2.0]));
         let none: Vec<EngineCosts> = vec![samples[1].1.clone()];
         assert_eq!(EngineCosts::median(&none).strided_element_dense, None);
