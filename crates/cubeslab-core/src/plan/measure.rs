@@ -694,8 +694,9 @@ fn measure_engine(
         verify: false,
     };
     let runs = 21;
-    // One 16 MiB chunk, read as 65536 short runs of 8 contiguous elements, or
-    // as 256 runs of 256 strided ones: large reads, so fixed costs are a small share.
+    // One 16 MiB chunk, read as 256 runs of 256 strided elements, or as
+    // 65536 runs of 32 elements sharing cache lines: large reads, so fixed
+    // costs are a small share.
     let block = &calibration.block;
     // A one-element read runs on the calling thread: the fixed cost of a call.
     let call = median_time(runs * 4, || {
@@ -707,13 +708,8 @@ fn measure_engine(
     let slice = median_time(runs, || {
         read_window(block, &window([(0, 256), (0, 256), (7, 8)]), &one)
     })?;
-    // Short runs (8 elements, as in a crossline through shallow chunks):
-    // 65536 of them, 2 MiB in all, so the per-run cost dominates.
-    let short = median_time(runs, || {
-        read_window(block, &window([(0, 256), (0, 256), (0, 8)]), &one)
-    })?;
+    let run = runs_from_cache(runs, memory);
     let n = 65536.0;
-    let run = ((short - call - n * 32.0 / memory.copy) / n).max(1e-10);
     // (This read and the next stay on the calling thread: at most
     // `SERIAL_BYTES` of output from unverified raw chunks.)
     let strided_element = ((slice - call - 256.0 * run) / n).max(1e-11);
@@ -773,6 +769,60 @@ fn measure_engine(
         shard_open,
         parallel_efficiency,
     })
+}
+
+/// Seconds per run of the copy out of a chunk the CPU caches hold, as after
+/// the chunk's check: the crossline of a 16 x 16 x 8 float32 chunk (8 KiB;
+/// 16 runs of 8 elements) copied into each of the 32 x 128 tiles of a 2 MiB
+/// output plane, chunk by chunk as a read walks them, so that each run
+/// writes a row of its own 4 KiB from the last, as a plane's runs do; less
+/// the runs' bytes at the rate out of the caches. Timed apart from a read's
+/// other work: measured inside a read from memory, the runs' cost was a
+/// small difference of two large times (0.1 to 4.3 ns from one profile to
+/// the next here).
+fn runs_from_cache(runs: usize, memory: &MemoryRates) -> f64 {
+    const TILES: [u64; 2] = [32, 128];
+    const CHUNK: [u64; 3] = [16, 16, 8];
+    let chunk = vec![1u8; (CHUNK.iter().product::<u64>() * 4) as usize];
+    let row = TILES[1] * CHUNK[2];
+    let mut out = vec![0u8; (TILES[0] * CHUNK[0] * row * 4) as usize];
+    let mut src_strides = [1u64; MAX_DIMS];
+    src_strides[..3].copy_from_slice(&[CHUNK[1] * CHUNK[2], CHUNK[2], 1]);
+    let mut dst_strides = [1u64; MAX_DIMS];
+    dst_strides[..3].copy_from_slice(&[row, row, 1]);
+    let placement = Placement {
+        src_strides: &src_strides,
+        dst_strides: &dst_strides,
+        steps: &[1; MAX_DIMS],
+        ndim: 3,
+        elem: 4,
+    };
+    let span = |first, count, out_first| ChunkSpan {
+        chunk: 0,
+        first,
+        count,
+        out_first,
+    };
+    let time = median_time(runs, || {
+        for tile_row in 0..TILES[0] {
+            for tile_column in 0..TILES[1] {
+                let spans = [
+                    span(0, CHUNK[0], CHUNK[0] * tile_row),
+                    span(3, 1, 0),
+                    span(0, CHUNK[2], CHUNK[2] * tile_column),
+                ];
+                // SAFETY: the spans select inside `chunk` and inside `out`.
+                unsafe { placement.copy(&spans, std::hint::black_box(&chunk), out.as_mut_ptr()) };
+            }
+        }
+        std::hint::black_box(&out);
+        Ok(())
+    })
+    .unwrap_or(f64::NAN);
+    let n = (TILES[0] * TILES[1] * CHUNK[0]) as f64;
+    let run_bytes = (CHUNK[2] * 4) as f64;
+    let rate = memory.copy_from_cache.unwrap_or(memory.copy);
+    (time / n - run_bytes / rate).max(1e-11)
 }
 
 /// Seconds per element of the copy's strided gather out of a chunk the CPU
