@@ -95,6 +95,7 @@ def print_profile(profile: dict) -> None:
     table.add_row("read call", f"{engine['call'] * 1e6:.1f} µs")
     table.add_row("a worker's arrival to help a read", f"{engine['helper_arrival'] * 1e6:.1f} µs")
     table.add_row("per chunk", f"{engine['task'] * 1e9:.0f} ns")
+    table.add_row("per run of the copy", f"{engine['run'] * 1e9:.2f} ns")
     table.add_row("per strided element, a cache line apart", f"{engine['strided_element'] * 1e9:.2f} ns")
     if engine.get("strided_element_dense") is not None:
         table.add_row("per strided element, 8 bytes apart", f"{engine['strided_element_dense'] * 1e9:.2f} ns")

@@ -772,20 +772,22 @@ fn measure_engine(
 }
 
 /// Seconds per run of the copy out of a chunk the CPU caches hold, as after
-/// the chunk's check: the crossline of a 16 x 16 x 8 float32 chunk (8 KiB;
-/// 16 runs of 8 elements) copied into each of the 32 x 128 tiles of a 2 MiB
-/// output plane, chunk by chunk as a read walks them, so that each run
-/// writes a row of its own 4 KiB from the last, as a plane's runs do; less
-/// the runs' bytes at the rate out of the caches. Timed apart from a read's
-/// other work: measured inside a read from memory, the runs' cost was a
-/// small difference of two large times (0.1 to 4.3 ns from one profile to
-/// the next here).
+/// the chunk's check: 256 runs of 8 float32 elements out of a 256 x 2 x 8
+/// chunk (16 KiB; many runs, so the copy's fixed cost is a small share)
+/// copied into each of 2 x 128 tiles of a 2 MiB output plane, chunk by
+/// chunk as a read walks them, so that each run writes a row 4 KiB from the
+/// last, as a plane's runs do; less the runs' bytes at the rate out of the
+/// caches. (Runs that follow each other in the output cost about the same
+/// here: 3.2-3.7 ns against 3.7-4.2.) Timed apart from a read's other
+/// work: measured inside a read from memory, the runs' cost was a small
+/// difference of two large times (0.1 to 4.3 ns from one profile to the
+/// next here).
 fn runs_from_cache(runs: usize, memory: &MemoryRates) -> f64 {
-    const TILES: [u64; 2] = [32, 128];
-    const CHUNK: [u64; 3] = [16, 16, 8];
+    const CHUNK: [u64; 3] = [256, 2, 8];
+    let tiles = [2, 128];
     let chunk = vec![1u8; (CHUNK.iter().product::<u64>() * 4) as usize];
-    let row = TILES[1] * CHUNK[2];
-    let mut out = vec![0u8; (TILES[0] * CHUNK[0] * row * 4) as usize];
+    let row = tiles[1] * CHUNK[2];
+    let mut out = vec![0u8; (tiles[0] * CHUNK[0] * row * 4) as usize];
     let mut src_strides = [1u64; MAX_DIMS];
     src_strides[..3].copy_from_slice(&[CHUNK[1] * CHUNK[2], CHUNK[2], 1]);
     let mut dst_strides = [1u64; MAX_DIMS];
@@ -804,11 +806,11 @@ fn runs_from_cache(runs: usize, memory: &MemoryRates) -> f64 {
         out_first,
     };
     let time = median_time(runs, || {
-        for tile_row in 0..TILES[0] {
-            for tile_column in 0..TILES[1] {
+        for tile_row in 0..tiles[0] {
+            for tile_column in 0..tiles[1] {
                 let spans = [
                     span(0, CHUNK[0], CHUNK[0] * tile_row),
-                    span(3, 1, 0),
+                    span(1, 1, 0),
                     span(0, CHUNK[2], CHUNK[2] * tile_column),
                 ];
                 // SAFETY: the spans select inside `chunk` and inside `out`.
@@ -819,7 +821,7 @@ fn runs_from_cache(runs: usize, memory: &MemoryRates) -> f64 {
         Ok(())
     })
     .unwrap_or(f64::NAN);
-    let n = (TILES[0] * TILES[1] * CHUNK[0]) as f64;
+    let n = (tiles[0] * tiles[1] * CHUNK[0]) as f64;
     let run_bytes = (CHUNK[2] * 4) as f64;
     let rate = memory.copy_from_cache.unwrap_or(memory.copy);
     (time / n - run_bytes / rate).max(1e-11)
