@@ -33,7 +33,7 @@ use crate::{
     store::{
         crc32c, process_alive, will_need, ArraySpec, DType, ReadOptions, StoreError, ZarrArray,
     },
-    window::{ChunkSpan, DimRange, Placement, Window, MAX_DIMS},
+    window::{strides, ChunkSpan, DimRange, Placement, Window, MAX_DIMS},
     Error,
 };
 
@@ -771,6 +771,32 @@ fn measure_engine(
     })
 }
 
+/// The strides of a copy out of a float32 chunk into an output, both 3-D
+/// and in C order, as a read's copy sees them.
+struct Float32Copy {
+    src: [u64; MAX_DIMS],
+    dst: [u64; MAX_DIMS],
+}
+
+impl Float32Copy {
+    fn new(chunk: [u64; 3], out: [u64; 3]) -> Self {
+        Self {
+            src: strides(&chunk),
+            dst: strides(&out),
+        }
+    }
+
+    fn placement(&self) -> Placement<'_> {
+        Placement {
+            src_strides: &self.src,
+            dst_strides: &self.dst,
+            steps: &[1; MAX_DIMS],
+            ndim: 3,
+            elem: 4,
+        }
+    }
+}
+
 /// Seconds per run of the copy out of a chunk the CPU caches hold, as after
 /// the chunk's check: 256 runs of 8 float32 elements out of a 256 x 2 x 8
 /// chunk (16 KiB; many runs, so the copy's fixed cost is a small share)
@@ -786,19 +812,10 @@ fn runs_from_cache(runs: usize, memory: &MemoryRates) -> f64 {
     const CHUNK: [u64; 3] = [256, 2, 8];
     let tiles = [2, 128];
     let chunk = vec![1u8; (CHUNK.iter().product::<u64>() * 4) as usize];
-    let row = tiles[1] * CHUNK[2];
-    let mut out = vec![0u8; (tiles[0] * CHUNK[0] * row * 4) as usize];
-    let mut src_strides = [1u64; MAX_DIMS];
-    src_strides[..3].copy_from_slice(&[CHUNK[1] * CHUNK[2], CHUNK[2], 1]);
-    let mut dst_strides = [1u64; MAX_DIMS];
-    dst_strides[..3].copy_from_slice(&[row, row, 1]);
-    let placement = Placement {
-        src_strides: &src_strides,
-        dst_strides: &dst_strides,
-        steps: &[1; MAX_DIMS],
-        ndim: 3,
-        elem: 4,
-    };
+    let out_shape = [tiles[0] * CHUNK[0], 1, tiles[1] * CHUNK[2]];
+    let mut out = vec![0u8; (out_shape.iter().product::<u64>() * 4) as usize];
+    let strides = Float32Copy::new(CHUNK, out_shape);
+    let placement = strides.placement();
     let span = |first, count, out_first| ChunkSpan {
         chunk: 0,
         first,
@@ -835,17 +852,8 @@ fn strided_from_cache(runs: usize) -> f64 {
     const SIDE: u64 = 32;
     let chunk = vec![1u8; (SIDE * SIDE * SIDE * 4) as usize];
     let mut out = vec![0u8; (SIDE * SIDE * 4) as usize];
-    let mut src_strides = [1u64; MAX_DIMS];
-    src_strides[..3].copy_from_slice(&[SIDE * SIDE, SIDE, 1]);
-    let mut dst_strides = [1u64; MAX_DIMS];
-    dst_strides[..3].copy_from_slice(&[SIDE, 1, 1]);
-    let placement = Placement {
-        src_strides: &src_strides,
-        dst_strides: &dst_strides,
-        steps: &[1; MAX_DIMS],
-        ndim: 3,
-        elem: 4,
-    };
+    let strides = Float32Copy::new([SIDE; 3], [SIDE, SIDE, 1]);
+    let placement = strides.placement();
     let span = |first, count| ChunkSpan {
         chunk: 0,
         first,
