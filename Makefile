@@ -65,7 +65,7 @@ bench: build ## All benchmark studies at small size: bench/report/ (JSON, PNGs, 
 bench-compress: build ## Compression against seismic-zfp, MDIO, OpenVDS: bench/results/compress.{json,md,png}
 	$(PY) bench/compress.py --size $(or $(SIZE),small)
 
-bench-plan: build ## Planner validation: bench/results/plan.{json,md,png} (about 13 min)
+bench-plan: build ## Planner validation: bench/results/plan.{json,md,png} (about 9 min)
 	$(PY) bench/plan.py
 
 # Coverage-guided fuzzing (RELIABILITY A13) needs a nightly toolchain and
