@@ -606,14 +606,14 @@ pub const fn pieces_per_thread(warm: bool) -> u64 {
 pub const CHECK_AHEAD_BYTES: usize = 512 << 10;
 
 /// Reads whose chunks hold at most this many bytes run on the calling
-/// thread alone (a trace, a small box): waking a worker
-/// costs more than the second thread saves on them. Measured on a 2-core
-/// VM, reads from Python of boxes of 128 KiB to 1 MiB of chunks took
-/// 60-70 us longer on two threads than on one (1.0-2.1x as long); from
-/// 2 MiB two threads were faster. (Measured while a parallel read waited
-/// for the workers to wake, not since reads share their runs with the
-/// calling thread.)
-pub const SERIAL_BYTES: u64 = 1 << 20;
+/// thread alone (a trace, a small box): a worker arrives too late to save
+/// anything on them. Measured on a 2-core VM from Python, warm, checked
+/// boxes of an MSI-like store (12 KiB chunks), two threads against the
+/// calling thread alone: 192 KiB of chunks 20 us either way, 432 KiB 28
+/// against 35 us, 768 KiB 35 against 54. (1 MiB until reads shared their
+/// runs with the calling thread: a parallel read then waited for the
+/// workers to wake, and boxes of 128 KiB to 1 MiB took 60-70 us longer.)
+pub const SERIAL_BYTES: u64 = 256 << 10;
 
 /// Ranges closer than this are requested as one: the kernel then issues
 /// fewer, larger reads, which every device serves faster.
