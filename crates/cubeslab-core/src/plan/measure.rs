@@ -518,9 +518,9 @@ fn measure_memory(
     // away from the last one costs, from memory. Then both, in order and
     // out of order, over working sets from 1 MiB to 128 MiB (all threads;
     // as many as the regions above hold), each checked over and over as a
-    // warm read repeats the read before it. How much of that the CPU's caches keep depends on the part of
-    // them this machine gets, so it is measured rather than taken from the
-    // cache's size.
+    // warm read repeats the read before it. How much of that the CPU's
+    // caches keep depends on the part of them this machine gets, so it is
+    // measured rather than taken from the cache's size.
     let checks = |pieces: usize, rounds: usize| {
         on_every_thread(threads, |t| {
             let Ok(map) = map_region(t) else {
@@ -710,8 +710,6 @@ fn measure_engine(
     })?;
     let run = runs_from_cache(runs, memory);
     let n = 65536.0;
-    // (This read and the next stay on the calling thread: at most
-    // `SERIAL_BYTES` of output from unverified raw chunks.)
     let strided_element = ((slice - call - 256.0 * run) / n).max(1e-11);
     // Every other sample of the same chunk: 2^21 elements 8 bytes apart,
     // sharing cache lines, in 65536 runs, into an output kept between runs
