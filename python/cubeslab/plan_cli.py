@@ -104,6 +104,11 @@ def print_profile(profile: dict) -> None:
             "per strided element, from a chunk in the CPU's caches",
             f"{engine['strided_element_cached'] * 1e9:.2f} ns",
         )
+    if engine.get("scattered_store") is not None:
+        table.add_row(
+            "per element written to a new page of the output (extra)",
+            f"{engine['scattered_store'] * 1e9:.2f} ns",
+        )
     table.add_row("shard open", f"{engine['shard_open'] * 1e6:.1f} µs")
     table.add_row(
         "parallel efficiency", f"{engine.get('parallel_efficiency', 1.0):.0%} of {profile['threads']} threads"

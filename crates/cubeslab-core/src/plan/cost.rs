@@ -327,10 +327,18 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
         if contiguous {
             cpu_memory += (selected * elem) as f64 / contiguous_rate;
         } else {
+            // Each element is read `stride` elements from the last in the
+            // chunk (unless the chunk is in the caches) and written
+            // `out_strides` from the last in the output: across the output's
+            // rows, a new page every few elements.
             let stride = chunk_strides[inner_dim] * steps[inner_dim];
-            let stride_bytes = stride.max(out_strides[inner_dim]) * elem;
-            let per_element = strided_cached.unwrap_or_else(|| engine.strided(stride_bytes));
-            cpu_steps += selected as f64 * per_element;
+            let gather = strided_cached.unwrap_or_else(|| engine.strided(stride * elem));
+            let scatter = if out_strides[inner_dim] > 1 {
+                engine.scattered(out_strides[inner_dim] * elem)
+            } else {
+                0.0
+            };
+            cpu_steps += selected as f64 * (gather + scatter);
         }
     }
     if let Some((_, _, len)) = open.take() {
@@ -873,6 +881,36 @@ mod tests {
         let big = array([128, 128, 32], [128, 128, 256]);
         assert!(big.layout.inner.iter().product::<u64>() * 4 > CACHED_CHUNK_BYTES);
         assert_eq!(cpu(&big, &old, true), cpu(&big, &p, true));
+    }
+
+    #[test]
+    fn elements_written_across_the_outputs_rows_pay_for_new_pages() {
+        let p = DeviceProfile::typical();
+        let extra = p.engine.scattered_store.unwrap();
+        let old = DeviceProfile {
+            engine: EngineCosts {
+                scattered_store: None,
+                ..p.engine.clone()
+            },
+            ..p.clone()
+        };
+        let time_slice = Access::Plane(2).window(&[600, 800, 1000]);
+        let added = |a: &StoredArray| {
+            predict(a, &time_slice, &SETUP, Cache::Warm, &p).cpu_seconds
+                - predict(a, &time_slice, &SETUP, Cache::Warm, &old).cpu_seconds
+        };
+        // Chunks one crossline wide: each chunk's run goes down the output's
+        // rows, 800 elements (3200 bytes) apart, so 3200/4096 of a page
+        // per element, for all 600 x 800 of them.
+        let thin = array([64, 1, 16], [128, 64, 256]);
+        let expected = 600.0 * 800.0 * extra * 3200.0 / 4096.0;
+        assert!(
+            (added(&thin) - expected).abs() < 1e-6 * expected,
+            "{} {expected}",
+            added(&thin)
+        );
+        // Chunks wider than one crossline write along the output's rows.
+        assert_eq!(added(&array([16, 16, 16], [128, 128, 256])), 0.0);
     }
 
     #[test]

@@ -748,7 +748,9 @@ fn measure_engine(
     block.read_into(&every_other, &mut out, &one)?;
     let dense = median_time(runs, || block.read_into(&every_other, &mut out, &one))?;
     let strided_element_dense = Some(((dense - call - n * run) / (32.0 * n)).max(1e-11));
-    let strided_element_cached = Some(strided_from_cache(runs));
+    let gathered = strided_from_cache(runs);
+    let strided_element_cached = Some(gathered);
+    let scattered_store = Some(scattered_from_cache(runs, gathered));
     // Many chunks, one element from each: 16384 chunks of 4 KiB, each in
     // its own page, as a plane's chunks lie scattered through memory (the
     // cost includes the cache and TLB misses of reaching a chunk).
@@ -783,6 +785,7 @@ fn measure_engine(
         strided_element,
         strided_element_dense,
         strided_element_cached,
+        scattered_store,
         shard_open,
         parallel_efficiency,
     })
@@ -889,6 +892,41 @@ fn strided_from_cache(runs: usize) -> f64 {
     })
     .unwrap_or(f64::NAN);
     (time / (copies * SIDE * SIDE) as f64).max(1e-12)
+}
+
+/// Extra seconds per element of the gather out of a cached chunk when each
+/// element goes to a new page of the output: a 256 x 1 x 16 float32 chunk
+/// (16 KiB) copied into each of the 1024 columns of a 256 x 1024 output
+/// (1 MiB), chunk by chunk as a read walks the chunks of a time slice one
+/// crossline wide, so that every element lands 4 KiB from the last one;
+/// less the same gather into neighbouring elements (`gathered`, s per
+/// element). Here 4.5-5 ns against 0.5: the writes pay for reaching a new
+/// page, not the reads.
+fn scattered_from_cache(runs: usize, gathered: f64) -> f64 {
+    const CHUNK: [u64; 3] = [256, 1, 16];
+    const COLUMNS: u64 = 1024;
+    let chunk = vec![1u8; (CHUNK.iter().product::<u64>() * 4) as usize];
+    let out_shape = [CHUNK[0], COLUMNS, 1];
+    let mut out = vec![0u8; (out_shape.iter().product::<u64>() * 4) as usize];
+    let strides = Float32Copy::new(CHUNK, out_shape);
+    let placement = strides.placement();
+    let span = |first, count, out_first| ChunkSpan {
+        chunk: 0,
+        first,
+        count,
+        out_first,
+    };
+    let time = median_time(runs, || {
+        for column in 0..COLUMNS {
+            let spans = [span(0, CHUNK[0], 0), span(0, 1, column), span(7, 1, 0)];
+            // SAFETY: the spans select inside `chunk` and inside `out`.
+            unsafe { placement.copy(&spans, std::hint::black_box(&chunk), out.as_mut_ptr()) };
+        }
+        std::hint::black_box(&out);
+        Ok(())
+    })
+    .unwrap_or(f64::NAN);
+    (time / (COLUMNS * CHUNK[0]) as f64 - gathered).max(1e-12)
 }
 
 /// How long after a read hands out its pieces a worker starts on one,

@@ -255,6 +255,7 @@ impl EngineCosts {
             strided_element: of(|e| e.strided_element),
             strided_element_dense: of_some(samples.iter().map(|e| e.strided_element_dense)),
             strided_element_cached: of_some(samples.iter().map(|e| e.strided_element_cached)),
+            scattered_store: of_some(samples.iter().map(|e| e.scattered_store)),
             shard_open: of(|e| e.shard_open),
             parallel_efficiency: of(|e| e.parallel_efficiency),
         }
@@ -290,6 +291,13 @@ pub struct EngineCosts {
     /// [`EngineCosts::strided`] says, as they did.
     #[serde(default)]
     pub strided_element_cached: Option<f64>,
+    /// Extra time to write a copied element to an output element a page
+    /// (4 KiB) or more from the last one written, as when a chunk's run lies
+    /// across the output's rows (s); output strides below a page cost in
+    /// proportion, the share of elements that land on a new page. Profiles
+    /// measured before it was added lack it: no extra time, as before.
+    #[serde(default)]
+    pub scattered_store: Option<f64>,
     /// Opening a shard not yet open: map it and check its index (s), besides reading it.
     pub shard_open: f64,
     /// Speed-up of the worker threads over one thread in the steps above
@@ -318,6 +326,9 @@ pub struct CodecRate {
     pub encode: f64,
 }
 
+/// The memory page whose first write to a new one [`EngineCosts::scattered`] charges.
+const PAGE: f64 = 4096.0;
+
 impl EngineCosts {
     /// Cost of copying one element whose neighbours lie `stride` bytes apart:
     /// from the dense rate at 8 bytes up to the full rate at a cache line.
@@ -327,6 +338,13 @@ impl EngineCosts {
         };
         let share = ((stride as f64 - 8.0) / 56.0).clamp(0.0, 1.0);
         dense + (self.strided_element - dense).max(0.0) * share
+    }
+
+    /// Extra cost of writing one copied element `out_stride` bytes from the
+    /// last: a new page of the output for every `PAGE / out_stride` elements.
+    pub fn scattered(&self, out_stride: u64) -> f64 {
+        let share = (out_stride as f64 / PAGE).min(1.0);
+        self.scattered_store.unwrap_or(0.0) * share
     }
 }
 
@@ -427,6 +445,7 @@ impl DeviceProfile {
                 strided_element: 1.5e-9,
                 strided_element_dense: Some(0.5e-9),
                 strided_element_cached: Some(0.4e-9),
+                scattered_store: Some(4e-9),
                 shard_open: 15e-6,
                 parallel_efficiency: 0.8,
             },
@@ -514,6 +533,7 @@ mod tests {
             e.task *= task;
             e.strided_element_dense = dense;
             e.strided_element_cached = dense.map(|d| d * 2.0);
+            e.scattered_store = dense.map(|d| d * 4.0);
             m.crc_chunk_start = crc;
             m.copy_from_cache = dense.map(|d| d * 3.0);
             m.crc_within = two_sets([copy, task], [task, copy]);
@@ -536,11 +556,13 @@ mod tests {
         // Of the samples that have it: the upper of the two middle values.
         assert_eq!(e.strided_element_dense, Some(5.0));
         assert_eq!(e.strided_element_cached, Some(10.0));
+        assert_eq!(e.scattered_store, Some(20.0));
         assert_eq!(m.crc_chunk_start, 2.0);
         assert_eq!(m.copy_from_cache, Some(15.0));
         assert_eq!(m.crc_within, two_sets([2.0, 2.0], [2.0, 2.0]));
         let none: Vec<EngineCosts> = vec![samples[1].1.clone()];
         assert_eq!(EngineCosts::median(&none).strided_element_dense, None);
         assert_eq!(EngineCosts::median(&none).strided_element_cached, None);
+        assert_eq!(EngineCosts::median(&none).scattered_store, None);
     }
 }
