@@ -831,33 +831,19 @@ impl Float32Copy {
 fn runs_from_cache(runs: usize, memory: &MemoryRates) -> f64 {
     const CHUNK: [u64; 3] = [256, 2, 8];
     let tiles = [2, 128];
-    let chunk = vec![1u8; (CHUNK.iter().product::<u64>() * 4) as usize];
-    let out_shape = [tiles[0] * CHUNK[0], 1, tiles[1] * CHUNK[2]];
-    let mut out = vec![0u8; (out_shape.iter().product::<u64>() * 4) as usize];
-    let strides = Float32Copy::new(CHUNK, out_shape);
-    let placement = strides.placement();
-    let span = |first, count, out_first| ChunkSpan {
-        chunk: 0,
-        first,
-        count,
-        out_first,
-    };
-    let time = median_time(runs, || {
-        for tile_row in 0..tiles[0] {
-            for tile_column in 0..tiles[1] {
-                let spans = [
-                    span(0, CHUNK[0], CHUNK[0] * tile_row),
+    let copies: Vec<[ChunkSpan; 3]> = (0..tiles[0])
+        .flat_map(|row| {
+            (0..tiles[1]).map(move |column| {
+                [
+                    span(0, CHUNK[0], CHUNK[0] * row),
                     span(1, 1, 0),
-                    span(0, CHUNK[2], CHUNK[2] * tile_column),
-                ];
-                // SAFETY: the spans select inside `chunk` and inside `out`.
-                unsafe { placement.copy(&spans, std::hint::black_box(&chunk), out.as_mut_ptr()) };
-            }
-        }
-        std::hint::black_box(&out);
-        Ok(())
-    })
-    .unwrap_or(f64::NAN);
+                    span(0, CHUNK[2], CHUNK[2] * column),
+                ]
+            })
+        })
+        .collect();
+    let out_shape = [tiles[0] * CHUNK[0], 1, tiles[1] * CHUNK[2]];
+    let time = time_copies(runs, CHUNK, out_shape, &copies);
     let n = (tiles[0] * tiles[1] * CHUNK[0]) as f64;
     let run_bytes = (CHUNK[2] * 4) as f64;
     let rate = memory.copy_from_cache.unwrap_or(memory.copy);
@@ -870,28 +856,9 @@ fn runs_from_cache(runs: usize, memory: &MemoryRates) -> f64 {
 /// copied 1024 times over.
 fn strided_from_cache(runs: usize) -> f64 {
     const SIDE: u64 = 32;
-    let chunk = vec![1u8; (SIDE * SIDE * SIDE * 4) as usize];
-    let mut out = vec![0u8; (SIDE * SIDE * 4) as usize];
-    let strides = Float32Copy::new([SIDE; 3], [SIDE, SIDE, 1]);
-    let placement = strides.placement();
-    let span = |first, count| ChunkSpan {
-        chunk: 0,
-        first,
-        count,
-        out_first: 0,
-    };
-    let spans = [span(0, SIDE), span(0, SIDE), span(7, 1)];
-    let copies = 1024;
-    let time = median_time(runs, || {
-        for _ in 0..copies {
-            // SAFETY: the spans select inside `chunk` and fill `out` exactly.
-            unsafe { placement.copy(&spans, std::hint::black_box(&chunk), out.as_mut_ptr()) };
-        }
-        std::hint::black_box(&out);
-        Ok(())
-    })
-    .unwrap_or(f64::NAN);
-    (time / (copies * SIDE * SIDE) as f64).max(1e-12)
+    let copies = vec![[span(0, SIDE, 0), span(0, SIDE, 0), span(7, 1, 0)]; 1024];
+    let time = time_copies(runs, [SIDE; 3], [SIDE, SIDE, 1], &copies);
+    (time / (copies.len() as u64 * SIDE * SIDE) as f64).max(1e-12)
 }
 
 /// Extra seconds per element of the gather out of a cached chunk when each
@@ -905,28 +872,51 @@ fn strided_from_cache(runs: usize) -> f64 {
 fn scattered_from_cache(runs: usize, gathered: f64) -> f64 {
     const CHUNK: [u64; 3] = [256, 1, 16];
     const COLUMNS: u64 = 1024;
-    let chunk = vec![1u8; (CHUNK.iter().product::<u64>() * 4) as usize];
-    let out_shape = [CHUNK[0], COLUMNS, 1];
-    let mut out = vec![0u8; (out_shape.iter().product::<u64>() * 4) as usize];
-    let strides = Float32Copy::new(CHUNK, out_shape);
-    let placement = strides.placement();
-    let span = |first, count, out_first| ChunkSpan {
+    let copies: Vec<[ChunkSpan; 3]> = (0..COLUMNS)
+        .map(|column| [span(0, CHUNK[0], 0), span(0, 1, column), span(7, 1, 0)])
+        .collect();
+    let time = time_copies(runs, CHUNK, [CHUNK[0], COLUMNS, 1], &copies);
+    (time / (COLUMNS * CHUNK[0]) as f64 - gathered).max(1e-12)
+}
+
+/// `count` elements of a chunk from `first` along one dimension, placed
+/// from `out_first` in the output.
+fn span(first: u64, count: u64, out_first: u64) -> ChunkSpan {
+    ChunkSpan {
         chunk: 0,
         first,
         count,
         out_first,
+    }
+}
+
+/// Median seconds, over `runs`, to copy out of one float32 chunk of shape
+/// `chunk` (a buffer the CPU's caches hold) into an output of shape `out`
+/// once for each set of spans in `copies`, in turn.
+fn time_copies(runs: usize, chunk: [u64; 3], out: [u64; 3], copies: &[[ChunkSpan; 3]]) -> f64 {
+    let inside = |spans: &[ChunkSpan; 3]| {
+        (0..3).all(|d| {
+            let s = &spans[d];
+            s.count > 0 && s.first + s.count <= chunk[d] && s.out_first + s.count <= out[d]
+        })
     };
-    let time = median_time(runs, || {
-        for column in 0..COLUMNS {
-            let spans = [span(0, CHUNK[0], 0), span(0, 1, column), span(7, 1, 0)];
-            // SAFETY: the spans select inside `chunk` and inside `out`.
-            unsafe { placement.copy(&spans, std::hint::black_box(&chunk), out.as_mut_ptr()) };
+    assert!(
+        copies.iter().all(inside),
+        "spans outside the chunk or output"
+    );
+    let source = vec![1u8; (chunk.iter().product::<u64>() * 4) as usize];
+    let mut output = vec![0u8; (out.iter().product::<u64>() * 4) as usize];
+    let strides = Float32Copy::new(chunk, out);
+    let placement = strides.placement();
+    median_time(runs, || {
+        for spans in copies {
+            // SAFETY: every span lies inside the chunk and the output (above).
+            unsafe { placement.copy(spans, std::hint::black_box(&source), output.as_mut_ptr()) };
         }
-        std::hint::black_box(&out);
+        std::hint::black_box(&output);
         Ok(())
     })
-    .unwrap_or(f64::NAN);
-    (time / (COLUMNS * CHUNK[0]) as f64 - gathered).max(1e-12)
+    .unwrap_or(f64::NAN)
 }
 
 /// How long after a read hands out its pieces a worker starts on one,
