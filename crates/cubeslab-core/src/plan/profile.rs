@@ -326,7 +326,8 @@ pub struct CodecRate {
     pub encode: f64,
 }
 
-/// The memory page whose first write to a new one [`EngineCosts::scattered`] charges.
+/// Bytes in a memory page: an element written this far or farther from the
+/// last one lands on a new page, which [`EngineCosts::scattered`] charges.
 const PAGE: f64 = 4096.0;
 
 impl EngineCosts {
