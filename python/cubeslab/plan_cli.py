@@ -85,7 +85,9 @@ def print_profile(profile: dict) -> None:
     table.add_row("crc32c, from memory", f"{memory['crc'] / 1e9:.1f} GB/s")
     if memory.get("crc_chunk_start"):
         start = memory["crc_chunk_start"]
-        table.add_row("crc32c, start of a chunk away from the last", f"{start * 1e6:.2f} µs")
+        table.add_row("crc32c, start of a chunk away from the last", f"{start * 1e6:.2f} µs (8 KiB)")
+    for point in memory.get("crc_chunk_start_by_size", []):
+        table.add_row(f"  start of a {_size(point['bytes'])} chunk", f"{point['seconds'] * 1e6:.2f} µs")
     for point in memory.get("crc_within", []):
         table.add_row(
             f"  {_size(point['bytes'])} checked again and again",

@@ -157,6 +157,8 @@ struct Walk {
     /// caches as they keep of that many; a cold one finds them in memory.
     checked_bytes: u64,
     chunk_starts: usize,
+    /// Bytes of each checked chunk: larger chunks cost more to start.
+    checked_chunk: u64,
     /// CPU time over all chunks, warm, in the engine's per-chunk, per-run
     /// and per-element steps and in decoding: at one thread's rates.
     cpu_steps: f64,
@@ -194,6 +196,7 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
             cpu_memory: 0.0,
             chunk_starts: 0,
             checked_bytes: 0,
+            checked_chunk: 0,
             cpu_steps: 0.0,
             busy: 1.0,
             serial: true,
@@ -377,6 +380,7 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
         cpu_memory,
         chunk_starts,
         checked_bytes: if checked { n_tasks * stored_chunk } else { 0 },
+        checked_chunk: stored_chunk,
         cpu_steps,
         busy,
         serial,
@@ -398,7 +402,8 @@ fn with_helpers(alone: f64, together: f64, arrival: f64) -> f64 {
 impl Walk {
     /// CPU time (over all threads) of the chunks' checksums: warm at the
     /// rates measured over a working set of the bytes checked, cold at
-    /// memory's.
+    /// memory's; each chunk started away from the last at the cost measured
+    /// for 8 KiB chunks, scaled to its size.
     fn check_seconds(&self, memory: &MemoryRates, cache: Cache) -> f64 {
         let (rate, start) = match cache {
             Cache::Warm => (
@@ -407,6 +412,7 @@ impl Walk {
             ),
             Cache::Cold => (memory.crc, memory.crc_chunk_start),
         };
+        let start = start * memory.chunk_start_scale(self.checked_chunk);
         self.checked_bytes as f64 / rate + self.chunk_starts as f64 * start
     }
 
@@ -848,6 +854,56 @@ mod tests {
             unchecked,
             predict(&a, &w, &setup, Cache::Warm, &p).cpu_seconds
         );
+    }
+
+    #[test]
+    fn a_larger_chunk_costs_more_to_start_as_the_profile_measured() {
+        use crate::plan::profile::ChunkStart;
+        let mut p = DeviceProfile::typical();
+        p.memory.crc_within.clear();
+        p.memory.crc_chunk_start = 0.5e-6;
+        let starts = |p: &DeviceProfile, inner: [u64; 3]| {
+            // One chunk a shard: every chunk checked starts away from the last.
+            let a = array(inner, inner);
+            let w = Access::Plane(2).window(&a.shape);
+            let mut none = p.clone();
+            none.memory.crc_chunk_start = 0.0;
+            let extra = predict(&a, &w, &SETUP, Cache::Warm, p).cpu_seconds
+                - predict(&a, &w, &SETUP, Cache::Warm, &none).cpu_seconds;
+            let chunks = predict(&a, &w, &SETUP, Cache::Warm, p).chunks as f64;
+            extra / chunks
+        };
+        // Without sizes measured, every chunk's start costs the 8 KiB one's.
+        let (small, large) = ([8, 8, 16], [16, 16, 64]);
+        assert!((starts(&p, small) - 0.5e-6).abs() < 1e-15);
+        assert!((starts(&p, large) - 0.5e-6).abs() < 1e-15);
+        // Measured at 4 and 128 KiB: a 64 KiB chunk (and its crc) lies
+        // between 8 and 128 KiB, log-linearly; past the sizes, the nearest.
+        p.memory.crc_chunk_start_by_size = vec![
+            ChunkStart {
+                bytes: 4 << 10,
+                seconds: 0.25e-6,
+            },
+            ChunkStart {
+                bytes: 128 << 10,
+                seconds: 2.5e-6,
+            },
+        ];
+        let bytes: f64 = (16 * 16 * 64 * 4 + 4) as f64;
+        let f = (bytes / 8192.0).ln() / 16f64.ln();
+        let expected = 0.5e-6 + 2.0e-6 * f;
+        let got = starts(&p, large);
+        assert!((got - expected).abs() < 1e-12, "{got} {expected}");
+        let huge = starts(&p, [64, 64, 64]);
+        assert!((huge - 2.5e-6).abs() < 1e-12, "{huge}");
+        // Profiles older than the sizes read as before.
+        let old: MemoryRates = serde_json::from_value({
+            let mut v = serde_json::to_value(&p.memory).unwrap();
+            v.as_object_mut().unwrap().remove("crc_chunk_start_by_size");
+            v
+        })
+        .unwrap();
+        assert_eq!(old.chunk_start_scale(1 << 20), 1.0);
     }
 
     #[test]
