@@ -159,8 +159,8 @@ const CPU_SAMPLES: usize = 3;
 const WORKING_SETS_MIB: [usize; 12] = [1, 2, 4, 8, 16, 24, 32, 40, 48, 64, 96, 128];
 
 /// Chunk sizes at which the start of a chunk checked out of order is timed
-/// (besides 8 KiB, `crc_chunk_start`): the span of inner chunks the
-/// optimizer considers that a read checks whole.
+/// (besides 8 KiB, `crc_chunk_start`), spread over the inner chunks the
+/// optimizer tries; larger chunks take the largest size's cost.
 const CHUNK_START_SIZES: [usize; 4] = [4 << 10, 32 << 10, 128 << 10, 512 << 10];
 
 /// Scratch files, removed when dropped.
@@ -552,9 +552,8 @@ fn measure_memory(
         })
     };
     let crc_chunk_start = median(checks(PIECE, pieces, 3).into_iter().map(|c| c.0));
-    // The same start at other chunk sizes, from memory: it grows with the
-    // chunk (a larger chunk out of order loses more of the stream the
-    // prefetchers had built up in order), which the model scales by.
+    // The same start at other chunk sizes, from memory: here it grows
+    // with the chunk, and the model scales each chunk's start by it.
     let crc_chunk_start_by_size = CHUNK_START_SIZES
         .iter()
         .map(|&piece| ChunkStart {

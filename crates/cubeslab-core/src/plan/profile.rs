@@ -133,9 +133,10 @@ pub struct MemoryRates {
     #[serde(default)]
     pub crc_chunk_start: f64,
     /// The same extra time for chunks of other sizes, from memory, bytes
-    /// ascending. Here it grows with the chunk: 0.3 us at 4 KiB, about
-    /// 1.5 us at 256 KiB. Profiles measured before it was added lack it:
-    /// every chunk's start then costs `crc_chunk_start`.
+    /// ascending. Here it grows with the chunk: 0.23-0.26 us at 4 KiB,
+    /// 0.33-0.36 at 8, 0.56-1.2 at 128 KiB (four profiles). Profiles
+    /// measured before it was added lack it: every chunk's start then
+    /// costs `crc_chunk_start`.
     #[serde(default)]
     pub crc_chunk_start_by_size: Vec<ChunkStart>,
     /// crc32c over working sets of several sizes, each checked again and
@@ -250,23 +251,14 @@ impl MemoryRates {
         if sizes.is_empty() || self.crc_chunk_start <= 0.0 {
             return 1.0;
         }
-        let mut points: Vec<(f64, f64)> = sizes
+        let mut points: Vec<(u64, f64)> = sizes
             .iter()
-            .map(|s| (s.bytes as f64, s.seconds))
-            .chain([(8192.0, self.crc_chunk_start)])
+            .map(|s| (s.bytes, s.seconds))
+            .chain([(8 << 10, self.crc_chunk_start)])
             .collect();
-        points.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let x = (chunk_bytes.max(1) as f64).ln();
-        let at = |i: usize| (points[i].0.ln(), points[i].1);
-        let seconds = if x <= at(0).0 {
-            at(0).1
-        } else if x >= at(points.len() - 1).0 {
-            at(points.len() - 1).1
-        } else {
-            let i = points.iter().rposition(|p| p.0.ln() <= x).unwrap_or(0);
-            let ((x0, y0), (x1, y1)) = (at(i), at(i + 1));
-            y0 + (y1 - y0) * (x - x0) / (x1 - x0)
-        };
+        points.sort_by_key(|p| p.0);
+        let largest = points.last().map_or(0.0, |p| p.1);
+        let seconds = log_linear(&points, chunk_bytes).unwrap_or(largest);
         (seconds / self.crc_chunk_start).max(0.0)
     }
 
@@ -291,22 +283,30 @@ impl MemoryRates {
         value: impl Fn(&WorkingSet) -> f64,
         from_memory: f64,
     ) -> f64 {
-        let curve = &self.crc_within;
-        let Some(first) = curve.first() else {
-            return from_memory;
-        };
-        if bytes <= first.bytes {
-            return value(first);
-        }
-        for pair in curve.windows(2) {
-            let (b0, b1) = (pair[0].bytes as f64, pair[1].bytes as f64);
-            if bytes as f64 <= b1 {
-                let f = (bytes as f64 / b0).ln() / (b1 / b0).ln();
-                return value(&pair[0]) + (value(&pair[1]) - value(&pair[0])) * f;
-            }
-        }
-        from_memory
+        let points: Vec<(u64, f64)> = self
+            .crc_within
+            .iter()
+            .map(|w| (w.bytes, value(w)))
+            .collect();
+        log_linear(&points, bytes).unwrap_or(from_memory)
     }
+}
+
+/// The value at `bytes` of `(bytes, value)` points, bytes ascending:
+/// interpolated in log(bytes) between two points, the first point's below
+/// them; `None` past the last point or without any.
+fn log_linear(points: &[(u64, f64)], bytes: u64) -> Option<f64> {
+    let &(first_bytes, first) = points.first()?;
+    if bytes <= first_bytes {
+        return Some(first);
+    }
+    points.windows(2).find_map(|pair| {
+        let ((b0, v0), (b1, v1)) = (pair[0], pair[1]);
+        (bytes <= b1).then(|| {
+            let f = (bytes as f64 / b0 as f64).ln() / (b1 as f64 / b0 as f64).ln();
+            v0 + (v1 - v0) * f
+        })
+    })
 }
 
 impl EngineCosts {
