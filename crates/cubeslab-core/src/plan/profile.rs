@@ -251,14 +251,16 @@ impl MemoryRates {
         if sizes.is_empty() || self.crc_chunk_start <= 0.0 {
             return 1.0;
         }
-        let mut points: Vec<(u64, f64)> = sizes
-            .iter()
-            .map(|s| (s.bytes, s.seconds))
-            .chain([(8 << 10, self.crc_chunk_start)])
-            .collect();
-        points.sort_by_key(|p| p.0);
-        let largest = points.last().map_or(0.0, |p| p.1);
-        let seconds = log_linear(&points, chunk_bytes).unwrap_or(largest);
+        // The sizes measured with the 8 KiB start in its place among them;
+        // no allocation (the optimizer asks this for every layout it tries).
+        const MEASURED: u64 = 8 << 10;
+        let at = |s: &ChunkStart| (s.bytes, s.seconds);
+        let points = (sizes.iter().filter(|s| s.bytes < MEASURED).map(at))
+            .chain([(MEASURED, self.crc_chunk_start)])
+            .chain(sizes.iter().filter(|s| s.bytes > MEASURED).map(at));
+        let largest = sizes.last().filter(|s| s.bytes > MEASURED);
+        let largest = largest.map_or(self.crc_chunk_start, |s| s.seconds);
+        let seconds = log_linear(points, chunk_bytes).unwrap_or(largest);
         (seconds / self.crc_chunk_start).max(0.0)
     }
 
@@ -283,30 +285,27 @@ impl MemoryRates {
         value: impl Fn(&WorkingSet) -> f64,
         from_memory: f64,
     ) -> f64 {
-        let points: Vec<(u64, f64)> = self
-            .crc_within
-            .iter()
-            .map(|w| (w.bytes, value(w)))
-            .collect();
-        log_linear(&points, bytes).unwrap_or(from_memory)
+        let points = self.crc_within.iter().map(|w| (w.bytes, value(w)));
+        log_linear(points, bytes).unwrap_or(from_memory)
     }
 }
 
 /// The value at `bytes` of `(bytes, value)` points, bytes ascending:
 /// interpolated in log(bytes) between two points, the first point's below
 /// them; `None` past the last point or without any.
-fn log_linear(points: &[(u64, f64)], bytes: u64) -> Option<f64> {
-    let &(first_bytes, first) = points.first()?;
-    if bytes <= first_bytes {
-        return Some(first);
+fn log_linear(mut points: impl Iterator<Item = (u64, f64)>, bytes: u64) -> Option<f64> {
+    let (mut b0, mut v0) = points.next()?;
+    if bytes <= b0 {
+        return Some(v0);
     }
-    points.windows(2).find_map(|pair| {
-        let ((b0, v0), (b1, v1)) = (pair[0], pair[1]);
-        (bytes <= b1).then(|| {
+    for (b1, v1) in points {
+        if bytes <= b1 {
             let f = (bytes as f64 / b0 as f64).ln() / (b1 as f64 / b0 as f64).ln();
-            v0 + (v1 - v0) * f
-        })
-    })
+            return Some(v0 + (v1 - v0) * f);
+        }
+        (b0, v0) = (b1, v1);
+    }
+    None
 }
 
 impl EngineCosts {
