@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMPS := .stamps
 ENGINE_SOURCES := Cargo.toml $(wildcard Cargo.lock) $(shell find crates -name '*.rs' -o -name Cargo.toml)
 
-.PHONY: help demo test bench bench-plan bench-compress fuzz lint build rust-test py-test clean
+.PHONY: help demo test bench bench-plan bench-compress fuzz lint build wheel rust-test py-test clean
 .DEFAULT_GOAL := help
 
 help: ## List the targets
@@ -41,6 +41,9 @@ $(STAMPS)/build: $(STAMPS)/venv $(STAMPS)/system $(ENGINE_SOURCES)
 
 build: $(STAMPS)/build ## Build the engine (release) into the .venv
 
+wheel: $(STAMPS)/venv $(STAMPS)/system ## A wheel in dist/ that installs with pip on this platform, without Rust
+	$(VENV)/bin/maturin build --release --out dist
+
 demo: build ## Generate a synthetic survey, ingest it, time plane reads beside segyio, write PNGs
 	$(VENV)/bin/cubeslab demo --dir demo-data
 
@@ -68,7 +71,7 @@ bench-compress: build ## Compression against seismic-zfp, MDIO, OpenVDS: bench/r
 bench-plan: build ## Planner validation: bench/results/plan.{json,md,png} (about 9 min)
 	$(PY) bench/plan.py
 
-# Coverage-guided fuzzing (RELIABILITY A13) needs a nightly toolchain and
+# Coverage-guided fuzzing of the SEG-Y reader needs a nightly toolchain and
 # cargo-fuzz; both are installed here when missing. Seeded with the real
 # SEG-Y files; a crash, an input over 1 s or an allocation over 256 MB stops it with the input
 # saved in fuzz/artifacts.
@@ -78,11 +81,11 @@ fuzz: ## Fuzz the SEG-Y reader, FUZZ_SECONDS per target (default 60; builds abou
 	@rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 	@command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 	mkdir -p $(addprefix fuzz/corpus/,$(FUZZ_TARGETS))
-	cp -n ../shared/data/segy/*.sgy fuzz/corpus/segy_file/
+	cp -n tests/data/segy/*.sgy fuzz/corpus/segy_file/
 	cd fuzz && for target in $(FUZZ_TARGETS); do \
 		cargo +nightly fuzz run -O $$target corpus/$$target -- \
 			-max_total_time=$(FUZZ_SECONDS) -timeout=1 -malloc_limit_mb=256 -rss_limit_mb=1024 -max_len=65536 || exit 1; \
 	done
 
 clean: ## Remove build output, the venv and demo data
-	rm -rf target fuzz/target $(VENV) $(STAMPS) demo-data bench/data
+	rm -rf target fuzz/target dist $(VENV) $(STAMPS) demo-data bench/data

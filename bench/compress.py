@@ -1,6 +1,6 @@
 """Compression benchmark: every `--compress` setting against today's tools, in one run.
 
-For the real F3 crop (../shared/data/segy/f3.sgy) and a generated survey, each setting is ingested
+For the real F3 crop (tests/data/segy/f3.sgy) and a generated survey, each setting is ingested
 with its own planned layout and measured: compression ratio (data bytes over stored amplitude bytes),
 achieved SNR and maximum error (recorded by ingest, exact against the source), codec encode and decode
 MB/s per core (one thread, on inner chunks of the volume), and the slowest of the three planes read warm
@@ -39,7 +39,7 @@ from cubeslab.synthetic import SyntheticSurvey, write_segy
 
 ROOT = Path(__file__).resolve().parent
 DATA = ROOT / "data"
-F3 = ROOT.parent.parent / "shared" / "data" / "segy" / "f3.sgy"
+F3 = ROOT.parent / "tests" / "data" / "segy" / "f3.sgy"
 SIZES = {"tiny": (24, 20, 100), "small": (192, 192, 400), "full": (600, 800, 1000)}
 SETTINGS = [
     "none", "zstd:3", "gzip:5", "blosc-lz4:5", "blosc-zstd:5", "blosc-zstd:5,shuffle=bit", "bitround:12",

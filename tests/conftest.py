@@ -1,8 +1,9 @@
-"""Shared fixtures: the real-world test data in ../shared/data, an ingest helper, independent SEG-Y
-oracles (segyio, or a numpy decode of the raw bytes where segyio cannot read a format), and a tiny
-SEG-Y writer for broken fixtures (a small synthetic survey whose bytes the tests then corrupt).
+"""Shared fixtures: the real-world test data in tests/data (provenance in its README), an ingest
+helper, independent SEG-Y oracles (segyio, or a numpy decode of the raw bytes where segyio cannot
+read a format), and a tiny SEG-Y writer for broken fixtures (a small synthetic survey whose bytes
+the tests then corrupt).
 
-Nothing under ../shared/data is ever written: tests that write or corrupt work on copies in tmp_path.
+Nothing under tests/data is ever written: tests that write or corrupt work on copies in tmp_path.
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ from cubeslab.synthetic import SyntheticSurvey, write_segy
 # developer measured; tests that measure one write it here.
 os.environ["CUBESLAB_PROFILE_DIR"] = tempfile.mkdtemp(prefix="cubeslab-profiles-")
 os.environ.pop("CUBESLAB_PROFILE", None)
+os.environ["CUBESLAB_AUTO_PROFILE"] = "0"
 
 REPO = Path(__file__).resolve().parents[1]
-DATA_DIR = REPO.parent / "shared" / "data"
+DATA_DIR = REPO / "tests" / "data"
 SEGY_DIR = DATA_DIR / "segy"
 MDIO_F3 = DATA_DIR / "mdio" / "f3.mdio"
 
@@ -44,7 +46,7 @@ BYTES_PER_SAMPLE = {1: 4, 2: 4, 3: 2, 4: 4, 5: 4, 6: 8, 7: 3, 8: 1, 9: 8, 10: 4,
 
 @dataclass(frozen=True)
 class SegyCase:
-    """One SEG-Y file of the shared test data and what a reader must be told to read it."""
+    """One SEG-Y file of the test data and what a reader must be told to read it."""
 
     path: Path
     endian: str  # "big" or "little": the files say so in their names (…lsb = little endian)
@@ -178,7 +180,7 @@ def segy_oracle(case: SegyCase) -> SegyOracle:
 
 @pytest.fixture(scope="session")
 def oracle_of():
-    """``oracle_of(case)``: the (cached) :class:`SegyOracle` of a shared-data SEG-Y file."""
+    """``oracle_of(case)``: the (cached) :class:`SegyOracle` of a test-data SEG-Y file."""
     cache: dict[Path, SegyOracle] = {}
 
     def get(case: SegyCase) -> SegyOracle:
@@ -225,7 +227,7 @@ def ingest_cube(tmp_path):
 
 @pytest.fixture(scope="session")
 def ingested(tmp_path_factory):
-    """``ingested(case, dtype=None) -> Path``: a store of a shared-data file, ingested once per session
+    """``ingested(case, dtype=None) -> Path``: a store of a test-data file, ingested once per session
     (read-only use: tests that write must ingest their own)."""
     root = tmp_path_factory.mktemp("stores")
     cache: dict[tuple, Path] = {}

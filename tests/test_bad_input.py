@@ -1,5 +1,5 @@
-"""Malformed inputs (RELIABILITY.md section A, items A1-A9, and the part of A14 that exists: Zarr stores
-with corrupt or unsupported metadata), store overwrite rules, interrupted ingests and CLI exit codes.
+"""Malformed inputs (broken SEG-Y files, cases A1-A9 below; A14: Zarr stores with corrupt or unsupported
+metadata), store overwrite rules, interrupted ingests and CLI exit codes.
 
 Pass means: a documented typed error (a cubeslab class that is also the builtin a caller would catch),
 whose message names the file and the byte offset / trace number / field, and no store left that looks
@@ -7,7 +7,7 @@ complete; or a documented repair whose result equals an independent oracle (segy
 survey's own amplitudes, numpy, Python's cp037 codec). Never a panic (InternalError) or a traceback.
 
 Fixtures are a small synthetic survey (6 inlines x 5 crosslines x 20 samples, IEEE float, big endian)
-corrupted with plain Python, and copies of the shared data.
+corrupted with plain Python, and copies of the test data in tests/data.
 """
 
 from __future__ import annotations
@@ -752,7 +752,7 @@ FAILING_OVERWRITES = {
     "shards-not-a-multiple-of-chunks": ("f3.sgy", {"layout": "8x8x8/16x16x70"}),
     "memory-limit-too-small": (
         "f3.sgy",
-        {"layout": "8x8x8/16x16x72", "memory_limit": 1 << 20},
+        {"layout": "8x8x8/16x16x72", "memory_limit": 1 << 16},
     ),
 }
 
@@ -800,7 +800,7 @@ def test_layout_that_does_not_fit_the_memory_limit_is_refused_and_no_complete_st
 ):
     store = tmp_path / "m.zarr"
     with pytest.raises(cubeslab.InvalidInputError) as info:
-        cubeslab.ingest(segy_dir / "f3.sgy", store, layout="8x8x8/16x16x72", memory_limit=1 << 20)
+        cubeslab.ingest(segy_dir / "f3.sgy", store, layout="8x8x8/16x16x72", memory_limit=1 << 16)
     assert "memory limit" in str(info.value)
     with pytest.raises((cubeslab.StoreNotFoundError, cubeslab.IncompleteStoreError)):
         cubeslab.open(store)
@@ -911,7 +911,7 @@ def test_cli_usage_error_exits_2(good_store, tmp_path):
 
 @pytest.mark.parametrize(
     "args, message",
-    [(("profile", ".", "--no-such-option"), "No such option"), (("info",), "Missing parameter: path")],
+    [(("profile", ".", "--no-such-option"), "No such option"), (("info",), "Missing argument 'path'")],
 )
 def test_cli_unknown_option_or_missing_argument_exits_2_without_traceback(args, message):
     result = run_cli(*args)

@@ -1,4 +1,4 @@
-"""The formats study (reference 002) runs end to end at its tiny size: a table per case with a row per size
+"""The formats study ([Pourmal]) runs end to end at its tiny size: a table per case with a row per size
 and a column per installed tool, every timing a median of at least five runs, the plots and the report
 written, the scratch data removed, and a tool that returns wrong data stops the study."""
 

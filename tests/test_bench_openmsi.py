@@ -1,4 +1,4 @@
-"""The OpenMSI study (reference 003) runs end to end at its tiny size with real peers (h5py, a real Dask
+"""The OpenMSI study ([OpenMSI-IO]) runs end to end at its tiny size with real peers (h5py, a real Dask
 LocalCluster): every layout is measured, every figure is a median of enough runs, the score follows the
 study's criteria on the recorded medians, the Dask variance matches numpy, and the report is written."""
 
@@ -22,7 +22,7 @@ LAYOUTS = {"cubeslab auto", "cubeslab 4x4x2048", "cubeslab 4x4x2048 gzip:4"} | (
 )
 needs_h5py = pytest.mark.skipif(not HAVE_H5PY, reason="h5py is not installed (the study lists it as skipped)")
 CASES = ("z-slices", "spectra", "subcube")
-# The study's criteria (reference 003, section Summary), restated here so the test checks the module.
+# The study's criteria (its section Summary), restated here so the test checks the module.
 LIMITS_S = {"z-slices": 0.1, "spectra": 0.05, "subcube": 0.002}
 SIZE_LIMIT = 2100 / 2000
 
@@ -122,7 +122,7 @@ def test_score_follows_the_study_criteria_on_the_recorded_medians(study):
         assert scores[name] == sum(passed), name
         assert doc["results"]["score"][name]["score"] == scores[name]
     published = table(doc, "The study's criteria")
-    assert "reference 003" in published["published"]
+    assert "OpenMSI" in published["published"]
     assert all(not t["published"] for t in doc["tables"] if t is not published)
 
 

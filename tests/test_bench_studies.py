@@ -70,7 +70,7 @@ def test_pyrus_formula_pick_is_the_published_formula(tiny):
     knobs = {(s["kib"], s["ratio"], s["asymmetry"]) for s in doc["results"]["shape_sweep"]}
     assert len(knobs) == len(doc["results"]["shape_sweep"])  # no layout measured twice
     published = [t for t in doc["tables"] if t["published"]]
-    assert published and "reference 001" in published[0]["published"]
+    assert published and "Pyrus chunk-shape study" in published[0]["published"]
 
 
 def test_queue_depth_grid_and_plane_reads(tiny):

@@ -146,7 +146,10 @@ def test_info_json_reports_dims_chunks_compression_ratio_and_state(f3, store):
     data_bytes = f3["cube"].size * 4
     assert report["size_bytes"] == size
     assert report["data_bytes"] == data_bytes
-    assert report["compression_ratio"] == pytest.approx(data_bytes / size, abs=1e-3)
+    volume = sum(p.stat().st_size for p in (store / "amplitude").rglob("*") if p.is_file())
+    assert report["volume_bytes"] == volume
+    assert report["compression_ratio"] == pytest.approx(data_bytes / volume, abs=1e-3)
+    assert "ratio_with_views" not in report
     assert report["live_traces"] == 414 and report["missing_traces"] == 0
     assert report["ranges"]["inline"] == [float(f3["ilines"][0]), float(f3["ilines"][-1])]
     assert report["ranges"]["time"] == [float(f3["samples"][0]), float(f3["samples"][-1])]
@@ -295,3 +298,19 @@ def test_info_describes_a_segy_file_before_ingest_as_segyio_sees_it(segy_dir, na
 def test_info_on_a_segy_file_without_geometry_fails_with_a_hint(segy_dir):
     result = run("info", segy_dir / "shot-gather.sgy", expect=1)
     assert "inline-byte" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_info_gives_the_volume_ratio_and_the_ratio_with_views_apart(f3, tmp_path):
+    store = tmp_path / "zfp.zarr"
+    run("ingest", f3["path"], store, "--compress", "zfp:tolerance=0.5", "--views", "inline,time")
+    report = json.loads(run("info", "--json", store).stdout)
+
+    def stored(name: str) -> int:
+        return sum(p.stat().st_size for p in (store / name).rglob("*") if p.is_file())
+
+    data_bytes = f3["cube"].size * 4
+    volume = stored("amplitude")
+    views = stored("amplitude_inline") + stored("amplitude_time")
+    assert report["compression_ratio"] == pytest.approx(data_bytes / volume, abs=1e-3)
+    assert report["ratio_with_views"] == pytest.approx(data_bytes / (volume + views), abs=1e-3)
+    assert report["compression_ratio"] > 2 * report["ratio_with_views"]

@@ -1,7 +1,7 @@
-"""Corruption detection, ../shared/RELIABILITY.md section C: a damaged store gives an error naming the
+"""Corruption detection: a damaged store gives an error naming the
 array and chunk, with bounded memory, and `verify` names every damaged chunk; never wrong numbers.
 
-C1 bit flips in 100 random chunks, C2 truncated / zero-filled shards and impossible indexes,
+Cases: C1 bit flips in 100 random chunks, C2 truncated / zero-filled shards and impossible indexes,
 C3 damaged zarr.json, C4 verify always checks, C5 decompression bombs."""
 
 from __future__ import annotations

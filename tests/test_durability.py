@@ -1,4 +1,4 @@
-"""``ingest --durable`` (RELIABILITY B7): every file and folder of the store is flushed to the device
+"""``ingest --durable`` (power-loss durability): every file and folder of the store is flushed to the device
 before the store is marked complete, and the marker after. Watched from outside, as the kernel sees
 it: the real CLI runs under ``strace``, which logs each fsync with the path of its descriptor."""
 
@@ -14,7 +14,7 @@ import pytest
 
 import cubeslab
 
-SEGY = Path(__file__).resolve().parents[2] / "shared/data/segy/f3.sgy"
+SEGY = Path(__file__).resolve().parent / "data/segy/f3.sgy"
 CLI = Path(sys.executable).parent / "cubeslab"
 F3_SHAPE = (23, 18, 75)
 

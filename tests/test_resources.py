@@ -87,8 +87,8 @@ HOLD = textwrap.dedent(
 
 
 def test_a_store_being_written_by_a_live_process_is_not_replaced(tmp_path):
-    """RELIABILITY B8: one writer per store; a dead writer's lock is stale and taken over."""
-    src = Path(__file__).resolve().parents[2] / "shared/data/segy/f3.sgy"
+    """Concurrent writers: one writer per store; a dead writer's lock is stale and taken over."""
+    src = Path(__file__).resolve().parent / "data/segy/f3.sgy"
     store = tmp_path / "f3.zarr"
     writer = subprocess.Popen(
         [sys.executable, "-c", HOLD, str(src), str(store)], stdout=subprocess.PIPE, text=True

@@ -1,5 +1,5 @@
 """Crash consistency: a stopped ingest leaves a store that refuses reads and resumes to the same
-result as an uninterrupted run (RELIABILITY B1-B3); resuming needs the same source and options."""
+result as an uninterrupted run; resuming needs the same source and options."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 import cubeslab
 from cubeslab import _engine
 
-SEGY = Path(__file__).resolve().parents[2] / "shared/data/segy/f3.sgy"
+SEGY = Path(__file__).resolve().parent / "data/segy/f3.sgy"
 LAYOUT = {"layout": "8x8x8/8x8x24"}  # 3 x 3 x 4 = 36 shards, 9 tasks of 4
 
 

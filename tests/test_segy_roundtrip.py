@@ -1,4 +1,4 @@
-"""Acceptance: every structured SEG-Y file of ../shared/data/segy round-trips exactly, with segyio as the
+"""Acceptance: every structured SEG-Y file of tests/data/segy round-trips exactly, with segyio as the
 oracle (and a numpy decode of the raw bytes for the 24-bit formats 7 and 15 that segyio cannot read).
 
 For each file: every inline, crossline and time slice; the float32 default and the exact native dtype;

@@ -129,7 +129,7 @@ def test_verify_off_skips_the_checksum_but_verify_on_catches_it(stored):
 
 def test_a_survey_whose_coordinates_do_not_match_its_amplitudes_is_refused(tmp_path):
     survey = tmp_path / "f3.zarr"
-    cubeslab.ingest(Path(__file__).resolve().parents[2] / "shared/data/segy/f3.sgy", survey)
+    cubeslab.ingest(Path(__file__).resolve().parent / "data/segy/f3.sgy", survey)
     meta_file = survey / "amplitude" / "zarr.json"
     meta = json.loads(meta_file.read_text())
     meta["shape"][0] += 5
@@ -149,5 +149,5 @@ def test_zero_dimensional_arrays_read_their_one_element(tmp_path):
     assert cubeslab.Array(tmp_path / "scalar.zarr")[...] == 7
     assert cubeslab.Array(tmp_path / "written.zarr")[()] == 2.5
     survey = tmp_path / "f3.zarr"
-    cubeslab.ingest(Path(__file__).resolve().parents[2] / "shared/data/segy/f3.sgy", survey)
+    cubeslab.ingest(Path(__file__).resolve().parent / "data/segy/f3.sgy", survey)
     assert cubeslab.Array(survey / "segy_file_header")[...].shape == ()

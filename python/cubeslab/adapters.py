@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from .array import Array
+
+if TYPE_CHECKING:
+    import xarray
+
+    from .cube import Cube
 
 
 def to_dask(array: Array, chunks=None):
@@ -17,37 +24,22 @@ def to_dask(array: Array, chunks=None):
     )
 
 
-def _lazy(array: Array):
-    """An xarray lazily-indexed wrapper: nothing is read until values are needed."""
-    from xarray.backends import BackendArray
-    from xarray.core import indexing
+def to_xarray(cube: Cube, chunks: Any = None) -> xarray.Dataset:
+    """The survey as an ``xarray.Dataset``, read through the engine (see :mod:`cubeslab.xarray_backend`).
 
-    class EngineBackendArray(BackendArray):
-        def __init__(self, array: Array):
-            self.array, self.shape, self.dtype = array, array.shape, array.dtype
-
-        def __getitem__(self, key):
-            return indexing.explicit_indexing_adapter(
-                key, self.shape, indexing.IndexingSupport.BASIC, lambda k: self.array[k]
-            )
-
-    return indexing.LazilyIndexedArray(EngineBackendArray(array))
-
-
-def to_xarray(cube):
-    """The survey as an ``xarray.Dataset`` with coordinates; amplitudes stay lazy."""
+    ``chunks=None``: lazy numpy-backed variables, read when values are asked for (no dask).
+    ``chunks={}`` or ``"shards"``: dask-backed, one chunk per shard. A tuple: chunk sizes along
+    the amplitude's dimensions in order. Otherwise what ``xarray.open_dataset`` takes:
+    ``{"inline": 64}`` (other dimensions by shard), ``"auto"``, ``-1`` ...
+    """
     import xarray as xr
 
-    coords = {dim: (dim, values) for dim, values in cube.coords.items()}
-    data_vars = {"amplitude": xr.Variable(cube.dims, _lazy(cube.amplitude))}
-    trace_dims = cube.dims[:-1]
-    for name in ("trace_mask", "cdp_x", "cdp_y"):
-        if (cube.path / name / "zarr.json").is_file():
-            values = xr.Variable(trace_dims, _lazy(cube._array(name)))
-            if name == "trace_mask":
-                data_vars[name] = values
-            else:
-                coords[name] = values
-    return xr.Dataset(
-        data_vars, coords=coords, attrs={k: v for k, v in cube.attributes.items() if k != "cubeslab"}
-    )
+    from .xarray_backend import CubeslabBackendEntrypoint
+
+    if isinstance(chunks, str) and chunks == "shards":
+        chunks = {}
+    elif isinstance(chunks, (tuple, list)):
+        chunks = dict(zip(cube.dims, chunks, strict=True))
+    # xarray hands any object on to the backend, which takes this open cube (its read settings kept);
+    # xarray's own annotation names only paths, buffers and stores
+    return xr.open_dataset(cube, engine=CubeslabBackendEntrypoint, chunks=chunks)  # type: ignore[arg-type]

@@ -8,21 +8,33 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import numpy as np
 import typer
+from rich import filesize
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
+from rich.progress import (
+    BarColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TaskID,
+    TextColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
+from rich.text import Text
 
 from . import bench_cli, plan_cli
 from .codecs import COMPRESSION_HELP
-from .errors import CubeslabError, SelectionError
-from .plan import check_layout
+from .errors import CubeslabError, IngestWarning, SelectionError
+from .ingest import Phase
+from .plan import check_access, check_compress, check_dtype
 
 app = typer.Typer(
     help="Make huge N-D volumes instantly sliceable.", no_args_is_help=True, add_completion=False
@@ -31,14 +43,61 @@ console = Console()
 errors = Console(stderr=True)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        console.print(f"cubeslab {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit"),
+    ] = False,
+) -> None:
+    """Make huge N-D volumes instantly sliceable."""
+
+
+# Longest first, so that "mib" is not read as "b". A bare K, M, G or T is binary, as in most tools.
+SIZE_UNITS = {"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40, "kb": 10**3, "mb": 10**6,
+              "gb": 10**9, "tb": 10**12, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40,
+              "b": 1}  # fmt: skip
+
+
 def parse_size(text: str) -> int:
-    """'1GiB', '512MiB', '2e9' → bytes."""
-    units = {"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "kb": 10**3, "mb": 10**6, "gb": 10**9, "b": 1}
-    t = text.strip().lower()
-    for unit, factor in units.items():
+    """'1GiB', '512MiB', '2e9' → bytes; anything else is a ValueError that lists the units."""
+    t = text.strip().lower().replace(" ", "")
+    number, factor = t, 1
+    for unit, f in SIZE_UNITS.items():
         if t.endswith(unit):
-            return int(float(t[: -len(unit)]) * factor)
-    return int(float(t))
+            number, factor = t[: -len(unit)], f
+            break
+    try:
+        value = float(number) * factor
+    except ValueError:
+        raise ValueError(
+            f"{text!r} is not a size; give bytes or a number with a unit: "
+            "K, M, G, T (binary), KiB .. TiB, kB .. TB"
+        ) from None
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"{text!r}: a size must be a positive number of bytes")
+    return int(value)
+
+
+def size_option(text: str) -> int:
+    """Typer parser of a size option: a bad value is a usage error naming the option."""
+    try:
+        return parse_size(text)
+    except ValueError as error:
+        raise typer.BadParameter(str(error)) from None
+
+
+class DemoSize(StrEnum):
+    small = "small"
+    full = "full"
 
 
 class Endian(StrEnum):
@@ -56,8 +115,13 @@ def ingest(
     durable: Annotated[
         bool, typer.Option(help="Flush the store to the device before marking it complete (power-cut safe)")
     ] = False,
-    dtype: Annotated[str, typer.Option(help="float32, another numpy type, or 'native'")] = "float32",
-    compress: Annotated[str, typer.Option(help=COMPRESSION_HELP)] = "none",
+    dtype: Annotated[
+        str,
+        typer.Option(callback=plan_cli.checked(check_dtype), help="float32, another numpy type, or 'native'"),
+    ] = "float32",
+    compress: Annotated[
+        str, typer.Option(callback=plan_cli.checked(check_compress), help=COMPRESSION_HELP)
+    ] = "none",
     max_error: Annotated[
         str | None,
         typer.Option(help="ZFP with every sample's error within this: absolute (0.5) or of the RMS (0.5%)"),
@@ -65,10 +129,16 @@ def ingest(
     layout: plan_cli.LayoutOption = "auto",
     access: plan_cli.AccessOption = None,
     views: Annotated[
-        str | None, typer.Option(help="Orientation copies to write too, e.g. inline,crossline,time")
+        str | None,
+        typer.Option(
+            callback=plan_cli.checked(check_access),
+            help="Orientation copies to write too, e.g. inline,crossline,time",
+        ),
     ] = None,
     profile: Annotated[Path | None, typer.Option(help="Device profile (default: this disk's)")] = None,
-    memory_limit: Annotated[str, typer.Option(help="Bound on ingest buffers, e.g. 1GiB")] = "1GiB",
+    memory_limit: Annotated[
+        int, typer.Option(parser=size_option, metavar="SIZE", help="Bound on ingest buffers, e.g. 1GiB")
+    ] = "1GiB",  # type: ignore[assignment]
     threads: Annotated[int | None, typer.Option(help="Worker threads (default: all cores)")] = None,
     endian: Annotated[Endian, typer.Option(help="Byte order of the SEG-Y file")] = Endian.auto,
     inline_byte: Annotated[int, typer.Option(help="Trace header byte of the inline number")] = 189,
@@ -85,35 +155,20 @@ def ingest(
     """Reorganise a SEG-Y file into a sharded Zarr v3 cube store."""
     from . import ingest as run_ingest
 
-    try:
-        check_layout(layout)
-    except ValueError as error:
-        raise typer.BadParameter(str(error)) from None
-    columns = (
-        *Progress.get_default_columns()[:1],
-        BarColumn(),
-        DownloadColumn(),
-        TransferSpeedColumn(),
-        TimeRemainingColumn(),
-    )
-    with Progress(*columns, console=errors, transient=False) as bar:
-        task = bar.add_task(f"ingest {escape(source.name)}", total=None)
-
-        def progress(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
+    with warnings.catch_warnings(record=True) as noted, PhaseBars() as bars:
+        warnings.simplefilter("always", IngestWarning)
         summary = run_ingest(
             source, store, overwrite=overwrite, resume=resume, durable=durable,
             dtype=None if dtype == "float32" else dtype,
             compress=compress, max_error=max_error, layout=layout, access=access,
             views=[v for v in (views or "").split(",") if v.strip()], profile=profile,
-            memory_limit=parse_size(memory_limit), threads=threads, endian=endian.value,
+            memory_limit=memory_limit, threads=threads, endian=endian.value,
             inline_byte=inline_byte, crossline_byte=crossline_byte, offset_byte=offset_byte,
             allow_truncated=allow_truncated, sample_interval_us=sample_interval,
-            vertical="depth" if depth else "time", progress=progress,
+            vertical="depth" if depth else "time", progress=bars.update,
         )  # fmt: skip
-    for warning in summary.get("warnings", []):
-        errors.print(f"[yellow]warning:[/] {escape(warning)}")
+    for warning in noted:
+        errors.print(f"[yellow]warning:[/] {escape(str(warning.message))}")
     live, missing = summary["live_traces"], summary["missing_traces"]
     console.print(f"[green]ingested[/] {live} traces ({missing} missing) into {escape(str(store))}")
     plan = summary["plan"]
@@ -124,6 +179,55 @@ def ingest(
             f"view for {access}: layout {view['layout']}, {view['stored_bytes'] / 1e6:,.1f} MB "
             f"(+{extra:.0%} of the volume on disk)"
         )
+
+
+class AmountColumn(ProgressColumn):
+    """Done and total in the phase's unit: bytes (decimal units) or items."""
+
+    def render(self, task: Task) -> Text:
+        total = int(task.total or 0)
+        if task.fields.get("unit") == "bytes":
+            return Text(f"{filesize.decimal(int(task.completed))}/{filesize.decimal(total)}", style="green")
+        return Text(f"{int(task.completed):,}/{total:,}", style="green")
+
+
+class RateColumn(ProgressColumn):
+    """The phase's rate: bytes or items per second."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        if speed is None:
+            return Text("", style="red")
+        if task.fields.get("unit") == "bytes":
+            return Text(f"{filesize.decimal(int(speed))}/s", style="red")
+        return Text(f"{speed:,.0f}/s", style="red")
+
+
+class PhaseBars:
+    """One bar per phase of an engine job, each with its own total and rate; all of them
+    cleared when the job ends (a finished job prints its summary, a failed one its error)."""
+
+    def __init__(self) -> None:
+        self.bars = Progress(
+            TextColumn("{task.description}"), BarColumn(), AmountColumn(), RateColumn(),
+            TimeRemainingColumn(), console=errors, transient=True,
+        )  # fmt: skip
+        self.number = 0
+        self.task: TaskID | None = None
+
+    def __enter__(self) -> PhaseBars:
+        self.bars.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.bars.stop()
+
+    def update(self, phase: Phase) -> None:
+        if phase.number != self.number:
+            self.number = phase.number
+            self.task = self.bars.add_task(escape(phase.name), total=phase.total, unit=phase.unit)
+        if self.task is not None:
+            self.bars.update(self.task, completed=phase.done, total=phase.total)
 
 
 def store_size(path: Path) -> int:
@@ -142,10 +246,13 @@ def store_report(store: Path) -> dict:
         )
         return report
     from . import open as open_cube
+    from .mdio import store_notes
 
     cube = open_cube(store)
     size = store_size(store)
     amplitude = cube.amplitude
+    volume = store_size(Path(amplitude.path))
+    copies = sum(store_size(Path(c)) for c in amplitude.copies)
     report.update(
         {
             "dims": dict(zip(cube.dims, cube.shape, strict=True)),
@@ -155,7 +262,9 @@ def store_report(store: Path) -> dict:
             "codecs": [c["name"] for c in amplitude.metadata.get("codecs", [])],
             "size_bytes": size,
             "data_bytes": amplitude.nbytes,
-            "compression_ratio": round(amplitude.nbytes / size, 3) if size else None,
+            "volume_bytes": volume,
+            # The volume's own ratio; views are copies, counted in their own line below.
+            "compression_ratio": round(amplitude.nbytes / volume, 3) if volume else None,
             "ranges": {d: [float(v[0]), float(v[-1])] for d, v in cube.coords.items() if len(v)},
         }
     )
@@ -170,6 +279,8 @@ def store_report(store: Path) -> dict:
             report["error"] = error_summary(compression["achieved"])
     if "plan" in extra:
         report["layout"] = f"{extra['plan']['layout']} ({extra['plan']['strategy']})"
+    if copies:
+        report["ratio_with_views"] = round(amplitude.nbytes / (volume + copies), 3)
     if extra.get("views"):
         report["views"] = {
             access: f"{view['layout']}, {view['stored_bytes']:,} bytes "
@@ -179,6 +290,7 @@ def store_report(store: Path) -> dict:
     for key in ("live_traces", "missing_traces", "sorting", "source", "warnings"):
         if key in extra:
             report[key] = extra[key]
+    report.update(store_notes(cube))  # MDIO's time axis, where it differs from the SEG-Y's
     return report
 
 
@@ -250,6 +362,11 @@ def read(
     chosen = [x is not None for x in (inline, crossline, time, window)]
     if sum(chosen) != 1:
         raise typer.BadParameter("give exactly one of --inline, --crossline, --time, --window")
+    if output.suffix not in (".npy", ".png"):
+        raise typer.BadParameter(
+            f"{output}: the output is written as .npy or .png; name the file with one of those suffixes",
+            param_hint="'--output'",
+        )
     cube = open_cube(store)
     axes = None
     if inline is not None:
@@ -329,13 +446,13 @@ def export(
 @app.command()
 def demo(
     directory: Annotated[Path, typer.Option("--dir", help="Where to put the demo data")] = Path("demo-data"),
-    size: Annotated[str, typer.Option(help="small (tests) or full (~300 MB)")] = "full",
+    size: Annotated[DemoSize, typer.Option(help="small (tests) or full (~300 MB)")] = DemoSize.full,
     repeats: Annotated[int, typer.Option(help="Timed repeats per plane")] = 5,
 ) -> None:
     """Generate a synthetic survey, ingest it, time plane reads beside segyio, write PNGs."""
     from .demo import run_demo
 
-    run_demo(directory, size=size, repeats=repeats, console=console)
+    run_demo(directory, size=size.value, repeats=repeats, console=console)
 
 
 @app.command()
@@ -392,31 +509,43 @@ app.command("plan")(plan_cli.plan_command)
 app.command("bench")(bench_cli.bench_command)
 
 
-def main() -> None:
+INTERRUPTED = 130
+"""Exit code of a command stopped by Ctrl-C (128 + SIGINT), as shells report it."""
+
+
+def run(args: list[str] | None = None) -> int:
+    """Run the command line ``args`` (default: ``sys.argv[1:]``); returns the exit code:
+    0 success, 1 a cubeslab error, 2 a usage error, 130 interrupted."""
     try:
-        app(standalone_mode=False)
+        code = app(args=args, prog_name="cubeslab", standalone_mode=False)
     except CubeslabError as error:
         errors.print(f"[red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
-        sys.exit(1)
+        return 1
     except KeyboardInterrupt:
-        errors.print(
-            "[yellow]interrupted[/]; a store being written stays marked incomplete (--resume continues it)"
-        )
-        sys.exit(130)
+        code = INTERRUPTED
     except typer.Exit as exit_:
-        sys.exit(exit_.exit_code)
-    except (typer.BadParameter, typer.Abort) as error:
-        errors.print(f"[red]usage error:[/] {escape(str(error))}")
-        sys.exit(2)
+        code = exit_.exit_code
+    except typer.Abort:
+        code = INTERRUPTED
     except Exception as error:
-        # Click's usage errors (unknown option, missing argument). Matched by shape, not
-        # class: recent typer releases carry their own copy of click, whose exception
-        # classes are not click's.
+        # Click's usage errors (bad option value, unknown option, missing argument). Matched by
+        # shape, not class: typer carries its own copy of click, whose classes are not click's.
         show, exit_code = getattr(error, "show", None), getattr(error, "exit_code", None)
         if callable(show) and isinstance(exit_code, int):
             show()
-            sys.exit(exit_code)
+            return exit_code
         raise
+    # Typer turns Ctrl-C into exit code 130 and returns it without a word.
+    if code == INTERRUPTED:
+        errors.print(
+            "[yellow]interrupted[/]; a store being written stays marked incomplete: "
+            "continue it with --resume, or start again with --overwrite"
+        )
+    return code if isinstance(code, int) else 0
+
+
+def main() -> None:
+    sys.exit(run())
 
 
 if __name__ == "__main__":

@@ -10,7 +10,14 @@ from pathlib import Path
 import numpy as np
 
 from .array import Array, ReadSettings
-from .errors import IncompleteStoreError, InvalidInputError, LabelError, StoreNotFoundError
+from .errors import (
+    IncompleteStoreError,
+    InvalidInputError,
+    LabelError,
+    SelectionError,
+    StoreNotFoundError,
+)
+from .mdio import header_field, header_keys, struct_headers
 from .trace_fields import FIELD_BY_BYTE, TRACE_FIELDS
 
 VERTICAL_NAMES = ("time", "depth", "sample")
@@ -29,11 +36,81 @@ def _read_node(path: Path) -> dict:
     return node
 
 
-class LabelAxis:
-    """Planes selected by a survey label along one dimension: ``cube.inline[2400]``.
+def _is_scalar(key) -> bool:
+    return not isinstance(key, (slice, list, tuple, np.ndarray)) or (
+        isinstance(key, np.ndarray) and key.ndim == 0
+    )
 
-    Labels are the survey's numbers (inline, crossline, offset) or sample
-    times / depths in ms or m, not positions; ``labels`` lists them.
+
+def _shown(value) -> str:
+    """A label or position as a message shows it: ``111``, ``5.0`` (not ``np.int64(111)``), ``'x'``."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        return str(float(value))
+    return repr(value)
+
+
+def _refuse_tuple(name: str, key: tuple) -> SelectionError:
+    return SelectionError(
+        f"{name}[{', '.join(map(_shown, key))}]: a tuple here would be segyio's (line, offset) selection, "
+        f"which cubeslab does not offer; pass a list for several {name} planes, "
+        f"{name}[[{', '.join(map(_shown, key))}]], or index the cube by position"
+    )
+
+
+def _read_planes(cube: Cube, dim: int, positions: np.ndarray) -> np.ndarray:
+    """The planes at ``positions`` along ``dim``, stacked along a new first axis.
+
+    Evenly spaced positions are read in one engine call (a strided window, its
+    axis then moved first: a view, not a copy); others plane by plane.
+    """
+    positions = np.asarray(positions, dtype=np.int64)
+    plane_shape = tuple(n for d, n in enumerate(cube.shape) if d != dim)
+    key: list[slice | int] = [slice(None)] * cube.ndim
+    steps = np.diff(positions)
+    if positions.size == 0:
+        return np.empty((0, *plane_shape), dtype=cube.dtype)
+    if positions.size == 1 or (steps[0] != 0 and bool((steps == steps[0]).all())):
+        first, last = int(positions[0]), int(positions[-1])
+        step = int(steps[0]) if positions.size > 1 else 1
+        stop = last + (1 if step > 0 else -1)
+        key[dim] = slice(first, stop if stop >= 0 else None, step)
+        return np.moveaxis(cube.amplitude.read(tuple(key)), dim, 0)
+    out = np.empty((positions.size, *plane_shape), dtype=cube.dtype)
+    for row, position in zip(out, positions, strict=True):
+        key[dim] = int(position)
+        cube.amplitude.read(tuple(key), out=row)
+    return out
+
+
+class LabelAxis:
+    """Planes selected by survey label along one dimension, as segyio's ``f.iline``.
+
+    Labels are the survey's numbers (inline, crossline, offset) or sample times
+    / depths in ms or m, not positions; ``labels`` lists them. A key is:
+
+    - one label: ``cube.inline[2400]`` gives one plane (``ndarray``);
+    - a slice of labels: ``cube.inline[2400:2410:2]`` gives the planes whose
+      labels are in ``range(2400, 2410, 2)`` and exist, as segyio's
+      ``f.iline[2400:2410:2]`` yields them (stop exclusive, step in label
+      units, a negative step runs backwards, an omitted start or stop means
+      the first or last label, labels the survey lacks are skipped). Exactly
+      as in segyio, the range is ``range(*key.indices(last + 1))``: a
+      negative bound counts back from the last label + 1 (``[-5:]`` is the
+      last five label numbers) and a start past the last label steps back
+      from the last one (in surveys with negative labels bounds are plain
+      labels instead);
+    - on the sample axis (``cube.time_slice``), a slice of times
+      ``[t0:t1:step]`` gives the samples with ``t0 <= t < t1``; the step, in ms
+      (or m), must be a multiple of the sample interval and counts from the
+      first sample selected;
+    - a list (or array) of labels: those planes, each of which must exist.
+
+    Several planes come back stacked in one ``ndarray`` whose first axis runs
+    over the selected labels (``numpy.stack`` of what segyio yields one by one),
+    read in one call when they are evenly spaced. A label the survey does not
+    have raises :class:`~cubeslab.LabelError`.
     """
 
     def __init__(self, cube: Cube, dim: int):
@@ -41,23 +118,135 @@ class LabelAxis:
         self.name = cube.dims[dim]
         self.labels: np.ndarray = cube.coords[self.name]
 
+    def _range_text(self) -> str:
+        labels = self.labels
+        if labels.size == 0:
+            return f"this survey has no {self.name} values"
+        spacing = np.diff(labels)
+        step = f", step {_shown(spacing[0])}" if spacing.size and np.allclose(spacing, spacing[0]) else ""
+        first, last = _shown(labels[0]), _shown(labels[-1])
+        return f"its {self.name} values run {first}..{last} ({labels.size} values{step})"
+
     def index(self, label) -> int:
         """Position of ``label`` along the axis."""
+        if not _is_scalar(label):
+            raise SelectionError(f"{self.name} index: {_shown(label)} is not one label")
         if self.labels.dtype.kind == "f":
-            hits = np.flatnonzero(np.isclose(self.labels, label, rtol=0, atol=1e-6 * max(1.0, abs(label))))
+            try:
+                tolerance = 1e-6 * max(1.0, abs(float(label)))
+            except (TypeError, ValueError):
+                tolerance = None
+            hits = (
+                np.flatnonzero(np.isclose(self.labels, label, rtol=0, atol=tolerance))
+                if tolerance is not None
+                else np.empty(0, dtype=np.intp)
+            )
         else:
             hits = np.flatnonzero(self.labels == label)
         if hits.size == 0:
-            lo, hi = (self.labels[0], self.labels[-1]) if self.labels.size else (None, None)
-            raise LabelError(
-                f"{self.name} {label} is not in this survey ({self.labels.size} values, {lo}..{hi})"
-            )
+            raise LabelError(f"{self.name} {_shown(label)} is not in this survey: {self._range_text()}")
         return int(hits[0])
 
-    def __getitem__(self, label) -> np.ndarray:
-        key: list[slice | int] = [slice(None)] * self._cube.ndim
-        key[self._dim] = self.index(label)
-        return self._cube.amplitude.read(tuple(key))
+    def positions(self, key) -> np.ndarray:
+        """Positions along the axis of the planes ``key`` selects (a label, slice or list), in order."""
+        if isinstance(key, slice):
+            if self._dim == self._cube.ndim - 1:
+                return self._sample_positions(key)
+            return self._line_positions(key)
+        if isinstance(key, tuple):
+            raise _refuse_tuple(self.name, key)
+        if _is_scalar(key):
+            return np.array([self.index(key)], dtype=np.int64)
+        return np.array([self.index(label) for label in key], dtype=np.int64)
+
+    def _bounds(self, key: slice, integral: bool) -> tuple:
+        values = (key.start, key.stop, key.step)
+        for value in values:
+            if value is None:
+                continue
+            ok = (
+                isinstance(value, (int, np.integer))
+                if integral
+                else isinstance(value, (int, float, np.number))
+            )
+            if isinstance(value, bool) or not ok:
+                kind = "integers" if integral else "numbers"
+                raise SelectionError(
+                    f"{self.name}[{key.start}:{key.stop}:{key.step}]: slice bounds must be {kind} or omitted"
+                )
+        if key.step is not None and key.step == 0:
+            raise SelectionError(f"{self.name} slice step cannot be zero")
+        return values
+
+    def _line_positions(self, key: slice) -> np.ndarray:
+        """segyio's line slice: the labels in ``range(start, stop, step)`` that exist, in its order."""
+        integral = self.labels.dtype.kind in "iub"
+        start, stop, step = self._bounds(key, integral)
+        step = 1 if step is None else step
+        values = self.labels.astype(np.int64 if integral else np.float64)
+        if values.size == 0:
+            return np.empty(0, dtype=np.int64)
+        if start is None:
+            start = values.min() if step > 0 else values.max()
+        if integral and values.min() >= 0:
+            # segyio's model: labels index a list 0..last, sliced as Python slices a list (a negative
+            # bound counts back from last + 1, a start past the last label steps back from the last)
+            start, stop, step = slice(int(start), stop, step).indices(int(values.max()) + 1)
+        tolerance = 0 if integral else 1e-6 * max(1.0, float(np.abs(values).max()))
+        if step > 0:
+            inside = values >= start - tolerance
+            if stop is not None:
+                inside &= values < stop - tolerance
+        else:
+            inside = values <= start + tolerance
+            if stop is not None:
+                inside &= values > stop + tolerance
+        if integral:
+            inside &= (values - start) % step == 0
+        else:
+            units = (values - start) / step
+            inside &= np.abs(units - np.round(units)) <= tolerance / abs(step)
+        return self._ordered(np.flatnonzero(inside), step)
+
+    def _sample_positions(self, key: slice) -> np.ndarray:
+        """Samples with ``t0 <= t < t1`` (``t0 >= t > t1`` with a negative step), every ``step``."""
+        start, stop, step = self._bounds(key, integral=False)
+        values = self.labels.astype(np.float64)
+        if values.size == 0:
+            return np.empty(0, dtype=np.int64)
+        forward = step is None or step > 0
+        tolerance = 1e-6 * max(1.0, float(np.abs(values).max()))
+        inside = np.ones(values.shape, dtype=bool)
+        if start is not None:
+            inside &= values >= start - tolerance if forward else values <= start + tolerance
+        if stop is not None:
+            inside &= values < stop - tolerance if forward else values > stop + tolerance
+        positions = self._ordered(np.flatnonzero(inside), -1 if not forward else 1)
+        if step is None:
+            return positions
+        spacing = np.diff(values)
+        if spacing.size and np.allclose(spacing, spacing[0], rtol=1e-6, atol=tolerance):
+            ratio = abs(step) / abs(spacing[0])
+            if abs(ratio - round(ratio)) > 1e-6 * max(1.0, ratio) or round(ratio) == 0:
+                raise SelectionError(
+                    f"{self.name} slice step {step:g} is not a multiple of the sample interval "
+                    f"{abs(spacing[0]):g}"
+                )
+        if positions.size == 0:
+            return positions
+        units = (values[positions] - values[positions[0]]) / step
+        return positions[np.abs(units - np.round(units)) <= 1e-6 * max(1.0, float(np.abs(units).max()))]
+
+    def _ordered(self, positions: np.ndarray, step) -> np.ndarray:
+        order = np.argsort(self.labels[positions], kind="stable")
+        return positions[order[::-1] if step < 0 else order].astype(np.int64)
+
+    def __getitem__(self, key) -> np.ndarray:
+        if _is_scalar(key):
+            index: list[slice | int] = [slice(None)] * self._cube.ndim
+            index[self._dim] = self.index(key)
+            return self._cube.amplitude.read(tuple(index))
+        return _read_planes(self._cube, self._dim, self.positions(key))
 
     def __iter__(self):
         return (self[label] for label in self.labels)
@@ -69,24 +258,86 @@ class LabelAxis:
         return f"<{self.name} planes: {len(self)} labels>"
 
 
+class PositionAxis:
+    """Planes selected by position (0-based index) along one dimension, as segyio's ``f.depth_slice``.
+
+    ``cube.depth_slice[k]`` is the horizontal plane of the k-th sample (``k``
+    counts from 0; negative counts from the end), whatever its time or depth:
+    segyio's meaning. A slice (Python semantics: ``[10:20:2]``, ``[::-1]``) or
+    a list of positions gives the planes stacked along a new first axis. For a
+    sample *time* in ms use ``cube.time_slice[t]``.
+    """
+
+    def __init__(self, cube: Cube, dim: int, name: str):
+        self._cube, self._dim, self.name = cube, dim, name
+
+    def __len__(self) -> int:
+        return self._cube.shape[self._dim]
+
+    def _position(self, index) -> int:
+        if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)):
+            raise SelectionError(
+                f"{self.name}[{_shown(index)}]: {self.name} takes sample positions (integers from 0), as "
+                f"in segyio; for a sample time or depth use time_slice[{_shown(index)}]"
+            )
+        n = len(self)
+        position = int(index) + n if index < 0 else int(index)
+        if not 0 <= position < n:
+            raise SelectionError(f"{self.name} index {int(index)} is out of range: {n} samples (0..{n - 1})")
+        return position
+
+    def __getitem__(self, key) -> np.ndarray:
+        if isinstance(key, slice):
+            try:
+                positions = np.arange(len(self))[key]
+            except TypeError:
+                raise SelectionError(
+                    f"{self.name}[{key.start}:{key.stop}:{key.step}]: slice bounds must be integers"
+                ) from None
+            return _read_planes(self._cube, self._dim, positions)
+        if isinstance(key, tuple):
+            raise SelectionError(
+                f"{self.name} takes one position, a slice or a list of positions, not a tuple"
+            )
+        if isinstance(key, (list, np.ndarray)) and np.ndim(key) > 0:
+            return _read_planes(self._cube, self._dim, np.array([self._position(k) for k in key]))
+        index: list[slice | int] = [slice(None)] * self._cube.ndim
+        index[self._dim] = self._position(key.item() if isinstance(key, np.ndarray) else key)
+        return self._cube.amplitude.read(tuple(index))
+
+    def __iter__(self):
+        return (self[k] for k in range(len(self)))
+
+    def __repr__(self) -> str:
+        return f"<{self.name}: {len(self)} planes by position>"
+
+
 class Headers:
     """Trace header fields over the trace dimensions: ``cube.headers["CDP_X"]``.
 
     Keys are segyio ``TraceField`` names (``"INLINE_3D"``, ``"offset"``, ...)
     or 1-based byte positions; ``cdp_x`` / ``cdp_y`` give the scaled
-    coordinates. Values are decoded from the stored raw 240-byte headers.
+    coordinates. Values are decoded from the stored raw 240-byte headers; in
+    an MDIO store, from its ``headers`` struct array, whose MDIO field names
+    (``"source_coord_x"``, ``"inline"``, ...) work too, except that ``cdp_x`` /
+    ``cdp_y`` stay the scaled coordinates (MDIO's raw fields are ``"CDP_X"`` /
+    ``"CDP_Y"``).
     """
 
     def __init__(self, cube: Cube):
         self._cube = cube
 
     def keys(self) -> list[str]:
-        return ["cdp_x", "cdp_y", *TRACE_FIELDS]
+        mdio = struct_headers(self._cube.path)
+        return list(dict.fromkeys(["cdp_x", "cdp_y", *(TRACE_FIELDS if mdio is None else header_keys(mdio))]))
 
     def __getitem__(self, field) -> np.ndarray:
         cube = self._cube
         if field in ("cdp_x", "cdp_y"):
             return cube._array(field)[...]
+        mdio = struct_headers(cube.path)
+        if mdio is not None:  # an MDIO store: its "headers" struct array, by MDIO or segyio name
+            return header_field(mdio, field)
         if isinstance(field, str):
             if field not in TRACE_FIELDS:
                 raise LabelError(
@@ -110,11 +361,13 @@ class Cube:
     through the label axes (survey numbers)::
 
         with cubeslab.open("survey.zarr") as cube:
-            cube.inline[2400]          # by inline number
-            cube.crossline[1100]       # by crossline number
-            cube.time_slice[1200.0]    # by sample time (ms)
-            cube.trace(2400, 1100)
-            cube[10:20, 5, ::2]        # by position
+            cube.inline[2400]            # by inline number
+            cube.inline[2400:2410]       # inlines 2400..2409, stacked (as segyio's f.iline[2400:2410])
+            cube.crossline[[1100, 1150]] # a list of crossline numbers, stacked
+            cube.time_slice[1200.0]      # by sample time (ms)
+            cube.depth_slice[300]        # by sample position (0-based), as segyio's f.depth_slice
+            cube.trace(2400, 1100)       # by inline and crossline number
+            cube[10:20, 5, ::2]          # by position
 
     Creating a Cube reads only metadata and the small coordinate arrays; its
     ``repr`` reads nothing.
@@ -192,13 +445,28 @@ class Cube:
 
     @property
     def time_slice(self) -> LabelAxis:
-        """Horizontal planes keyed by sample time (or depth for depth surveys)."""
+        """Horizontal planes keyed by sample time in ms (depth for depth surveys): labels, not positions."""
         return LabelAxis(self, self.ndim - 1)
 
-    depth_slice = time_slice
+    @property
+    def depth_slice(self) -> PositionAxis:
+        """Horizontal planes keyed by sample *position* (0-based), as segyio's ``f.depth_slice``.
+
+        ``cube.depth_slice[k]`` is ``cube.time_slice[cube.coords[cube.vertical][k]]``; it takes
+        integers, slices and lists of positions, never times.
+        """
+        return PositionAxis(self, self.ndim - 1, "depth_slice")
 
     def trace(self, *labels) -> np.ndarray:
-        """One trace (or, pre-stack, one gather if the offset is left out) by survey labels."""
+        """One trace (or, pre-stack, one gather if the offset is left out) by survey labels:
+        ``cube.trace(inline, crossline[, offset])``, like segyio's ``f.gather[il, xl]``.
+
+        It is called, not indexed: segyio's ``f.trace[i]`` (the i-th trace of the file) has no
+        counterpart here, so ``cube.trace[i]`` fails rather than meaning something else.
+        """
+        if not 1 <= len(labels) < self.ndim:
+            names = ", ".join(self.dims[:-1])
+            raise SelectionError(f"trace takes 1 to {self.ndim - 1} labels ({names}); got {len(labels)}")
         key = tuple(LabelAxis(self, d).index(label) for d, label in enumerate(labels))
         return self.amplitude.read(key)
 
@@ -239,11 +507,19 @@ class Cube:
         return header if isinstance(header, dict) else {}
 
     # -- other views ---------------------------------------------------------
-    def to_xarray(self):
-        """A lazy, labelled ``xarray.Dataset`` (needs the ``xarray`` extra)."""
+    def to_xarray(self, chunks=None):
+        """The survey as a labelled ``xarray.Dataset`` read through the engine (needs the
+        ``xarray`` extra): ``amplitude`` and ``trace_mask``, the coordinates (the sample axis
+        with ``units``; ``cdp_x`` / ``cdp_y`` over the trace dimensions) and the store's attributes.
+
+        ``chunks=None`` (default): lazy and numpy-backed, nothing read until values are asked for.
+        ``chunks={}`` or ``"shards"``: dask-backed, one chunk per shard; a tuple (along the
+        amplitude's dimensions), a dict per dimension, ``"auto"``: as ``xarray.open_dataset``.
+        The same Dataset as ``xarray.open_dataset(path, engine="cubeslab", chunks=...)``.
+        """
         from .adapters import to_xarray
 
-        return to_xarray(self)
+        return to_xarray(self, chunks)
 
     def to_dask(self, chunks=None):
         """The amplitudes as a ``dask.array`` (default chunks: the shard shape)."""

@@ -14,6 +14,7 @@ __all__ = [
     "CubeslabIOError",
     "GeometryError",
     "IncompleteStoreError",
+    "IngestWarning",
     "InternalError",
     "InvalidInputError",
     "LabelError",
@@ -73,3 +74,7 @@ class CubeslabIOError(CubeslabError, OSError):
 
 class InternalError(CubeslabError, RuntimeError):
     """A bug in cubeslab; please report it with the message."""
+
+
+class IngestWarning(UserWarning):
+    """Something an ingest did that its user should know of (a cut-short file read partly, ...)."""

@@ -4,16 +4,102 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+import warnings
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from . import _engine
 from .codecs import with_max_error
-from .errors import CubeslabError, InvalidInputError
+from .errors import CubeslabError, IngestWarning, InvalidInputError
 
-ProgressCallback = Callable[[int, int], None]
-"""Called as ``progress(bytes_read, total_bytes)`` between steps."""
+
+@dataclass(frozen=True)
+class Phase:
+    """Where a long job is: the phase running (``scan headers``, ``tune compression``,
+    ``write volume``, ``write amplitude_inline``, ...), its number from 1, what it counts
+    (``bytes`` or ``items``), and how far it is."""
+
+    name: str
+    number: int
+    unit: str
+    done: int
+    total: int
+
+
+ProgressCallback = Callable[[Phase], None]
+"""Called about ten times a second with the job's :class:`Phase`; every phase that ended is
+reported once more as it ended before the next one's first report."""
+
+POLL_SECONDS = 0.1
+
+
+def run_watched(work: Callable[[Any], Any], progress: ProgressCallback | None) -> Any:
+    """Run ``work(handle)`` (engine calls that release the GIL) on a worker thread, reporting
+    the engine's progress ``handle`` to ``progress`` from this one. Ctrl-C here asks the engine
+    to stop, waits for it, and raises KeyboardInterrupt."""
+    handle = _engine.Progress()
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = work(handle)
+        except BaseException as error:  # re-raised on the caller's thread
+            outcome["error"] = error
+
+    worker = threading.Thread(target=target, name="cubeslab-engine", daemon=True)
+
+    reported = 0  # phases that ended and were reported
+
+    def report() -> None:
+        nonlocal reported
+        if progress is None:
+            return
+        ended = handle.ended()
+        for phase in ended[reported:]:
+            progress(Phase(*phase))
+        reported = len(ended)
+        progress(Phase(*handle.snapshot()))
+
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(POLL_SECONDS)
+            report()
+    except KeyboardInterrupt:
+        handle.stop()
+        worker.join()
+        raise
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def measure_first(
+    store: str | os.PathLike,
+    profile: str | os.PathLike | None,
+    source_bytes: int,
+    progress: ProgressCallback | None,
+) -> str | None:
+    """The device profile to plan with (see :func:`cubeslab.plan.profile_for_ingest`); a quick
+    measurement made for it is reported as phase 0."""
+    from .plan import AUTO_PROFILE_MIN_BYTES, auto_profile_enabled, find_profile, profile_for_ingest
+
+    name = "measure this disk (once)"
+    will_measure = (
+        source_bytes >= AUTO_PROFILE_MIN_BYTES
+        and auto_profile_enabled()
+        and find_profile(store, profile) is None
+    )
+    if will_measure and progress is not None:
+        progress(Phase(name, 0, "items", 0, 1))
+    text, measured = profile_for_ingest(store, profile, source_bytes)
+    if measured and progress is not None:
+        progress(Phase(name, 0, "items", 1, 1))
+    return text
 
 
 def ingest(
@@ -71,7 +157,6 @@ def ingest(
     The store is marked complete last; if the ingest stops before, the store
     stays marked incomplete and :func:`cubeslab.open` refuses it.
     """
-    from .plan import find_profile
 
     if dtype not in (None, "native"):
         dtype = np.dtype(dtype).name
@@ -96,23 +181,27 @@ def ingest(
     }
     if memory_limit is not None:
         options["memory_limit"] = int(memory_limit)
-    profile_text = find_profile(store, profile)
+    source_bytes = os.path.getsize(source) if os.path.isfile(source) else 0
+    profile_text = measure_first(store, profile, source_bytes, progress)
     if profile_text is not None:
         options["profile"] = profile_text
-    try:
-        job = _engine.Ingest(os.fspath(source), os.fspath(store), json.dumps(options))
-    except CubeslabError:
-        raise
-    except ValueError as error:  # an option the engine cannot parse
-        raise InvalidInputError(str(error)) from None
     step = 2 * (threads or _engine.default_parallelism()[0])
-    while True:
-        left = job.step(step)
-        if progress is not None:
-            progress(job.bytes_read, job.total_bytes)
-        if left == 0:
-            break
-    return json.loads(job.finish())
+
+    def work(handle) -> str:
+        try:
+            job = _engine.Ingest(os.fspath(source), os.fspath(store), json.dumps(options), handle)
+        except CubeslabError:
+            raise
+        except ValueError as error:  # an option the engine cannot parse
+            raise InvalidInputError(str(error)) from None
+        while job.step(step) > 0:
+            pass
+        return job.finish()
+
+    summary = json.loads(run_watched(work, progress))
+    for warning in summary.get("warnings", []):
+        warnings.warn(warning, IngestWarning, stacklevel=2)
+    return summary
 
 
 def export(
@@ -126,8 +215,12 @@ def export(
     """Write a survey store back to SEG-Y (its live traces, inline by inline).
 
     format: SEG-Y sample format code of the output (default: the source's).
-    Returns the number of traces written.
+    Returns the number of traces written. An MDIO store's headers are rebuilt as SEG-Y bytes first.
     """
+    from . import mdio
+
+    if mdio.is_mdio_export_source(store):
+        return mdio.export_segy(store, output, format=format, overwrite=overwrite, threads=threads)
     options = {"format": format, "overwrite": overwrite, "threads": threads}
     return _engine.export(os.fspath(store), os.fspath(output), json.dumps(options))
 

@@ -2,8 +2,10 @@
 
 A profile is measured once per filesystem (``cubeslab profile PATH``) and
 saved per user, keyed by the filesystem's device number, so a plan for a
-store on that filesystem finds it. Without one, plans use the engine's
-built-in typical machine (a 2-core VM on an NVMe-backed disk).
+store on that filesystem finds it. An ingest of a large source onto a
+filesystem without one measures a quick profile first (a few seconds, once;
+``CUBESLAB_AUTO_PROFILE=0`` turns this off). Otherwise plans use the engine's
+built-in typical machine.
 """
 
 from __future__ import annotations
@@ -25,6 +27,11 @@ PROFILE_CODECS = ("zstd:1", "zstd:3", "gzip:5", "blosc-lz4:5", "blosc-zstd:5", "
 
 QUICK = {"file_bytes": 128 << 20, "cell_seconds": 0.03}
 """Settings of ``--quick``: a smaller scratch file and shorter cells (about 5 s)."""
+
+AUTO_PROFILE_MIN_BYTES = 256 << 20
+"""Sources at least this large get a quick profile of their store's filesystem measured before
+they are planned, when none is saved: a layout planned for the wrong machine costs such a volume
+more read time than the measurement takes."""
 
 
 def profile_dir() -> Path:
@@ -134,9 +141,55 @@ def find_profile(
     return None
 
 
+def auto_profile_enabled() -> bool:
+    """Whether a missing profile may be measured on the fly (``CUBESLAB_AUTO_PROFILE``, default on)."""
+    return os.environ.get("CUBESLAB_AUTO_PROFILE", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def profile_for_ingest(
+    store: str | os.PathLike, profile: str | os.PathLike | None, source_bytes: int
+) -> tuple[str | None, bool]:
+    """The profile text to plan an ingest into ``store`` with, and whether it was measured just now:
+    the one :func:`find_profile` finds, else for a source of at least
+    :data:`AUTO_PROFILE_MIN_BYTES` a quick profile of the store's filesystem (saved for next time),
+    else None (the built-in typical machine)."""
+    text = find_profile(store, profile)
+    if text is not None or source_bytes < AUTO_PROFILE_MIN_BYTES or not auto_profile_enabled():
+        return text, False
+    directory = Path(store).absolute().parent
+    while not directory.exists():
+        directory = directory.parent
+    measured = measure_profile(directory, quick=True)
+    measured.pop("saved_to", None)
+    return json.dumps(measured), True
+
+
 def check_layout(layout: str) -> None:
     """Raise ValueError naming the problem if ``layout`` is not a strategy name or shape."""
     _engine.check_layout(layout)
+
+
+def check_access(access: str) -> None:
+    """Raise ValueError naming the problem if ``access`` is not a list of accesses
+    (``inline,time=2``); whether they fit the array's dimensions is checked when it is known."""
+    _engine.check_access(access)
+
+
+def check_compress(compress: str) -> None:
+    """Raise ValueError naming the problem if ``compress`` is not a compression name."""
+    _engine.check_compress(compress)
+
+
+def check_dtype(dtype: str) -> None:
+    """Raise ValueError unless ``dtype`` is ``native`` or an element type the engine stores."""
+    if dtype == "native":
+        return
+    try:
+        name = np.dtype(dtype).name
+    except TypeError:
+        name = dtype
+    if name not in _engine.dtypes():
+        raise ValueError(f"dtype {dtype!r}: use native or one of {', '.join(_engine.dtypes())}")
 
 
 def plan(
@@ -288,6 +341,14 @@ def _compression_of(array) -> str:
     if len(names) == 1 and names[0]["name"] in ("zstd", "gzip"):
         level = names[0].get("configuration", {}).get("level") or (3 if names[0]["name"] == "zstd" else 5)
         return f"{names[0]['name']}:{level}"
+    blosc = names[0].get("configuration", {}) if len(names) == 1 and names[0]["name"] == "blosc" else {}
+    if blosc.get("cname") in ("lz4", "zstd"):  # MDIO writes blosc (zstd, level 5, byte shuffle)
+        shuffle = {"shuffle": "", "bitshuffle": ",shuffle=bit", "noshuffle": ",shuffle=none"}
+        kind = blosc.get("shuffle", "shuffle")
+        if kind in shuffle:
+            name = f"blosc-{blosc['cname']}:{blosc.get('clevel', 5)}{shuffle[kind]}"
+            check_compress(name)
+            return name
     raise InvalidInputError(
         f"{array.path}: codecs {[c['name'] for c in names]} were not written by cubeslab; "
         "say which compression to plan with (--compress)"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -12,16 +13,42 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from .plan import check_access, check_layout
+
 console = Console()
 errors = Console(stderr=True)
 
+
+def checked(check: Callable[[str], None]) -> Callable[[str | None], str | None]:
+    """A typer option callback running ``check``: its ValueError becomes a usage error that names
+    the option (exit code 2), before any work starts."""
+
+    def callback(value: str | None) -> str | None:
+        if value is not None:
+            try:
+                check(value)
+            except ValueError as error:
+                raise typer.BadParameter(str(error)) from None
+        return value
+
+    return callback
+
+
 LayoutOption = Annotated[
-    str, typer.Option(help="auto, cube:N, reference-001[:KIB,RATIO,ASYM], AxBxC or AxBxC/DxExF")
+    str,
+    typer.Option(
+        callback=checked(check_layout),
+        help="auto, cube:N, reference-001[:KIB,RATIO,ASYM], AxBxC or AxBxC/DxExF",
+    ),
 ]
 """``--layout``, as ingest and plan take it."""
 
 AccessOption = Annotated[
-    str | None, typer.Option(help="Reads to plan the layout for, e.g. inline,crossline,time=2,trace")
+    str | None,
+    typer.Option(
+        callback=checked(check_access),
+        help="Reads to plan the layout for, e.g. inline,crossline,time=2,trace",
+    ),
 ]
 """``--access``, as ingest and plan take it."""
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from . import _engine
 from .errors import CubeslabError, InvalidInputError
+from .mdio import recheck_unreadable
 
 
 def verify(
@@ -21,13 +22,16 @@ def verify(
     """Check a store; returns a report whose ``ok`` says whether anything is wrong.
 
     Every chunk of every array is read back with its crc32c checked (checksums cannot be
-    turned off here). A chunk that fails is named in ``arrays[name]["bad"]``. With ``against``
-    (the SEG-Y file the store was ingested from, read with the byte order and header bytes the
-    ingest recorded), ``against`` holds the error statistics; a store whose compression is
-    lossless must match its source exactly.
+    turned off here); arrays of a data type the engine does not read (MDIO's ``struct`` trace
+    headers) are decoded chunk by chunk in Python. A chunk that fails is named in
+    ``arrays[name]["bad"]``. With ``against`` (the SEG-Y file the store was ingested from, read
+    with the byte order and header bytes the ingest recorded), ``against`` holds the error
+    statistics; a store whose compression is lossless must match its source exactly.
     """
     options: dict = {"threads": threads}
     report = json.loads(_engine.verify_store(os.fspath(store), json.dumps(options)))
+    if report.get("unreadable"):  # data types the engine does not read, as MDIO's struct headers
+        recheck_unreadable(report)
     if against is not None:
         group = json.loads(Path(store, "zarr.json").read_text())
         recorded = group.get("attributes", {}).get("cubeslab", {})

@@ -1,9 +1,9 @@
 //! Parallelism settings: how many threads decode, how many requests are in flight.
 //!
 //! Defaults: threads = the number of cores, requests in flight = 32 (deep enough
-//! for an NVMe queue, see reference 000). Environment overrides:
-//! `CUBESLAB_THREADS`, `CUBESLAB_IN_FLIGHT`. Every read and ingest call also
-//! takes explicit values, which win over both.
+//! for an NVMe queue, see the Pyrus parallel IO study in docs/references.md).
+//! Environment overrides: `CUBESLAB_THREADS`, `CUBESLAB_IN_FLIGHT`. Every read
+//! and ingest call also takes explicit values, which win over both.
 
 use std::{
     collections::HashMap,

@@ -13,6 +13,7 @@
 //! * [`plan`]: device profiles, the cost model and the layout optimizer.
 //! * [`verify`]: re-read every chunk with checksums; compare a store with its SEG-Y source.
 //! * [`config`]: threads and requests in flight.
+//! * [`progress`]: a long job's phase and count, watched from another thread; the request to stop.
 //! * `share`: a read's pieces shared by the calling thread and the pool's workers.
 #![warn(missing_docs)]
 // N-D index arithmetic reads best as loops over dimension numbers.
@@ -24,6 +25,7 @@ pub mod error;
 pub mod export;
 pub mod ingest;
 pub mod plan;
+pub mod progress;
 pub mod segy;
 mod share;
 pub mod store;

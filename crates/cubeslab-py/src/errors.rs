@@ -36,12 +36,15 @@ fn class_name(kind: ErrorKind) -> &'static str {
         ErrorKind::Busy => "StoreBusyError",
         ErrorKind::Corrupt => "CorruptDataError",
         ErrorKind::Selection => "SelectionError",
-        ErrorKind::Io => "CubeslabIOError",
-        ErrorKind::Interrupted => "InterruptedError",
+        ErrorKind::Io | ErrorKind::Interrupted => "CubeslabIOError",
     }
 }
 
 fn to_python(py: Python<'_>, error: &Error) -> PyErr {
+    if error.kind() == ErrorKind::Interrupted {
+        // Only a stop request (Ctrl-C, through a Progress) interrupts the engine.
+        return pyo3::exceptions::PyKeyboardInterrupt::new_err(error.to_string());
+    }
     raise(py, class_name(error.kind()), &error.to_string())
 }
 

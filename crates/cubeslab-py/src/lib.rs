@@ -15,6 +15,7 @@ use cubeslab_core::{
     config::Parallelism,
     export::export_segy,
     ingest::Ingest as CoreIngest,
+    progress::Progress as CoreProgress,
     store::{ArraySpec, DType, ReadOptions, ZarrArray as CoreArray},
     window::{DimRange, Window},
 };
@@ -144,6 +145,43 @@ pub(crate) fn window(starts: &[u64], stops: &[u64], steps: &[u64]) -> PyResult<W
     })
 }
 
+/// A job's progress, read from another thread than the one running it,
+/// and the means to stop the job.
+#[pyclass(frozen)]
+struct Progress {
+    inner: CoreProgress,
+}
+
+#[pymethods]
+impl Progress {
+    #[new]
+    fn new() -> Self {
+        Self {
+            inner: CoreProgress::default(),
+        }
+    }
+
+    /// `(phase, phase_number, unit, done, total)`; unit is `bytes` or `items`.
+    fn snapshot(&self) -> (String, u64, &'static str, u64, u64) {
+        let s = self.inner.snapshot();
+        (s.phase, s.phase_number, s.unit.name(), s.done, s.total)
+    }
+
+    /// The phases that ended, oldest first, as snapshots.
+    fn ended(&self) -> Vec<(String, u64, &'static str, u64, u64)> {
+        self.inner
+            .ended()
+            .into_iter()
+            .map(|s| (s.phase, s.phase_number, s.unit.name(), s.done, s.total))
+            .collect()
+    }
+
+    /// Ask the job to stop: it raises KeyboardInterrupt soon after.
+    fn stop(&self) {
+        self.inner.stop();
+    }
+}
+
 /// A SEG-Y ingest in progress; Python drives it step by step.
 #[pyclass]
 struct Ingest {
@@ -161,10 +199,20 @@ impl Ingest {
 #[pymethods]
 impl Ingest {
     #[new]
-    fn start(py: Python<'_>, source: PathBuf, store: PathBuf, options: &str) -> PyResult<Self> {
+    #[pyo3(signature = (source, store, options, progress=None))]
+    fn start(
+        py: Python<'_>,
+        source: PathBuf,
+        store: PathBuf,
+        options: &str,
+        progress: Option<&Progress>,
+    ) -> PyResult<Self> {
         let options = options::ingest_options(options)?;
+        let progress = progress.map_or_else(CoreProgress::default, |p| p.inner.clone());
         Ok(Self {
-            inner: Some(engine(py, || CoreIngest::start(&source, &store, &options))?),
+            inner: Some(engine(py, || {
+                CoreIngest::start(&source, &store, &options, &progress)
+            })?),
         })
     }
 
@@ -176,16 +224,6 @@ impl Ingest {
     #[getter]
     fn done_tasks(&mut self) -> PyResult<usize> {
         Ok(self.get()?.done_tasks())
-    }
-
-    #[getter]
-    fn total_bytes(&mut self) -> PyResult<u64> {
-        Ok(self.get()?.total_bytes())
-    }
-
-    #[getter]
-    fn bytes_read(&mut self) -> PyResult<u64> {
-        Ok(self.get()?.bytes_read())
     }
 
     /// Run up to `max_tasks` tasks; returns the number left.
@@ -238,6 +276,7 @@ fn dtypes() -> Vec<&'static str> {
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ZarrArray>()?;
     m.add_class::<Ingest>()?;
+    m.add_class::<Progress>()?;
     m.add_function(wrap_pyfunction!(export, m)?)?;
     m.add_function(wrap_pyfunction!(segy_info, m)?)?;
     m.add_function(wrap_pyfunction!(default_parallelism, m)?)?;
@@ -246,6 +285,8 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(plan::measure_profile, m)?)?;
     m.add_function(wrap_pyfunction!(plan::plan_layout, m)?)?;
     m.add_function(wrap_pyfunction!(plan::check_layout, m)?)?;
+    m.add_function(wrap_pyfunction!(plan::check_access, m)?)?;
+    m.add_function(wrap_pyfunction!(plan::check_compress, m)?)?;
     m.add_function(wrap_pyfunction!(verify::verify_store, m)?)?;
     m.add_function(wrap_pyfunction!(verify::compare_with_source, m)?)?;
     m.add_function(wrap_pyfunction!(verify::codec_trial, m)?)?;

@@ -111,6 +111,23 @@ pub fn check_layout(layout: &str) -> PyResult<()> {
     Strategy::parse(layout).map(|_| ()).map_err(value_error)
 }
 
+/// Raise ValueError naming the problem if `access` is not an access list
+/// (for an array of up to eight dimensions; its own count is checked later).
+#[pyfunction]
+pub fn check_access(access: &str) -> PyResult<()> {
+    AccessMix::parse(access, cubeslab_core::window::MAX_DIMS)
+        .map(|_| ())
+        .map_err(value_error)
+}
+
+/// Raise ValueError naming the problem if `compress` is not a compression name.
+#[pyfunction]
+pub fn check_compress(compress: &str) -> PyResult<()> {
+    cubeslab_core::compress::Compression::parse(compress)
+        .map(|_| ())
+        .map_err(value_error)
+}
+
 /// Plan a layout for an array of `shape` and `dtype`. Options: `layout`
 /// (strategy name), `access`, `compress`, `profile` (JSON text), `threads`,
 /// `in_flight`, `verify`, `state` (`cold`, `warm`, `both`), `top`.
@@ -154,6 +171,12 @@ pub fn plan_layout(
         setup: setup(&m),
         state,
         block: options::compression(&m)?.block_side(),
+        ingest_task_limit: cubeslab_core::ingest::task_budget(
+            m.get("memory_limit")
+                .and_then(Value::as_u64)
+                .unwrap_or(cubeslab_core::ingest::DEFAULT_MEMORY_LIMIT),
+            setup(&m).threads,
+        ),
     };
     let top = m.get("top").and_then(Value::as_u64).unwrap_or(5) as usize;
     let ranked = py

@@ -1,4 +1,4 @@
-"""Benchmark studies: the published experiments (../shared/references) re-run on this machine, cubeslab
+"""Benchmark studies: the published experiments (docs/references.md) re-run on this machine, cubeslab
 and today's tools measured side by side in the same run (``cubeslab bench STUDY``).
 
 Each study module has ``TITLE``, ``REFERENCES``, ``SIZES`` (size name → its parameters) and

@@ -1,4 +1,4 @@
-"""Study ``formats`` (reference 002): HDF5 against NetCDF, FITS and raw binary, with cubeslab beside them.
+"""Study ``formats`` ([Pourmal]): HDF5 against NetCDF, FITS and raw binary, with cubeslab beside them.
 
 The five experiments of the NCSA benchmark, on 2-D arrays of unsigned 16-bit integers as published:
 
@@ -26,8 +26,8 @@ from .measure import bounds, cold_runs, files_under, remove, stats, timed, warm_
 from .study import StudyRun, ms, ms_value, number
 
 TITLE = "Formats: HDF5 against NetCDF, FITS and raw binary (uint16 2-D datasets)"
-REFERENCES = "reference 002 (HDF5 vs NetCDF vs FITS benchmarks)"
-PUBLISHED = "reference 002, HDF5 vs NetCDF vs FITSIO benchmarks"
+REFERENCES = "Pourmal's HDF5 vs NetCDF vs FITS benchmarks (NCSA)"
+PUBLISHED = "Pourmal (NCSA), HDF5 vs NetCDF vs FITSIO benchmarks"
 
 SIZES = {
     "tiny": {"write_mib": (1, 2), "slab_source_mib": 2, "slab_mib": (0.25, 1), "datasets": 10,
@@ -443,7 +443,7 @@ def published_table(r: StudyRun, labels: list[str]) -> None:
          this_run("many"), cubeslab("many")],
     ]  # fmt: skip
     r.table(
-        "Published conclusions (reference 002, summary) and the same comparisons in this run",
+        "Published conclusions (Pourmal, summary) and the same comparisons in this run",
         ["published", "this run: NetCDF and FITS time ÷ HDF5's", "this run: cubeslab time ÷ HDF5's"],
         rows,
         note="This run: the range over every size (and cold and warm, where both were timed) of each tool's "

@@ -1,4 +1,4 @@
-"""Reference 003 (OpenMSI, HDF5 I/O for mass-spectrometry imaging) re-run on this machine: an MSI-like
+"""[OpenMSI-IO] (OpenMSI, HDF5 I/O for mass-spectrometry imaging) re-run on this machine: an MSI-like
 uint16 cube (x, y, m/z), long in m/z, stored in cubeslab layouts beside the study's HDF5 layouts.
 
 Measured, for each layout: file size and padding, the study's three selections (25 consecutive
@@ -46,7 +46,7 @@ from .msi import (
 from .study import StudyRun, mib, ms, ms_value
 
 TITLE = "OpenMSI: layouts, selections, writes and compression of an MSI cube (HDF5 vs cubeslab)"
-REFERENCES = "reference 003 (OpenMSI: HDF5 I/O for mass-spectrometry imaging cubes)"
+REFERENCES = "the OpenMSI study (HDF5 I/O for mass-spectrometry imaging cubes, LBNL)"
 
 SIZES = {
     # shape: the cube; peaks: m/z positions with signal; one_spectrum_rows: x rows written one spectrum
@@ -277,7 +277,7 @@ def score_tables(r: StudyRun, scores: dict) -> None:
             ["total file size (2000 MB of data)", "< 2100 MB"],
             ["score", "criteria met, 4 = best; 8 chunkings of 4 (hopper /scratch)"],
         ],
-        published="reference 003, OpenMSI HDF5 I/O study, section Summary",
+        published="OpenMSI HDF5 I/O study (LBNL), section Summary",
     )
 
 

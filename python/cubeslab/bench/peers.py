@@ -27,9 +27,7 @@ from .measure import bounds, remove, size_on_disk, stats
 from .study import StudyRun, mib, ms, ms_value, ratio
 
 TITLE = "Peers: cubeslab beside today's tools on one survey"
-REFERENCES = (
-    "the core promise of references 000 and 001 (plane reads from chunked stores) against today's tools"
-)
+REFERENCES = "the core promise of the Pyrus studies (plane reads from chunked stores) against today's tools"
 
 SIZES = {
     "tiny": {"shape": (40, 48, 64), "scratch": 32 << 20},

@@ -1,13 +1,13 @@
-"""Study ``pyrus`` (references 000 and 001): SEG-Y against chunked stores on this machine.
+"""Study ``pyrus`` ([Pyrus-IO] and [Pyrus-chunks]): SEG-Y against chunked stores on this machine.
 
 1. Read time per float of inline, crossline and time slice (and their average, the study's measure)
    against cube chunk size, for cubeslab, HDF5 (h5py), zarr-python and TensorStore, with segyio on
-   the SEG-Y as the unchunked line (reference 000, Figure 4).
-2. The chunk-shape sweep of reference 001 (target size, ratio, asymmetry, one knob at a time around
+   the SEG-Y as the unchunked line ([Pyrus-IO], Figure 4).
+2. The chunk-shape sweep of [Pyrus-chunks] (target size, ratio, asymmetry, one knob at a time around
    the published 2048 KiB, 2.0, 2.5), each layout written by cubeslab and its planes timed.
 3. The published formula's pick (in cubeslab and in HDF5, the study's own format) beside cubeslab's
    planner pick.
-4. Reference 001's "plane read time" table made again: SEG-Y against chunked, and the speed-up.
+4. The "plane read time" table of [Pyrus-chunks] made again: SEG-Y against chunked, and the speed-up.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from .measure import bounds
 from .study import StudyRun, ms, ms_value, number
 
 TITLE = "Pyrus: SEG-Y against chunked stores, chunk size and chunk shape"
-REFERENCES = "references 000 (Pyrus, parallel IO improvements) and 001 (Pyrus, optimising chunk shape)"
+REFERENCES = "the Pyrus studies of parallel IO and of the chunk shape (Pyrus seismic software blog)"
 
 BASE = (2048, 2.0, 2.5)
-"""Reference 001's published choice: target chunk KiB, ratio, asymmetry."""
+"""The Pyrus chunk-shape study's published choice: target chunk KiB, ratio, asymmetry."""
 
 SIZES = {
     "tiny": {"shape": (48, 40, 64), "cubes": (16, 32), "kib": (64, 1024), "ratio": (1.0,), "asym": (1.0,),
@@ -41,7 +41,7 @@ SIZES = {
               "ratio": (1.0, 1.5, 3.0, 4.0), "asym": (1.0, 1.5, 4.0), "base": BASE, "scratch": 1 << 30},
 }  # fmt: skip
 
-PUBLISHED = "reference 001 (Pyrus, optimising chunk shape): 1966 x 1103 x 3001 float32 on an NVMe SSD"
+PUBLISHED = "Pyrus chunk-shape study: 1966 x 1103 x 3001 float32 on an NVMe SSD"
 PLANE_NAMES = ("inline", "crossline", "time slice")
 
 
@@ -172,12 +172,12 @@ def plot_chunk_size(r: StudyRun, found: dict, segy: dict | None, cubes) -> None:
             if row == 1:
                 ax.set_xlabel("cube chunk side")
     axes[0][3].legend(fontsize=7)
-    fig.suptitle("Read time per float against chunk size (reference 000, Figure 4, on this machine)")
+    fig.suptitle("Read time per float against chunk size (Pyrus parallel IO, Figure 4, on this machine)")
     r.plot(fig, "chunk-size", "Read time per float against cube chunk size, cold (top) and warm (bottom); "
            "dashed: segyio on the SEG-Y; dotted: the physical bound.")  # fmt: skip
 
 
-# -- 2. the chunk-shape sweep of reference 001 ------------------------------------------------------------
+# -- 2. the Pyrus chunk-shape sweep ----------------------------------------------------------------------
 
 
 def sweep_points(p: dict) -> list[tuple[str, tuple[float, float, float]]]:
@@ -210,7 +210,7 @@ def shape_sweep(r: StudyRun, p: dict, sgy, shape) -> None:
     bw = r.bandwidth
     plane_bytes = {n: seismic.key_bytes(shape, k) for n, k in seismic.planes(shape).items()}
     r.table(
-        "Chunk-shape sweep with reference 001's formula (cubeslab, ms)",
+        "Chunk-shape sweep with the Pyrus formula (cubeslab, ms)",
         ["varied", "target KiB", "ratio", "asymmetry", "chunks", *(f"{n} cold" for n in PLANE_NAMES),
          "slowest cold", *(f"{n} warm" for n in PLANE_NAMES)],
         rows,
@@ -245,7 +245,7 @@ def plot_shape_sweep(r: StudyRun, found: list[dict]) -> None:
         ax.set_ylabel("cold read time, ms")
         ax.set_title(f"varying {knob}")
     axes[0].legend(fontsize=8)
-    fig.suptitle("Reference 001's chunk-shape sweep (its Figure 2) on this machine: cubeslab, cold")
+    fig.suptitle("The Pyrus chunk-shape sweep (its Figure 2) on this machine: cubeslab, cold")
     r.plot(fig, "shape-sweep", "Cold plane read times as the formula's target size, ratio and asymmetry vary "
            "(each around the published 2048 KiB, 2.0, 2.5).")  # fmt: skip
 
@@ -293,7 +293,7 @@ def formula_against_planner(r: StudyRun, sgy, volume: np.ndarray) -> dict:
     return {name: planes for name, (_, planes) in picks.items()}
 
 
-# -- 4. reference 001's plane read time table, made again -----------------------------------------------
+# -- 4. the Pyrus plane read time table, made again ------------------------------------------------------
 
 
 def plane_table(r: StudyRun, shape, segy: dict | None, chunked: dict | None) -> None:

@@ -1,4 +1,4 @@
-"""Study ``queue-depth`` (reference 000, Figure 1): what requests in flight buy on this machine's disk.
+"""Study ``queue-depth`` ([Pyrus-IO], Figure 1): what requests in flight buy on this machine's disk.
 
 1. The device: read IOPS and MB/s against requests in flight (1 .. 64) for request sizes 4 KiB .. 16 MiB,
    cold, measured the way cubeslab's reader reads (a memory map, ``madvise(WILLNEED)`` requests kept
@@ -25,7 +25,7 @@ from .measure import bounds, cold_runs, files_under, stats, warm_runs
 from .study import StudyRun, ms, ms_value
 
 TITLE = "Queue depth: throughput against requests in flight, and cubeslab's parallel reads"
-REFERENCES = "reference 000 (Pyrus, parallel IO improvements), Figure 1 and its 16-thread reader"
+REFERENCES = "the Pyrus parallel IO study, its Figure 1 and its 16-thread reader"
 
 SIZES = {
     "tiny": {"file_bytes": 8 << 20, "cell_seconds": 0.002, "shape": (48, 40, 64),
@@ -38,7 +38,7 @@ SIZES = {
               "threads": (1, 2, 4, 8, 16), "in_flight": (1, 4, 16, 64), "scratch": 1 << 30},
 }  # fmt: skip
 
-PUBLISHED = "reference 000 (Pyrus, parallel IO improvements): SATA III SSD, 1966 x 1103 x 3001 HDF5 file"
+PUBLISHED = "Pyrus parallel IO study: SATA III SSD, 1966 x 1103 x 3001 HDF5 file"
 SHOWN_SIZES = (4096, 65536, 1 << 20, 16 << 20)
 
 
@@ -140,7 +140,7 @@ def plot_device(r: StudyRun, sizes, depths, cells, disk: float) -> None:
         ax.set_xlabel("requests in flight (queue depth)")
         ax.set_ylabel(label)
         ax.legend(fontsize=8)
-    fig.suptitle("Cold reads against queue depth on this machine (reference 000, Figure 1)")
+    fig.suptitle("Cold reads against queue depth on this machine (Pyrus parallel IO study, Figure 1)")
     r.plot(fig, "device", "IOPS (left) and MB/s (right) against requests in flight, per request size; "
            "shaded: min–max of the passes; dotted: sequential read bandwidth.")  # fmt: skip
 

@@ -348,32 +348,34 @@ impl Compression {
                     json!({"name": "numcodecs.bitround", "configuration": {"keepbits": keepbits}});
                 vec![bitround, bytes, zstd(*zstd_level)]
             }
-            Compression::Zfp(mode) => {
-                let configuration = match *mode {
-                    ZfpMode::Accuracy { tolerance } => {
-                        json!({"mode": "fixed_accuracy", "tolerance": tolerance})
-                    }
-                    ZfpMode::Precision { precision } => {
-                        json!({"mode": "fixed_precision", "precision": precision})
-                    }
-                    ZfpMode::Rate { rate } => json!({"mode": "fixed_rate", "rate": rate}),
-                    ZfpMode::Reversible => json!({"mode": "reversible"}),
-                    ZfpMode::Expert {
-                        minbits,
-                        maxbits,
-                        maxprec,
-                        minexp,
-                    } => json!({"mode": "expert", "minbits": minbits, "maxbits": maxbits,
-                                "maxprec": maxprec, "minexp": minexp}),
-                    ZfpMode::Snr { .. } | ZfpMode::MaxError(_) => {
-                        return Err(format!(
-                            "{} is a target: tune it on the data first",
-                            self.name()
-                        ))
-                    }
-                };
-                vec![json!({"name": "zfp", "configuration": configuration})]
-            }
+            // numcodecs' zfpy (a zfp stream with its header), which zarr-python
+            // and xarray read too; only expert mode, which zfpy lacks, is
+            // written with zarrs' own zfp codec.
+            Compression::Zfp(mode) => match *mode {
+                ZfpMode::Accuracy { tolerance } => {
+                    vec![zfpy(json!({"mode": ZFPY_ACCURACY, "tolerance": tolerance}))]
+                }
+                ZfpMode::Precision { precision } => {
+                    vec![zfpy(
+                        json!({"mode": ZFPY_PRECISION, "precision": precision}),
+                    )]
+                }
+                ZfpMode::Rate { rate } => vec![zfpy(json!({"mode": ZFPY_RATE, "rate": rate}))],
+                ZfpMode::Reversible => vec![zfpy(json!({"mode": ZFPY_REVERSIBLE}))],
+                ZfpMode::Expert {
+                    minbits,
+                    maxbits,
+                    maxprec,
+                    minexp,
+                } => vec![json!({"name": "zfp", "configuration": {"mode": "expert",
+                    "minbits": minbits, "maxbits": maxbits, "maxprec": maxprec, "minexp": minexp}})],
+                ZfpMode::Snr { .. } | ZfpMode::MaxError(_) => {
+                    return Err(format!(
+                        "{} is a target: tune it on the data first",
+                        self.name()
+                    ))
+                }
+            },
         })
     }
 }
@@ -423,6 +425,21 @@ impl Compression {
                 keepbits: int(chain[0], "keepbits")? as u32,
                 zstd_level: int(chain[2], "level")? as i32,
             },
+            ["numcodecs.zfpy"] => {
+                let c = chain[0];
+                let f = |key: &str| conf(c, key).and_then(|v| v.as_f64());
+                Compression::Zfp(match int(c, "mode")? {
+                    ZFPY_ACCURACY => ZfpMode::Accuracy {
+                        tolerance: f("tolerance")?,
+                    },
+                    ZFPY_PRECISION => ZfpMode::Precision {
+                        precision: int(c, "precision")? as u32,
+                    },
+                    ZFPY_RATE => ZfpMode::Rate { rate: f("rate")? },
+                    ZFPY_REVERSIBLE => ZfpMode::Reversible,
+                    _ => return None,
+                })
+            }
             ["zfp"] => {
                 let c = chain[0];
                 let f = |key: &str| conf(c, key).and_then(|v| v.as_f64());
@@ -447,6 +464,16 @@ impl Compression {
             _ => return None,
         })
     }
+}
+
+/// numcodecs' zfpy `mode` numbers (zfp's `zfp_mode` values).
+const ZFPY_RATE: i64 = 2;
+const ZFPY_PRECISION: i64 = 3;
+const ZFPY_ACCURACY: i64 = 4;
+const ZFPY_REVERSIBLE: i64 = 5;
+
+fn zfpy(configuration: Value) -> Value {
+    json!({"name": "numcodecs.zfpy", "configuration": configuration})
 }
 
 fn zstd(level: i32) -> Value {

@@ -11,7 +11,9 @@
 //!   target. The cap spends bits only where the tolerance alone would
 //!   overshoot. Fixed rate (the smallest rate reaching the target) is tried
 //!   too: on data of even amplitude it needs fewer bits. Whichever
-//!   compresses the sample most is kept.
+//!   compresses the sample most is kept, save that a tolerance or rate that
+//!   meets the target nearly as well wins over expert mode: numcodecs'
+//!   zfpy, which zarr-python and xarray read, has no expert mode.
 
 use std::{borrow::Cow, num::NonZeroU64};
 
@@ -28,6 +30,13 @@ use crate::store::DType;
 /// Decibels above the target the tuned SNR aims for: the sample stands in
 /// for the whole volume, so leave a little room.
 pub const SNR_MARGIN_DB: f64 = 0.15;
+
+/// An SNR target is met when the store's SNR is at most this far above it.
+const SNR_NEAR_DB: f64 = 0.9;
+
+/// The share of compression ratio given up to keep a store in a ZFP mode
+/// other tools read, rather than expert mode.
+const ZFPY_RATIO_GIVE: f64 = 0.05;
 
 /// Chunks of the data to tune on.
 #[derive(Debug, Clone)]
@@ -231,11 +240,29 @@ fn tune_snr(db: f64, rms: f64, sample: &Sample) -> Result<Trial, String> {
             low = mid;
         }
     }
-    // Whichever compresses the sample most.
-    Ok([capped, rated]
-        .into_iter()
-        .flatten()
-        .fold(best, |a, b| if b.ratio > a.ratio { b } else { a }))
+    // Whichever compresses the sample most, except that a mode numcodecs'
+    // zfpy has (tolerance, rate: zarr-python and xarray read the store) is
+    // kept over expert mode when it lands as near the target and compresses
+    // within ZFPY_RATIO_GIVE of it.
+    let most = |candidates: Vec<Trial>| {
+        candidates
+            .into_iter()
+            .reduce(|a, b| if b.ratio > a.ratio { b } else { a })
+    };
+    let near = |t: &Trial| t.error.snr_db() <= db + SNR_NEAR_DB;
+    let readable = most(
+        [Some(best.clone()), rated.clone()]
+            .into_iter()
+            .flatten()
+            .filter(near)
+            .collect(),
+    );
+    let any = most([Some(best), capped, rated].into_iter().flatten().collect())
+        .expect("a tolerance trial");
+    Ok(match readable {
+        Some(r) if r.ratio >= any.ratio * (1.0 - ZFPY_RATIO_GIVE) => r,
+        _ => any,
+    })
 }
 
 fn sample_rms(sample: &Sample) -> f64 {

@@ -10,8 +10,10 @@
 //!    coordinates and live mask;
 //! 5. mark the store complete, atomically, last.
 //!
-//! The caller drives step 4 with [`Ingest::step`], so it can show progress
-//! and stop cleanly between steps (the store then stays marked incomplete).
+//! The caller drives step 4 with [`Ingest::step`]. A [`Progress`] shared
+//! with another thread shows each phase (scan, tuning, writing, views) with
+//! its total, and stops the ingest on request; a stopped store stays
+//! marked incomplete.
 
 mod rebuild;
 mod survey;
@@ -34,9 +36,11 @@ use crate::{
         dir_bytes, Access, AccessMix, CacheState, ChunkCodec, DeviceProfile, Evaluated, Planner,
         ReadSetup, Strategy,
     },
+    progress::{Progress, Unit},
     segy::{Geometry, ScanOptions, SegyFile, SegyOptions},
     store::{sync_tree, DType, Durability, Group, StoreError, StoreLock, ZarrArray},
 };
+pub use task::task_budget;
 use task::{IngestTask, TaskArrays};
 
 /// Default bound on the memory an ingest holds for trace and shard buffers.
@@ -127,6 +131,8 @@ pub struct Ingest {
     arrays: TaskArrays,
     tasks: Vec<IngestTask>,
     next: usize,
+    /// Tasks run at once (see [`task::TaskPlan::workers`]).
+    workers: Parallelism,
     parallelism: Parallelism,
     memory_limit: u64,
     /// How the completion marker is written (and the store flushed before it).
@@ -134,7 +140,7 @@ pub struct Ingest {
     /// Orientation copies, filled from the amplitude array when all tasks are done.
     views: Vec<ZarrArray>,
     attributes: Map<String, Value>,
-    bytes_read: u64,
+    progress: Progress,
     /// Errors of the lossy chunks written by this run.
     errors: Option<ChunkErrors>,
     /// Held until the store is complete, or the ingest is dropped.
@@ -143,11 +149,12 @@ pub struct Ingest {
 
 impl Ingest {
     /// Scan `source`, create the store at `store` (marked incomplete) and
-    /// plan the work.
+    /// plan the work; `progress` follows every phase and may stop it.
     pub fn start(
         source: impl AsRef<Path>,
         store: impl AsRef<Path>,
         options: &IngestOptions,
+        progress: &Progress,
     ) -> Result<Self> {
         let store = store.as_ref().to_path_buf();
         let resuming = options.resume && store.join("zarr.json").is_file();
@@ -156,7 +163,8 @@ impl Ingest {
             return Err(StoreError::AlreadyExists { path: store }.into());
         }
         let source = SegyFile::open(source, &options.segy)?;
-        let geometry = Geometry::scan(&source, &options.scan, options.parallelism)?;
+        progress.begin("scan headers", Unit::Items, source.traces, 0);
+        let geometry = Geometry::scan(&source, &options.scan, options.parallelism, progress)?;
         let dtype = match options.dtype {
             AmplitudeType::Float32 => DType::Float32,
             AmplitudeType::Native => source.format.native_dtype(),
@@ -184,6 +192,7 @@ impl Ingest {
             codec: options.codec.clone(),
             state: CacheState::Both,
             block: options.compression.block_side(),
+            ingest_task_limit: task_budget(options.memory_limit, options.parallelism.threads),
         };
         let plan = options
             .layout
@@ -221,7 +230,7 @@ impl Ingest {
             path: store.clone(),
             what,
         };
-        let tasks = task::plan(
+        let work = task::plan(
             &shape,
             &layout,
             dtype,
@@ -238,10 +247,15 @@ impl Ingest {
             _ => dtype.default_fill(),
         };
         let tuned = if compression.needs_tuning() {
+            progress.begin("tune compression", Unit::Items, 2, 0);
             let fill = vec![0u8; dtype.size()];
             let sample =
                 rebuild::sample_chunks(&source, &geometry, &shape, &layout.inner, dtype, &fill)?;
-            Some(tune(compression, &sample).map_err(unsupported)?)
+            progress.add(1);
+            progress.check()?;
+            let tuned = tune(compression, &sample).map_err(unsupported)?;
+            progress.add(1);
+            Some(tuned)
         } else {
             None
         };
@@ -261,6 +275,7 @@ impl Ingest {
 
         let mut attributes = survey::group_attributes(&source, &geometry, &names, &layout, dtype);
         attributes["cubeslab"]["memory_limit"] = json!(options.memory_limit);
+        attributes["cubeslab"]["source_passes"] = json!(work.passes);
         attributes["cubeslab"]["plan"] = json!({
             "strategy": options.layout.name(),
             "layout": layout.describe(),
@@ -320,14 +335,18 @@ impl Ingest {
                 ZarrArray::create(store.join(&v.array), &spec)
             })
             .collect::<Result<Vec<_>>>()?;
-        let all = tasks.len();
-        let tasks: Vec<IngestTask> = if resuming {
-            tasks.into_iter().filter(|t| !t.is_done(&arrays)).collect()
-        } else {
-            tasks
-        };
-        let total_bytes = geometry.live * source.trace_len;
-        let bytes_read = total_bytes * (all - tasks.len()) as u64 / all.max(1) as u64;
+        let (mut total, mut done) = (0, 0);
+        let mut tasks = Vec::with_capacity(work.tasks.len());
+        for t in work.tasks {
+            let bytes = t.source_bytes(&geometry, source.trace_len);
+            total += bytes;
+            if resuming && t.is_done(&arrays) {
+                done += bytes;
+            } else {
+                tasks.push(t);
+            }
+        }
+        progress.begin("write volume", Unit::Bytes, total, done);
         Ok(Self {
             source,
             geometry,
@@ -335,6 +354,7 @@ impl Ingest {
             arrays,
             tasks,
             next: 0,
+            workers: Parallelism::resolve(Some(work.workers), None),
             parallelism: options.parallelism,
             memory_limit: options.memory_limit,
             durability: if options.durable {
@@ -344,7 +364,7 @@ impl Ingest {
             },
             views: view_arrays,
             attributes,
-            bytes_read,
+            progress: progress.clone(),
             errors: None,
             _lock: lock,
         })
@@ -360,16 +380,6 @@ impl Ingest {
         self.next
     }
 
-    /// Bytes of trace data in the source (what the progress bar counts).
-    pub fn total_bytes(&self) -> u64 {
-        self.geometry.live * self.source.trace_len
-    }
-
-    /// Source bytes read so far.
-    pub fn bytes_read(&self) -> u64 {
-        self.bytes_read
-    }
-
     /// Run up to `max_tasks` more tasks in parallel; returns tasks left.
     pub fn step(&mut self, max_tasks: usize) -> Result<usize> {
         let end = self
@@ -378,14 +388,14 @@ impl Ingest {
             .min(self.tasks.len());
         let batch = &self.tasks[self.next..end];
         let (source, geometry, arrays) = (&self.source, &self.geometry, &self.arrays);
-        let done = self.parallelism.pool().install(|| {
+        let progress = &self.progress;
+        let done = self.workers.pool().install(|| {
             batch
                 .par_iter()
-                .map(|t| t.run(source, geometry, arrays))
+                .map(|t| t.run(source, geometry, arrays, progress))
                 .collect::<Result<Vec<_>>>()
         })?;
-        for (read, errors) in done {
-            self.bytes_read += read;
+        for (_, errors) in done {
             if let Some(e) = errors {
                 self.errors
                     .get_or_insert_with(ChunkErrors::default)
@@ -401,11 +411,23 @@ impl Ingest {
         while self.step(usize::MAX)? > 0 {}
         let mut view_bytes = Map::new();
         for view in &self.views {
-            view.copy_from(&self.arrays.amplitude, self.parallelism, self.memory_limit)?;
             let name = view
                 .path()
                 .file_name()
                 .map(|n| n.to_string_lossy().to_string());
+            let data_bytes = view.shape().iter().product::<u64>() * view.dtype().size() as u64;
+            self.progress.begin(
+                &format!("write {}", name.as_deref().unwrap_or("view")),
+                Unit::Bytes,
+                data_bytes,
+                0,
+            );
+            view.copy_from(
+                &self.arrays.amplitude,
+                self.parallelism,
+                self.memory_limit,
+                &self.progress,
+            )?;
             view_bytes.insert(
                 name.unwrap_or_default(),
                 json!(dir_bytes(&view.path().join("c"))),

@@ -8,6 +8,7 @@ use crate::{
     compress::Sample,
     config::Parallelism,
     error::Result,
+    progress::Progress,
     segy::{Geometry, SegyFile},
     store::{DType, ShardBuilder},
 };
@@ -48,12 +49,12 @@ pub(super) fn sample_chunks(
     let blocks = ((SAMPLE_BYTES / block_bytes.max(1)) as usize).clamp(1, SAMPLE_BLOCKS);
     // One task per block of traces, in C order of the blocks (no memory
     // bound worth the name here).
-    let tasks = task::plan(shape, &layout, dtype, u64::MAX / 4, 1).map_err(|what| {
-        crate::store::StoreError::Unsupported {
+    let tasks = task::plan(shape, &layout, dtype, u64::MAX / 4, 1)
+        .map_err(|what| crate::store::StoreError::Unsupported {
             path: source.path().to_path_buf(),
             what,
-        }
-    })?;
+        })?
+        .tasks;
     let block_grid: Vec<u64> = (0..nt)
         .map(|d| shape[d].div_ceil(layout.shard[d]))
         .collect();
@@ -85,7 +86,7 @@ pub(super) fn sample_chunks(
             .shard_indices()
             .map(|indices| ShardBuilder::new(&indices, shape, inner, &per_block, fill, 0))
             .collect();
-        t.fill(source, geometry, &mut builders)?;
+        t.fill(source, geometry, &mut builders, &Progress::default())?;
         for b in &builders {
             chunks.extend(b.chunks().map(<[u8]>::to_vec));
         }
@@ -112,20 +113,22 @@ pub(crate) fn rebuild_shards<T: Send>(
     parallelism: Parallelism,
     visit: impl Fn(&ShardBuilder) -> Result<T> + Sync,
 ) -> Result<Vec<T>> {
-    let tasks =
+    let plan =
         task::plan(shape, layout, dtype, memory_limit, parallelism.threads).map_err(|what| {
             crate::store::StoreError::Unsupported {
                 path: source.path().to_path_buf(),
                 what,
             }
         })?;
+    let tasks = plan.tasks;
     let cps: Vec<u64> = layout
         .shard
         .iter()
         .zip(&layout.inner)
         .map(|(s, c)| s / c)
         .collect();
-    let per_task: Vec<Vec<T>> = parallelism.pool().install(|| {
+    let workers = Parallelism::resolve(Some(plan.workers), Some(parallelism.in_flight));
+    let per_task: Vec<Vec<T>> = workers.pool().install(|| {
         tasks
             .par_iter()
             .map(|t| {
@@ -133,7 +136,7 @@ pub(crate) fn rebuild_shards<T: Send>(
                     .shard_indices()
                     .map(|indices| ShardBuilder::new(&indices, shape, &layout.inner, &cps, fill, 0))
                     .collect();
-                t.fill(source, geometry, &mut builders)?;
+                t.fill(source, geometry, &mut builders, &Progress::default())?;
                 builders.iter().map(&visit).collect::<Result<Vec<T>>>()
             })
             .collect::<Result<Vec<_>>>()

@@ -4,6 +4,7 @@
 use crate::{
     compress::ChunkErrors,
     error::Result,
+    progress::Progress,
     segy::{header_field, Geometry, SegyFile, TRACE_HEADER_LEN},
     store::{DType, ShardBuilder, ZarrArray},
     window::{strides, unravel},
@@ -32,46 +33,83 @@ pub(crate) struct IngestTask {
     /// Amplitude array shape.
     shape: Vec<u64>,
     dtype: DType,
+    /// Largest read of consecutive traces, in bytes.
+    read_bytes: u64,
 }
 
-/// Buffers a task holds besides its shards, per trace of the block: the
-/// header (240), two coordinates (16) and the mask (1), plus encoding.
-const AUX_BYTES_PER_TRACE: u64 = 2 * (240 + 16 + 1);
 /// Largest single read of consecutive traces.
 const MAX_READ_BYTES: u64 = 8 << 20;
-/// Encoded shard plus the shard buffer, relative to the shard's bytes.
-const SHARD_MEMORY_FACTOR: f64 = 2.1;
+/// Smallest: one read buffer is at most an eighth of a task's memory.
+const MIN_READ_BYTES: u64 = 64 << 10;
 
-/// Cut the work into tasks whose buffers, `threads` at a time, fit `memory_limit`.
+/// The size of a task's reads of consecutive traces under `per_task` bytes.
+fn read_bytes(per_task: u64) -> u64 {
+    (per_task / 8).clamp(MIN_READ_BYTES, MAX_READ_BYTES)
+}
+
+/// The ingest's work: its tasks, and how many run at once.
+pub(crate) struct TaskPlan {
+    pub tasks: Vec<IngestTask>,
+    /// Tasks run at once, each on its own thread: as many as the threads,
+    /// or fewer when a task's buffers need more of the memory bound.
+    pub workers: usize,
+    /// How many times the source is read: 1, unless a column of shards
+    /// does not fit the memory bound even with one task at a time.
+    pub passes: u64,
+}
+
+/// The most memory an ingest task may hold, besides its read buffer, for an
+/// ingest to read its source once, two tasks at a time (one reading while
+/// the other encodes), within `memory_limit`: the planner narrows shards to
+/// fit it ([`crate::plan::Layout::ingest_task_bytes`]).
+pub fn task_budget(memory_limit: u64, threads: usize) -> u64 {
+    let per_task = memory_limit / threads.clamp(1, 2) as u64;
+    per_task.saturating_sub(read_bytes(per_task))
+}
+
+/// Cut the work into tasks whose buffers, `workers` at a time, fit
+/// `memory_limit`: each task one column of shards (its traces read once),
+/// unless even one column at a time does not fit; then each task holds as
+/// many shards along the samples as fit, and the source is read once per
+/// such slab.
 pub(crate) fn plan(
     shape: &[u64],
     layout: &Layout,
     dtype: DType,
     memory_limit: u64,
     threads: usize,
-) -> Result<Vec<IngestTask>, String> {
+) -> Result<TaskPlan, String> {
     let nt = shape.len() - 1;
-    let shard_bytes = layout.shard.iter().product::<u64>() * dtype.size() as u64;
-    let block_traces: u64 = layout.shard[..nt].iter().product();
-    let fixed = block_traces * AUX_BYTES_PER_TRACE + MAX_READ_BYTES;
-    let per_task = memory_limit / threads.max(1) as u64;
-    let z_per_task =
-        (per_task.saturating_sub(fixed) as f64 / (SHARD_MEMORY_FACTOR * shard_bytes as f64)) as u64;
-    if z_per_task == 0 {
-        return Err(format!(
-            "a shard of {:.1} MiB (plus {:.1} MiB of trace buffers per task) does not fit a memory limit of {:.1} MiB shared by {threads} threads; use smaller shards, fewer threads or a higher limit",
-            shard_bytes as f64 / 1048576.0,
-            fixed as f64 / 1048576.0,
-            memory_limit as f64 / 1048576.0
-        ));
-    }
+    let elem = dtype.size();
+    let shard_bytes = layout.shard_bytes(elem);
+    let threads = threads.max(1) as u64;
+    let read = read_bytes(memory_limit / threads);
     let grid: Vec<u64> = shape
         .iter()
         .zip(&layout.shard)
         .map(|(n, s)| n.div_ceil(*s))
         .collect();
-    let n_blocks: u64 = grid[..nt].iter().product();
     let nz = grid[nt];
+    let whole = layout.ingest_task_bytes(shape, elem) + read;
+    let (workers, z_per_task) = if whole * threads <= memory_limit {
+        (threads, nz)
+    } else if whole <= memory_limit {
+        (memory_limit / whole, nz)
+    } else {
+        // Slabs of shards along the samples: the column less the shards left out.
+        let per_task = memory_limit / threads;
+        let fixed = whole - layout.column_bytes(shape, elem);
+        (threads, per_task.saturating_sub(fixed) / shard_bytes.max(1))
+    };
+    if z_per_task == 0 {
+        return Err(format!(
+            "a shard of {:.1} MiB (plus {:.1} MiB of trace buffers per task) does not fit a memory limit of {:.1} MiB shared by {threads} threads; use smaller shards, fewer threads or a higher limit",
+            shard_bytes as f64 / 1048576.0,
+            (whole - layout.column_bytes(shape, elem)) as f64 / 1048576.0,
+            memory_limit as f64 / 1048576.0
+        ));
+    }
+    let n_blocks: u64 = grid[..nt].iter().product();
     let mut tasks = Vec::new();
     for b in 0..n_blocks {
         let block = unravel(b, &grid[..nt])[..nt].to_vec();
@@ -84,11 +122,16 @@ pub(crate) fn plan(
                 shard: layout.shard.clone(),
                 shape: shape.to_vec(),
                 dtype,
+                read_bytes: read,
             });
             z = end;
         }
     }
-    Ok(tasks)
+    Ok(TaskPlan {
+        tasks,
+        workers: workers as usize,
+        passes: nz.div_ceil(z_per_task),
+    })
 }
 
 /// A live trace of the block: where it goes in the block and where it is in the file.
@@ -123,6 +166,7 @@ impl IngestTask {
         source: &SegyFile,
         geometry: &Geometry,
         arrays: &TaskArrays,
+        progress: &Progress,
     ) -> Result<(u64, Option<ChunkErrors>)> {
         let mut shards: Vec<ShardBuilder> = self
             .z_shards
@@ -133,7 +177,7 @@ impl IngestTask {
                 arrays.amplitude.shard_builder(&indices)
             })
             .collect::<Result<_>>()?;
-        let (bytes_read, aux) = self.fill(source, geometry, &mut shards)?;
+        let (bytes_read, aux) = self.fill(source, geometry, &mut shards, progress)?;
         let mut errors: Option<ChunkErrors> = None;
         for shard in shards {
             if let Some(e) = arrays.amplitude.write_shard(shard)? {
@@ -155,6 +199,29 @@ impl IngestTask {
                 .write_chunk(&header_indices, &aux.headers)?;
         }
         Ok((bytes_read, errors))
+    }
+
+    /// Source bytes this task reads: the live traces of its block, whole.
+    pub fn source_bytes(&self, geometry: &Geometry, trace_len: u64) -> u64 {
+        let nt = self.shape.len() - 1;
+        let extent: Vec<u64> = (0..nt)
+            .map(|d| {
+                let lo = self.block[d] * self.shard[d];
+                self.shard[d].min(self.shape[d] - lo)
+            })
+            .collect();
+        let mut live = 0u64;
+        for i in 0..extent.iter().product::<u64>() {
+            let idx = unravel(i, &extent);
+            let mut global = 0u64;
+            for d in 0..nt {
+                global = global * self.shape[d] + self.block[d] * self.shard[d] + idx[d];
+            }
+            if geometry.trace_of_cell[global as usize] != crate::segy::MISSING_TRACE {
+                live += 1;
+            }
+        }
+        live * trace_len
     }
 
     /// This task narrowed to the one shard along the samples at `z` (of
@@ -184,6 +251,7 @@ impl IngestTask {
         source: &SegyFile,
         geometry: &Geometry,
         shards: &mut [ShardBuilder],
+        progress: &Progress,
     ) -> Result<(u64, Option<Aux>)> {
         let nt = self.shape.len() - 1;
         let (trace_shape, block_shape) = (&self.shape[..nt], &self.shard[..nt]);
@@ -225,7 +293,7 @@ impl IngestTask {
 
         let bps = source.format.bytes();
         let trace_len = source.trace_len;
-        let max_run = (MAX_READ_BYTES / trace_len).max(1) as usize;
+        let max_run = (self.read_bytes / trace_len).max(1) as usize;
         let mut buffer = Vec::new();
         let mut decoded = vec![0u8; ns as usize * elem];
         let mut bytes_read = 0u64;
@@ -241,8 +309,10 @@ impl IngestTask {
             }
             let run = &placed[start..end];
             buffer.resize(run.len() * trace_len as usize, 0);
+            progress.check()?;
             source.read_at(&mut buffer, source.trace_offset(run[0].trace))?;
             bytes_read += buffer.len() as u64;
+            progress.add(buffer.len() as u64);
             for (k, p) in run.iter().enumerate() {
                 let trace = &buffer[k * trace_len as usize..(k + 1) * trace_len as usize];
                 let (header, samples) = trace.split_at(TRACE_HEADER_LEN);

@@ -19,6 +19,15 @@ pub const SHARD_TARGET_BYTES: u64 = 16 << 20;
 /// Shards never grow past this many bytes (an ingest holds whole shards).
 pub const SHARD_MAX_BYTES: u64 = 256 << 20;
 
+/// What an ingest task holds per trace of its block besides the samples:
+/// the header (240), two coordinates (16) and the mask (1), and their
+/// encoded copies.
+pub const INGEST_BYTES_PER_TRACE: u64 = 2 * (240 + 16 + 1);
+
+/// A shard's encoded copy, relative to its bytes (an ingest task encodes
+/// and writes its shards one at a time).
+pub const ENCODED_FACTOR: f64 = 1.1;
+
 impl Layout {
     /// Check the layout against an array shape.
     pub fn check(&self, shape: &[u64]) -> Result<(), String> {
@@ -78,6 +87,40 @@ impl Layout {
                 .product()
         };
         (count(&self.inner), count(&self.shard))
+    }
+
+    /// Bytes of a column of shards: one shard's extent over every dimension
+    /// but the last, and the whole last one.
+    pub fn column_bytes(&self, shape: &[u64], elem: usize) -> u64 {
+        let last = shape.len() - 1;
+        let across: u64 = self.shard[..last].iter().product();
+        across * shape[last].div_ceil(self.shard[last]) * self.shard[last] * elem as u64
+    }
+
+    /// The memory an ingest task holds to read its block of traces once: a
+    /// column of shards, one encoded shard, and the per-trace buffers.
+    pub fn ingest_task_bytes(&self, shape: &[u64], elem: usize) -> u64 {
+        let last = shape.len() - 1;
+        let traces: u64 = self.shard[..last].iter().product();
+        self.column_bytes(shape, elem)
+            + (ENCODED_FACTOR * self.shard_bytes(elem) as f64) as u64
+            + traces * INGEST_BYTES_PER_TRACE
+    }
+
+    /// This layout with shards narrowed over the dimensions but the last
+    /// (halving the one holding the most chunks, in turn) until an ingest
+    /// task's memory ([`Layout::ingest_task_bytes`]) is at most `limit`;
+    /// `None` when even one inner chunk's column is too large.
+    pub fn fit_ingest_task(&self, shape: &[u64], elem: usize, limit: u64) -> Option<Layout> {
+        let last = shape.len() - 1;
+        let mut fitted = self.clone();
+        while fitted.ingest_task_bytes(shape, elem) > limit {
+            let d = (0..last)
+                .filter(|&d| fitted.shard[d] > self.inner[d])
+                .max_by_key(|&d| fitted.shard[d] / self.inner[d])?;
+            fitted.shard[d] = (fitted.shard[d] / self.inner[d]).div_ceil(2) * self.inner[d];
+        }
+        Some(fitted)
     }
 
     /// `16x16x16/128x128x256`: the form `--layout` takes and plans print.
@@ -183,8 +226,8 @@ pub fn shard_fitting(
     (bytes <= SHARD_MAX_BYTES).then_some(shard)
 }
 
-/// The chunk shape formula published in reference 001 ("Optimising jHDF /
-/// chunk shape"): split the volume into about equal numbers of chunks of
+/// The chunk shape formula published in the Pyrus chunk-shape study (see
+/// docs/references.md): split the volume into about equal numbers of chunks of
 /// `target_bytes` along each axis, squash the chunk by `ratio` in the last
 /// (vertical) dimension, and stretch it by `asymmetry` along the first
 /// (inline) dimension at the expense of the second. Published defaults:
@@ -231,12 +274,45 @@ impl Default for Reference001 {
 }
 
 #[cfg(test)]
+mod column_tests {
+    use super::*;
+
+    #[test]
+    fn a_task_too_large_is_narrowed_over_the_trace_dimensions_only() {
+        let shape = [600, 800, 1000];
+        let wide = Layout {
+            inner: vec![12, 16, 24],
+            shard: vec![600, 800, 24],
+        };
+        assert_eq!(wide.column_bytes(&shape, 4), 600 * 800 * 1008 * 4);
+        let fitted = wide.fit_ingest_task(&shape, 4, 256 << 20).unwrap();
+        assert!(fitted.ingest_task_bytes(&shape, 4) <= 256 << 20);
+        assert_eq!(fitted.inner, wide.inner);
+        assert_eq!(fitted.shard[2], 24);
+        fitted.check(&shape).unwrap();
+        // Still as wide as the bound allows: doubling back would not fit.
+        assert!(fitted.shard[0] * fitted.shard[1] * 2 * 1008 * 4 > 256 << 20);
+    }
+
+    #[test]
+    fn a_task_that_fits_is_left_alone_and_one_that_cannot_fit_is_refused() {
+        let shape = [64, 64, 100];
+        let layout = Layout {
+            inner: vec![8, 8, 10],
+            shard: vec![32, 32, 50],
+        };
+        assert_eq!(layout.fit_ingest_task(&shape, 4, u64::MAX).unwrap(), layout);
+        assert!(layout.fit_ingest_task(&shape, 4, 8 * 8 * 100 * 4).is_none());
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn reference_001_reproduces_the_published_volume() {
-        // Reference 001's survey: 1966 inlines x 1103 crosslines x 3001
+        // The Pyrus chunk-shape study's survey: 1966 inlines x 1103 crosslines x 3001
         // samples of float32. Worked by hand from the published code:
         // 6.507e9 samples / 524288 per chunk -> 12413 chunks -> 24 per axis;
         // 1966/24*sqrt(2)*2.5 = 289.6, 1103/24*sqrt(2)/2.5 = 25.99,

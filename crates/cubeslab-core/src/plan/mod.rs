@@ -5,7 +5,7 @@
 //! * [`measure`]: measuring a profile.
 //! * [`access`]: the reads a layout serves (inline, time slice, spectra, ...).
 //! * [`cost`]: the predicted time of any read under any layout.
-//! * [`layout`]: chunk and shard shapes, shard rules, reference 001's formula.
+//! * [`layout`]: chunk and shard shapes, shard rules, the Pyrus chunk-shape formula.
 //! * [`optimize`]: the search for the layout whose slowest access is fastest.
 //! * [`stored`]: an existing array as the model sees it.
 //! * [`strategy`]: `--layout` names: `auto`, `cube:N`, `reference-001`, shapes.

@@ -19,7 +19,7 @@ use super::{
 };
 
 /// Stored bytes beyond the data's own may be at most this share of them
-/// (reference 003 saw padding double a file): padding, and each chunk's
+/// (the OpenMSI HDF5 study saw padding double a file): padding, and each chunk's
 /// checksum and index entry.
 pub const MAX_PADDING: f64 = 0.02;
 
@@ -114,6 +114,11 @@ pub struct Planner {
     /// Chunk sides are multiples of this, or the whole dimension: the codec
     /// works in blocks of this side (ZFP: 4) and pads partial ones.
     pub block: u64,
+    /// Shards are narrowed until an ingest task (see
+    /// [`Layout::ingest_task_bytes`]) needs at most this many bytes, so that
+    /// an ingest reads its source once within its memory bound;
+    /// `u64::MAX`: no bound.
+    pub ingest_task_limit: u64,
 }
 
 /// One access's predicted cost under a layout.
@@ -158,6 +163,14 @@ pub struct Evaluated {
 }
 
 impl Planner {
+    /// `layout` with its shards narrowed to the ingest task's bound, if it can be.
+    pub fn fit(&self, layout: Layout, shape: &[u64], elem: usize) -> Option<Layout> {
+        if self.ingest_task_limit == u64::MAX {
+            return Some(layout);
+        }
+        layout.fit_ingest_task(shape, elem, self.ingest_task_limit)
+    }
+
     /// Predict every access of the mix for `layout` on an array of `shape`.
     pub fn evaluate(&self, shape: &[u64], elem: usize, layout: &Layout) -> Evaluated {
         let array = StoredArray {
@@ -213,9 +226,13 @@ impl Planner {
         let inners = inner_candidates(shape, elem, self.block, self.codec.ratio());
         let mut first: Vec<Evaluated> = inners
             .par_iter()
-            .map(|inner| {
-                let layout = Layout::with_default_shards(inner.clone(), shape, elem);
-                self.evaluate(shape, elem, &layout)
+            .filter_map(|inner| {
+                let layout = self.fit(
+                    Layout::with_default_shards(inner.clone(), shape, elem),
+                    shape,
+                    elem,
+                )?;
+                Some(self.evaluate(shape, elem, &layout))
             })
             .collect();
         sort(&mut first);
@@ -235,9 +252,12 @@ impl Planner {
                     .filter_map(|(a, _)| shard_fitting(&a.window(shape), &l.inner, elem));
                 grown
                     .chain(fitting)
-                    .map(|shard| Layout {
-                        inner: l.inner.clone(),
-                        shard,
+                    .filter_map(|shard| {
+                        let layout = Layout {
+                            inner: l.inner.clone(),
+                            shard,
+                        };
+                        self.fit(layout, shape, elem)
                     })
                     .filter(|c| c != l)
                     .collect::<Vec<_>>()
@@ -393,6 +413,7 @@ mod tests {
             codec: ChunkCodec::Raw { crc: true },
             state: CacheState::Both,
             block: 1,
+            ingest_task_limit: u64::MAX,
         }
     }
 

@@ -12,7 +12,7 @@ pub enum Strategy {
     Auto,
     /// Cubes of this side (clipped to the array), default shards.
     Cube(u64),
-    /// Reference 001's published formula, default shards.
+    /// The Pyrus chunk-shape study's published formula, default shards.
     Reference001(Reference001),
     /// Inner chunks given, default shards.
     Chunks(Vec<u64>),
@@ -113,7 +113,10 @@ impl Strategy {
                 .zip(shape)
                 .map(|(&c, &n)| c.clamp(1, n.max(1)))
                 .collect();
-            Layout::with_default_shards(inner, shape, elem)
+            let layout = Layout::with_default_shards(inner, shape, elem);
+            // Narrowed to the ingest's column bound where it can be; where it
+            // cannot, the ingest reads its source more than once.
+            planner.fit(layout.clone(), shape, elem).unwrap_or(layout)
         };
         let layout = match self {
             Self::Auto => {

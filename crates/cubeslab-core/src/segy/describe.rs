@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use super::{
     binary_header_fields, Endian, Geometry, ScanOptions, SegyFile, SegyOptions, TextEncoding,
 };
-use crate::{config::Parallelism, error::Result};
+use crate::{config::Parallelism, error::Result, progress::Progress};
 
 /// Open `path`, scan its trace headers, and describe file and geometry as JSON.
 pub fn describe(
@@ -17,7 +17,7 @@ pub fn describe(
     parallelism: Parallelism,
 ) -> Result<Value> {
     let file = SegyFile::open(path, segy)?;
-    let geometry = Geometry::scan(&file, scan, parallelism)?;
+    let geometry = Geometry::scan(&file, scan, parallelism, &Progress::default())?;
     let range = |v: &[i64]| json!({"count": v.len(), "first": v.first(), "last": v.last()});
     let (major, minor) = file.binary.revision();
     Ok(json!({

@@ -5,7 +5,10 @@
 use rayon::prelude::*;
 
 use super::{file::header_field, SegyError, SegyFile, TRACE_HEADER_LEN};
-use crate::{config::Parallelism, error::Result};
+use crate::{config::Parallelism, error::Result, progress::Progress};
+
+/// Traces scanned between reports to the progress (and checks for a stop).
+const PROGRESS_TRACES: u64 = 1024;
 
 /// Marks a grid cell that no trace fills.
 pub const MISSING: u64 = u64::MAX;
@@ -65,8 +68,14 @@ impl Geometry {
         self.trace_of_cell.len() as u64 - self.live
     }
 
-    /// Scan every trace header of `file`.
-    pub fn scan(file: &SegyFile, options: &ScanOptions, parallelism: Parallelism) -> Result<Self> {
+    /// Scan every trace header of `file`; `progress` counts the traces and
+    /// may stop the scan.
+    pub fn scan(
+        file: &SegyFile,
+        options: &ScanOptions,
+        parallelism: Parallelism,
+        progress: &Progress,
+    ) -> Result<Self> {
         let endian = file.endian();
         let positions = [
             options.inline_byte,
@@ -90,12 +99,17 @@ impl Geometry {
                 .map_init(
                     || [0u8; TRACE_HEADER_LEN],
                     |header, i| {
+                        if i % PROGRESS_TRACES == PROGRESS_TRACES - 1 {
+                            progress.check()?;
+                            progress.add(PROGRESS_TRACES);
+                        }
                         file.read_at(header, file.trace_offset(i))?;
                         Ok(positions.map(|b| header_field(header, b, 4, endian)))
                     },
                 )
                 .collect::<Result<_>>()
         })?;
+        progress.add(file.traces % PROGRESS_TRACES);
         Self::from_keys(file, &keys, options)
     }
 

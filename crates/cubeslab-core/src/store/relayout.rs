@@ -1,6 +1,9 @@
 //! Copying an array into another of the same shape and type but another
-//! layout (an orientation copy): each destination shard is filled chunk by
-//! chunk with reads from the source, then written whole and atomically.
+//! layout (an orientation copy). The destination's shards are taken in
+//! groups whose window spans whole chunks of the source along every
+//! dimension: each group's window is read in one parallel read (every
+//! source chunk decoded and checked about once in all), then its shards
+//! are cut from it, encoded and written whole and atomically, in parallel.
 
 use rayon::prelude::*;
 
@@ -8,17 +11,20 @@ use super::{ReadOptions, StoreError, ZarrArray};
 use crate::{
     config::Parallelism,
     error::Result,
-    window::{unravel, DimRange, Window},
+    progress::Progress,
+    window::{strides, unravel, DimRange, Window},
 };
 
 impl ZarrArray {
     /// Fill this (sharded) array with the contents of `source`, holding at
-    /// most about `memory_limit` bytes of shards at once.
+    /// most about `memory_limit` bytes of buffers at once; `progress`
+    /// counts the bytes written and may stop the copy.
     pub fn copy_from(
         &self,
         source: &ZarrArray,
         parallelism: Parallelism,
         memory_limit: u64,
+        progress: &Progress,
     ) -> Result<()> {
         if source.shape() != self.shape() || source.dtype() != self.dtype() {
             return Err(StoreError::Unsupported {
@@ -33,76 +39,121 @@ impl ZarrArray {
             }
             .into());
         }
+        let shape = self.shape().to_vec();
+        let nd = shape.len();
+        let elem = self.dtype().size();
         let grid = self.chunk_grid_shape();
-        let n_shards: u64 = grid.iter().product();
-        let shard_bytes = self.chunk_shape().iter().product::<u64>() * self.dtype().size() as u64;
-        // Each worker holds one shard (and its encoded copy) at a time.
-        let workers =
-            (memory_limit / (2 * shard_bytes).max(1)).clamp(1, parallelism.threads as u64) as usize;
+        let shard = self.chunk_shape().to_vec();
+        let source_chunk = source
+            .inner_chunk_shape()
+            .unwrap_or(source.chunk_shape())
+            .to_vec();
+        let shard_bytes = shard.iter().product::<u64>() * elem as u64;
+        // Each worker holds a shard and its encoded copy beside the window.
+        let workers_bytes = 2 * shard_bytes * parallelism.threads as u64;
+        let mut group: Vec<u64> = (0..nd)
+            .map(|d| source_chunk[d].div_ceil(shard[d]).clamp(1, grid[d]))
+            .collect();
+        let window_bytes = |g: &[u64]| -> u64 {
+            (0..nd)
+                .map(|d| (g[d] * shard[d]).min(shape[d]))
+                .product::<u64>()
+                * elem as u64
+        };
+        while window_bytes(&group) + workers_bytes > memory_limit {
+            let Some(d) = (0..nd).filter(|&d| group[d] > 1).max_by_key(|&d| group[d]) else {
+                break;
+            };
+            group[d] = group[d].div_ceil(2);
+        }
+        let groups: Vec<u64> = (0..nd).map(|d| grid[d].div_ceil(group[d])).collect();
         let read = ReadOptions {
-            parallelism: Parallelism::resolve(Some(1), Some(parallelism.in_flight)),
+            parallelism,
             verify: true,
         };
-        let nd = grid.len();
-        Parallelism::resolve(Some(workers), None)
-            .pool()
-            .install(|| {
-                (0..n_shards).into_par_iter().try_for_each(|s| {
-                    let indices = &unravel(s, &grid)[..nd];
-                    let mut builder = self.shard_builder(indices)?;
-                    let inner = builder.inner_shape().to_vec();
-                    let cps = builder.chunks_per_shard().to_vec();
-                    let elem = self.dtype().size();
-                    let mut scratch = Vec::new();
-                    for i in 0..cps.iter().product::<u64>() {
-                        let pos = unravel(i, &cps);
-                        let window = Window {
-                            dims: (0..nd)
-                                .map(|d| {
-                                    let start = (indices[d] * cps[d] + pos[d]) * inner[d];
-                                    let stop = (start + inner[d]).min(self.shape()[d]);
-                                    DimRange::new(start.min(stop), stop)
-                                })
-                                .collect(),
-                        };
-                        let Some(chunk) = builder.chunk_mut(i as usize) else {
-                            continue; // wholly outside the array
-                        };
-                        let sides = window.shape();
-                        if sides == inner {
-                            source.read_into(&window, chunk, &read)?;
-                        } else {
-                            // An edge chunk: read the part inside, place its rows.
-                            scratch.resize(window.num_elements() as usize * elem, 0);
-                            source.read_into(&window, &mut scratch, &read)?;
-                            place_rows(&scratch, &sides, chunk, &inner, elem);
+        let mut buffer = Vec::new();
+        for g in 0..groups.iter().product::<u64>() {
+            progress.check()?;
+            let at = unravel(g, &groups);
+            let first: Vec<u64> = (0..nd).map(|d| at[d] * group[d]).collect();
+            let window = Window {
+                dims: (0..nd)
+                    .map(|d| {
+                        let start = first[d] * shard[d];
+                        DimRange::new(start, ((first[d] + group[d]) * shard[d]).min(shape[d]))
+                    })
+                    .collect(),
+            };
+            let sides = window.shape();
+            buffer.resize(window.num_elements() as usize * elem, 0);
+            source.read_into(&window, &mut buffer, &read)?;
+            let held: Vec<u64> = (0..nd).map(|d| group[d].min(grid[d] - first[d])).collect();
+            let buffer = &buffer;
+            parallelism.pool().install(|| {
+                (0..held.iter().product::<u64>())
+                    .into_par_iter()
+                    .try_for_each(|k| {
+                        let pos = unravel(k, &held);
+                        let indices: Vec<u64> = (0..nd).map(|d| first[d] + pos[d]).collect();
+                        let mut builder = self.shard_builder(&indices)?;
+                        let inner = builder.inner_shape().to_vec();
+                        let cps = builder.chunks_per_shard().to_vec();
+                        let mut written = 0u64;
+                        for i in 0..cps.iter().product::<u64>() {
+                            let c = unravel(i, &cps);
+                            // The chunk's corner inside the window, and its sides there.
+                            let mut corner = vec![0u64; nd];
+                            let mut extent = vec![0u64; nd];
+                            for d in 0..nd {
+                                let start = (indices[d] * cps[d] + c[d]) * inner[d];
+                                let stop = (start + inner[d]).min(shape[d]);
+                                corner[d] = start - window.dims[d].start;
+                                extent[d] = stop.saturating_sub(start);
+                            }
+                            let Some(chunk) = builder.chunk_mut(i as usize) else {
+                                continue; // wholly outside the array
+                            };
+                            copy_block(buffer, &sides, &corner, chunk, &inner, &extent, elem);
+                            written += extent.iter().product::<u64>() * elem as u64;
                         }
-                    }
-                    // A copy's errors against its (already decoded) source are not
-                    // the data's errors: those are the main array's, recorded at ingest.
-                    self.write_shard(builder).map(|_| ())
-                })
-            })
+                        // A copy's errors against its (already decoded) source are not
+                        // the data's errors: those are the main array's, recorded at ingest.
+                        self.write_shard(builder)?;
+                        progress.add(written);
+                        Ok::<(), crate::Error>(())
+                    })
+            })?;
+        }
+        Ok(())
     }
 }
 
-/// Copy a C-order block of `sides` into the corner of a C-order chunk of `inner`.
-fn place_rows(block: &[u8], sides: &[u64], chunk: &mut [u8], inner: &[u64], elem: usize) {
-    let nd = sides.len();
-    let row = sides[nd - 1] as usize * elem;
-    if row == 0 {
+/// Copy the block of `extent` at `corner` of a C-order array of `from_shape`
+/// into the corner of a C-order chunk of `to_shape`, row by row.
+fn copy_block(
+    from: &[u8],
+    from_shape: &[u64],
+    corner: &[u64],
+    to: &mut [u8],
+    to_shape: &[u64],
+    extent: &[u64],
+    elem: usize,
+) {
+    let nd = extent.len();
+    let row = extent[nd - 1] as usize * elem;
+    if row == 0 || extent.contains(&0) {
         return;
     }
-    let rows = sides[..nd - 1].iter().product::<u64>();
-    for r in 0..rows {
-        let idx = unravel(r, &sides[..nd - 1]);
-        let mut at = 0u64;
+    let (from_strides, to_strides) = (strides(from_shape), strides(to_shape));
+    for r in 0..extent[..nd - 1].iter().product::<u64>() {
+        let idx = unravel(r, &extent[..nd - 1]);
+        let (mut src, mut dst) = (corner[nd - 1] * from_strides[nd - 1], 0u64);
         for d in 0..nd - 1 {
-            at = at * inner[d] + idx[d];
+            src += (corner[d] + idx[d]) * from_strides[d];
+            dst += idx[d] * to_strides[d];
         }
-        let dst = (at * inner[nd - 1]) as usize * elem;
-        let src = r as usize * row;
-        chunk[dst..dst + row].copy_from_slice(&block[src..src + row]);
+        let (src, dst) = (src as usize * elem, dst as usize * elem);
+        to[dst..dst + row].copy_from_slice(&from[src..src + row]);
     }
 }
 
@@ -117,9 +168,61 @@ mod tests {
 
     use crate::{
         config::Parallelism,
+        progress::Progress,
         store::{ArraySpec, DType, ReadOptions, ZarrArray, SERIAL_BYTES},
         window::{DimRange, Window},
     };
+
+    #[test]
+    fn a_copy_into_another_layout_holds_the_same_values_edges_included() {
+        let dir = tempfile::tempdir().unwrap();
+        let shape = vec![13u64, 7, 29];
+        let spec = |chunks: Vec<u64>, inner: Vec<u64>| ArraySpec {
+            shape: shape.clone(),
+            dtype: DType::Float32,
+            chunk_shape: chunks,
+            inner_chunks: Some(inner),
+            codecs: Vec::new(),
+            dimension_names: vec!["a".into(), "b".into(), "c".into()],
+            fill_value: DType::Float32.default_fill(),
+            attributes: Default::default(),
+        };
+        let from = ZarrArray::create(
+            dir.path().join("from"),
+            &spec(vec![8, 4, 12], vec![4, 2, 6]),
+        )
+        .unwrap();
+        let n = shape.iter().product::<u64>() as usize;
+        let data: Vec<u8> = (0..n).flat_map(|i| (i as f32).to_ne_bytes()).collect();
+        from.write_array(&data, Parallelism::resolve(Some(2), None))
+            .unwrap();
+        for (chunks, inner, limit) in [
+            (vec![1, 7, 29], vec![1, 7, 29], 1 << 30),
+            (vec![13, 7, 1], vec![13, 7, 1], 1 << 30),
+            (vec![6, 3, 10], vec![3, 3, 5], 4096),
+        ] {
+            let to = ZarrArray::create(
+                dir.path().join(format!("to{}", chunks[0])),
+                &spec(chunks, inner),
+            )
+            .unwrap();
+            let progress = Progress::default();
+            progress.begin("copy", crate::progress::Unit::Bytes, n as u64 * 4, 0);
+            to.copy_from(&from, Parallelism::resolve(Some(2), None), limit, &progress)
+                .unwrap();
+            assert_eq!(progress.snapshot().done, n as u64 * 4);
+            let mut out = vec![0u8; n * 4];
+            let whole = Window {
+                dims: shape.iter().map(|&s| DimRange::new(0, s)).collect(),
+            };
+            let options = ReadOptions {
+                parallelism: Parallelism::resolve(Some(1), None),
+                verify: true,
+            };
+            to.read_into(&whole, &mut out, &options).unwrap();
+            assert!(out == data);
+        }
+    }
 
     thread_local! {
         /// Tasks of the test's pool running on this thread's stack right now.

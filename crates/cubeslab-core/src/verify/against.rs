@@ -12,6 +12,7 @@ use crate::{
     config::Parallelism,
     error::Result,
     ingest::{rebuild_shards, Layout, AMPLITUDE},
+    progress::Progress,
     segy::{Geometry, ScanOptions, SegyFile, SegyOptions},
     store::{ReadOptions, ShardBuilder, StoreError, ZarrArray},
     window::{strides, unravel},
@@ -47,7 +48,7 @@ pub fn compare_with_segy(
 ) -> Result<Comparison> {
     let amplitude = ZarrArray::open(store.join(AMPLITUDE))?;
     let source = SegyFile::open(source, segy)?;
-    let geometry = Geometry::scan(&source, scan, parallelism)?;
+    let geometry = Geometry::scan(&source, scan, parallelism, &Progress::default())?;
     let mut shape = geometry.trace_shape();
     shape.push(source.samples as u64);
     if shape != amplitude.shape() {

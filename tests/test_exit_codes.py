@@ -1,0 +1,135 @@
+"""What the ``cubeslab`` command tells the shell, run as a subprocess of the installed entry point:
+0 success, 1 a cubeslab error (named), 2 a usage error (the option named, no traceback), 130 an
+interrupt (with a line on --resume), and never a success for a store that has problems."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import cubeslab
+from cubeslab.synthetic import SyntheticSurvey, write_segy
+
+CLI = Path(sys.executable).parent / "cubeslab"
+
+
+def cubeslab_cli(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([str(CLI), *map(str, args)], capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture
+def small_store(segy_dir, tmp_path):
+    store = tmp_path / "small.zarr"
+    cubeslab.ingest(segy_dir / "small.sgy", store)
+    return store
+
+
+def test_version_prints_the_package_version_and_exits_0():
+    result = cubeslab_cli("--version")
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"cubeslab {cubeslab.__version__}"
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["ingest", "{src}", "{out}", "--memory-limit", "1 furlong"], "--memory-limit"),
+        (["ingest", "{src}", "{out}", "--memory-limit", "-5MiB"], "--memory-limit"),
+        (["ingest", "{src}", "{out}", "--threads", "abc"], "--threads"),
+        (["ingest", "{src}", "{out}", "--layout", "pyramid"], "--layout"),
+        (["ingest", "{src}", "{out}", "--endian", "middle"], "--endian"),
+        (["demo", "--size", "medium"], "--size"),
+        (["read", "{out}", "--inline", "1", "-o", "il.txt"], "--output"),
+        (["ingest", "{src}", "{out}", "--no-such-option"], "--no-such-option"),
+    ],
+)
+def test_a_bad_option_value_is_a_usage_error_naming_the_option(segy_dir, tmp_path, args, option):
+    filled = [a.format(src=segy_dir / "small.sgy", out=tmp_path / "out.zarr") for a in args]
+    result = cubeslab_cli(*filled)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert option in result.stderr, result.stderr
+    assert not (tmp_path / "out.zarr").exists()
+
+
+def test_memory_limit_takes_binary_units_with_or_without_the_i(segy_dir, tmp_path):
+    from cubeslab.cli import parse_size
+
+    assert parse_size("1G") == parse_size("1GiB") == 1 << 30
+    assert parse_size("512m") == 512 << 20
+    assert parse_size("2e9") == 2_000_000_000
+    assert parse_size("1.5 GB") == 1_500_000_000
+
+
+def test_a_cubeslab_error_exits_1_with_a_message_naming_the_file(tmp_path):
+    missing = tmp_path / "no-such.sgy"
+    result = cubeslab_cli("ingest", missing, tmp_path / "out.zarr")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert "no-such.sgy" in result.stderr
+
+
+def test_verify_of_a_corrupted_store_exits_1_saying_problems_found(small_store):
+    shard = next(p for p in (small_store / "amplitude" / "c").rglob("*") if p.is_file())
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 3] ^= 0xFF
+    shard.write_bytes(bytes(data))
+    result = cubeslab_cli("verify", small_store)
+    assert result.returncode == 1, result.stdout
+    assert "problems found" in result.stdout
+
+
+def test_verify_of_an_incomplete_store_exits_1(small_store):
+    shard = next(p for p in (small_store / "amplitude" / "c").rglob("*") if p.is_file())
+    shard.unlink()
+    result = cubeslab_cli("verify", small_store)
+    assert result.returncode == 1, result.stdout
+    assert "problems found" in result.stdout
+
+
+def test_verify_of_a_good_store_exits_0_and_lists_no_absent_shards(small_store):
+    result = cubeslab_cli("verify", small_store, "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    import json
+
+    report = json.loads(result.stdout)
+    absent = {name: a["absent_shards"] for name, a in report["arrays"].items() if a["absent_shards"]}
+    assert absent == {}
+
+
+def test_ctrl_c_during_an_ingest_exits_130_says_resume_and_leaves_an_incomplete_store(tmp_path):
+    src = tmp_path / "big.sgy"
+    survey = SyntheticSurvey(200, 200, 1000)  # 160 MB of samples: seconds on one thread
+    write_segy(src, survey)
+    store = tmp_path / "big.zarr"
+    proc = subprocess.Popen(
+        [str(CLI), "ingest", str(src), str(store), "--threads", "1", "--compress", "zstd:9"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "COLUMNS": "120"},
+    )
+    deadline = time.monotonic() + 60
+    # Interrupt once the store exists, i.e. after the scan, while shards are being written.
+    while not (store / "amplitude" / "zarr.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert "--resume" in stderr
+    with pytest.raises(cubeslab.IncompleteStoreError):
+        cubeslab.open(store)
+    resumed = cubeslab_cli("ingest", src, store, "--resume", "--threads", "1", "--compress", "zstd:9")
+    assert resumed.returncode == 0, resumed.stderr
+    with cubeslab.open(store) as cube:
+        np.testing.assert_array_equal(cube[7], survey.volume()[7])
+        np.testing.assert_array_equal(cube[:, :, 500], survey.volume()[:, :, 500])

@@ -1,0 +1,100 @@
+"""What an ingest tells its user while it runs and after: each phase with a true total, warnings
+as Python warnings, and a source read once by default."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import segyio
+
+import cubeslab
+from cubeslab.ingest import Phase
+from cubeslab.synthetic import SyntheticSurvey, write_segy
+
+TRACE_HEADER = 240
+
+
+@pytest.fixture(scope="module")
+def survey(tmp_path_factory):
+    path = tmp_path_factory.mktemp("progress") / "survey.sgy"
+    write_segy(path, SyntheticSurvey(40, 30, 120))
+    return path
+
+
+def test_every_phase_is_reported_in_order_and_counts_to_its_true_total(survey, tmp_path):
+    seen: list[Phase] = []
+    cubeslab.ingest(
+        survey, tmp_path / "s.zarr", compress="zfp:snr=30", views=["inline", "time"], progress=seen.append
+    )
+    names = list(dict.fromkeys(p.name for p in seen))
+    assert names == [
+        "scan headers",
+        "tune compression",
+        "write volume",
+        "write amplitude_inline",
+        "write amplitude_time",
+    ]
+    with segyio.open(survey) as f:
+        traces, samples = f.tracecount, len(f.samples)
+    final = {p.name: p for p in seen}  # the last report of each phase
+    assert (final["scan headers"].unit, final["scan headers"].total) == ("items", traces)
+    assert final["write volume"].unit == "bytes"
+    assert final["write volume"].total == traces * (TRACE_HEADER + 4 * samples)
+    for view in ("write amplitude_inline", "write amplitude_time"):
+        assert final[view].total == traces * samples * 4
+    for phase in final.values():
+        assert phase.done == phase.total, phase
+    assert all(p.done <= p.total for p in seen)
+    numbers = [p.number for p in seen]
+    assert numbers == sorted(numbers)
+
+
+def test_the_default_ingest_reads_its_source_once(survey, tmp_path):
+    summary = cubeslab.ingest(survey, tmp_path / "s.zarr")
+    assert summary["source_passes"] == 1
+
+
+def test_an_ingest_warning_is_a_python_warning(segy_dir, tmp_path):
+    with pytest.warns(cubeslab.IngestWarning, match="samples per trace"):
+        summary = cubeslab.ingest(segy_dir / "f3-lsb.sgy", tmp_path / "s.zarr")
+    assert summary["warnings"]
+
+
+def test_a_small_memory_limit_plans_shards_that_fit_it_and_reads_the_source_once(tmp_path):
+    src = tmp_path / "wide.sgy"
+    survey = SyntheticSurvey(200, 160, 400)  # 51 MB of samples
+    write_segy(src, survey)
+    limit = 8 << 20
+    summary = cubeslab.ingest(src, tmp_path / "s.zarr", memory_limit=limit)
+    assert summary["source_passes"] == 1
+    _inner, shard = ([int(x) for x in side.split("x")] for side in summary["plan"]["layout"].split("/"))
+    column = shard[0] * shard[1] * 400 * 4
+    assert column <= limit
+    with cubeslab.open(tmp_path / "s.zarr") as cube:
+        np.testing.assert_array_equal(cube[:, 80, :], survey.volume()[:, 80, :])
+
+
+def test_a_large_ingest_onto_an_unprofiled_disk_measures_a_quick_profile_once(survey, tmp_path, monkeypatch):
+    import cubeslab.plan
+
+    profiles = tmp_path / "profiles"
+    monkeypatch.setenv("CUBESLAB_PROFILE_DIR", str(profiles))
+    monkeypatch.setenv("CUBESLAB_AUTO_PROFILE", "1")
+    monkeypatch.setattr(cubeslab.plan, "AUTO_PROFILE_MIN_BYTES", survey.stat().st_size)
+    seen: list[Phase] = []
+    cubeslab.ingest(survey, tmp_path / "a.zarr", progress=seen.append)
+    assert seen[0].name == "measure this disk (once)"
+    saved = cubeslab.plan.profile_path(tmp_path)
+    assert saved.is_file()
+    assert json.loads(saved.read_text())["quick"] is True
+    stamp = saved.stat().st_mtime_ns
+    again: list[Phase] = []
+    cubeslab.ingest(survey, tmp_path / "b.zarr", progress=again.append)
+    assert "measure this disk (once)" not in {p.name for p in again}
+    assert saved.stat().st_mtime_ns == stamp
+    monkeypatch.setattr(cubeslab.plan, "AUTO_PROFILE_MIN_BYTES", survey.stat().st_size + 1)
+    monkeypatch.setenv("CUBESLAB_PROFILE_DIR", str(tmp_path / "other"))
+    cubeslab.ingest(survey, tmp_path / "c.zarr")  # smaller than the threshold: nothing measured
+    assert not (tmp_path / "other").exists()

@@ -1,0 +1,58 @@
+"""The README's Python examples run verbatim on the survey that ``make demo`` writes.
+
+``make demo`` writes ``demo-data/synthetic-full.sgy`` (300 x 400 x 600). To stay fast, the test writes
+the demo's *small* survey under that name instead: it numbers inlines, crosslines and samples as the
+full one does and is smaller along every axis, so every label and position that exists in it exists in
+the full survey too (asserted below), and an example that runs on it runs on the full one.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cubeslab.demo import SIZES
+from cubeslab.synthetic import SyntheticSurvey, write_segy
+
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+DEMO_DIR = "demo-data"  # the Makefile's `cubeslab demo --dir demo-data`
+DEMO_SGY = f"{DEMO_DIR}/synthetic-full.sgy"  # where run_demo writes the full survey in it
+
+
+def python_blocks() -> list[tuple[int, str]]:
+    """Every ```python block of the README, with the line it starts on."""
+    text = README.read_text()
+    return [
+        (text.count("\n", 0, match.start(1)), match.group(1))
+        for match in re.finditer(r"^```python\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
+    ]
+
+
+def test_the_readme_has_a_python_example_on_the_demo_survey():
+    blocks = python_blocks()
+    assert blocks
+    assert any(DEMO_SGY in code for _, code in blocks)
+    assert f"demo --dir {DEMO_DIR}" in (REPO / "Makefile").read_text()
+
+
+def test_the_small_survey_has_only_labels_the_full_one_has():
+    small, full = SyntheticSurvey(*SIZES["small"]), SyntheticSurvey(*SIZES["full"])
+    assert all(s <= f for s, f in zip(small.shape, full.shape, strict=True))
+    assert np.isin(small.inlines, full.inlines).all()
+    assert np.isin(small.crosslines, full.crosslines).all()
+    assert small.dt_us == full.dt_us  # same sample times: 0, 4, ... ms (no delay written)
+
+
+@pytest.mark.parametrize(
+    "start, code", python_blocks(), ids=lambda v: f"line {v + 1}" if isinstance(v, int) else ""
+)
+def test_readme_python_example_runs(start, code, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / DEMO_DIR).mkdir()
+    write_segy(tmp_path / DEMO_SGY, SyntheticSurvey(*SIZES["small"]))
+    # padded so that a traceback names the README's own line numbers
+    exec(compile("\n" * start + code, str(README), "exec"), {"__name__": "__readme__"})
