@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMPS := .stamps
 ENGINE_SOURCES := Cargo.toml $(wildcard Cargo.lock) $(shell find crates -name '*.rs' -o -name Cargo.toml)
 
-.PHONY: help demo test bench bench-plan bench-compress fuzz lint build wheel rust-test py-test clean
+.PHONY: help demo test bench bench-ingest bench-plan bench-compress fuzz lint build wheel rust-test py-test clean
 .DEFAULT_GOAL := help
 
 help: ## List the targets
@@ -62,8 +62,12 @@ py-test: build $(STAMPS)/system ## Python tests (API, CLI, round trips against s
 
 test: lint rust-test py-test ## Everything CI runs
 
-bench: build ## All benchmark studies at small size: bench/report/ (JSON, PNGs, report.html)
+bench: build ## The benchmark studies at small size (bench/report/), then ingest speed and the default layout (bench/results/ingest.*)
 	OPENBLAS_NUM_THREADS=1 $(VENV)/bin/cubeslab bench all --size small --out bench/report --data bench/data
+	$(PY) bench/ingest.py
+
+bench-ingest: build ## Ingest speed and the default layout against a profiled one: bench/results/ingest.{json,md}
+	$(PY) bench/ingest.py
 
 bench-compress: build ## Compression against seismic-zfp, MDIO, OpenVDS: bench/results/compress.{json,md,png}
 	$(PY) bench/compress.py --size $(or $(SIZE),small)

@@ -203,15 +203,25 @@ def test_zfp_store_opens_through_the_engine(ingest_cube, segy_dir):
     source = cubeslab.open(ingest_cube(segy_dir / "f3.sgy").path)[...]
     assert np.abs(ds["amplitude"].values - source).max() <= 0.01
     assert np.array_equal(ds["inline"].values, cube.coords["inline"])
-    codec = amplitude_codec(cube.path)
-    if codec == "zfp":
-        # zarrs' own zfp codec: zarr-python knows no such codec, and xarray's Zarr engine fails on
-        # the whole group (coordinates included) when it opens it
-        with pytest.raises(zarr.errors.UnknownCodecError, match="zfp"):
-            xr.open_zarr(cube.path)
-    else:  # numcodecs' zfpy, which zarr-python decodes (bit for bit the same as cubeslab)
-        assert codec == "numcodecs.zfpy"
-        assert np.array_equal(xr.open_zarr(cube.path)["amplitude"].values, cube[...])
+    # numcodecs' zfpy, which zarr-python decodes bit for bit as cubeslab does
+    assert amplitude_codec(cube.path) == "numcodecs.zfpy"
+    assert np.array_equal(xr.open_zarr(cube.path)["amplitude"].values, cube[...])
+
+
+def test_info_names_the_readers_of_each_zfp_store_and_they_do_read_it(ingest_cube, segy_dir):
+    from cubeslab.cli import store_report
+
+    readable = ingest_cube(segy_dir / "f3.sgy", compress="zfp:rate=8")
+    assert "zarr-python / xarray.open_zarr" in store_report(readable.path)["readable_by"]
+    assert np.array_equal(zarr.open_array(readable.path / "amplitude")[...], readable[...])
+    # ZFP's expert mode exists only in zarrs' own codec: cubeslab and its xarray engine read it
+    expert = ingest_cube(segy_dir / "f3.sgy", compress="zfp:minbits=1,maxbits=200,maxprec=64,minexp=-10")
+    assert amplitude_codec(expert.path) == "zfp"
+    assert store_report(expert.path)["readable_by"] == ["cubeslab", 'xarray engine="cubeslab"']
+    with pytest.raises(zarr.errors.UnknownCodecError, match="zfp"):
+        xr.open_zarr(expert.path)
+    ds = xr.open_dataset(expert.path, engine=ENGINE)
+    assert np.array_equal(ds["amplitude"].values, expert[...])
 
 
 # -- other stores -----------------------------------------------------------------------------------

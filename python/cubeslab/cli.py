@@ -31,7 +31,7 @@ from rich.table import Table
 from rich.text import Text
 
 from . import bench_cli, plan_cli
-from .codecs import COMPRESSION_HELP
+from .codecs import COMPRESSION_HELP, readers
 from .errors import CubeslabError, IngestWarning, SelectionError
 from .ingest import Phase
 from .plan import check_access, check_compress, check_dtype
@@ -260,6 +260,7 @@ def store_report(store: Path) -> dict:
             "chunks": list(amplitude.chunks),
             "shards": list(amplitude.shards) if amplitude.shards else None,
             "codecs": [c["name"] for c in amplitude.metadata.get("codecs", [])],
+            "readable_by": readers(amplitude.metadata.get("codecs", [])),
             "size_bytes": size,
             "data_bytes": amplitude.nbytes,
             "volume_bytes": volume,

@@ -29,3 +29,44 @@ def with_max_error(compress: str | None, max_error: str | float | None) -> str |
             "(or give zfp:tolerance=... instead of --max-error)"
         )
     return f"zfp:max-error={max_error}"
+
+
+TOOLS = ("cubeslab", "zarr-python / xarray.open_zarr", 'xarray engine="cubeslab"', "TensorStore")
+"""The readers :func:`readers` answers for, in the order it lists them."""
+
+_EVERYONE = frozenset(TOOLS)
+_NUMCODECS = frozenset(TOOLS[:3])
+READERS = {
+    **dict.fromkeys(("bytes", "crc32c", "sharding_indexed", "zstd", "gzip", "blosc", "transpose"), _EVERYONE),
+    # numcodecs' codecs: zarr-python registers them; TensorStore has neither.
+    "numcodecs.bitround": _NUMCODECS,
+    "numcodecs.zfpy": _NUMCODECS,
+    # zarrs' own ZFP codec (expert mode): only zarrs, so cubeslab and its xarray backend.
+    "zfp": frozenset(TOOLS[0:1] + TOOLS[2:3]),
+}
+"""Which tools decode each Zarr v3 codec (by its name in ``zarr.json``)."""
+
+
+def codec_names(codecs: list[dict]) -> list[str]:
+    """Every codec name in a chain, the sharding codec's inner and index chains included."""
+    names = []
+    for codec in codecs:
+        names.append(codec.get("name", ""))
+        configuration = codec.get("configuration") or {}
+        for key in ("codecs", "index_codecs"):
+            names += codec_names(configuration.get(key, []))
+    return names
+
+
+def readers(codecs: list[dict]) -> list[str]:
+    """The tools that read an array whose codec chain is ``codecs``.
+
+    >>> readers([{"name": "bytes"}, {"name": "zstd", "configuration": {"level": 3}}])
+    ['cubeslab', 'zarr-python / xarray.open_zarr', 'xarray engine="cubeslab"', 'TensorStore']
+    >>> readers([{"name": "numcodecs.zfpy", "configuration": {"mode": 4, "tolerance": 0.1}}])
+    ['cubeslab', 'zarr-python / xarray.open_zarr', 'xarray engine="cubeslab"']
+    """
+    able = set(TOOLS)
+    for name in codec_names(codecs):
+        able &= READERS.get(name, {"cubeslab"})
+    return [tool for tool in TOOLS if tool in able]
