@@ -31,6 +31,7 @@ def test_every_phase_is_reported_in_order_and_counts_to_its_true_total(survey, t
     names = list(dict.fromkeys(p.name for p in seen))
     assert names == [
         "scan headers",
+        "plan layout",
         "tune compression",
         "write volume",
         "write amplitude_inline",
@@ -98,3 +99,37 @@ def test_a_large_ingest_onto_an_unprofiled_disk_measures_a_quick_profile_once(su
     monkeypatch.setenv("CUBESLAB_PROFILE_DIR", str(tmp_path / "other"))
     cubeslab.ingest(survey, tmp_path / "c.zarr")  # smaller than the threshold: nothing measured
     assert not (tmp_path / "other").exists()
+
+
+def test_the_amplitude_statistics_are_recorded_as_mdio_records_them(segy_dir, mdio_f3, tmp_path):
+    with pytest.warns(cubeslab.IngestWarning):
+        cubeslab.ingest(segy_dir / "f3.sgy", tmp_path / "f3.zarr")
+    with segyio.open(segy_dir / "f3.sgy") as f:
+        cube = segyio.tools.cube(f).astype(np.float64)
+    ours = json.loads(cubeslab.open(tmp_path / "f3.zarr").to_xarray().amplitude.attrs["statsV1"])
+    assert ours["count"] == cube.size
+    assert ours["sum"] == cube.sum() and ours["sumSquares"] == (cube**2).sum()
+    assert (ours["min"], ours["max"]) == (cube.min(), cube.max())
+    mdio = json.loads(json.loads((mdio_f3 / "amplitude" / "zarr.json").read_text())["attributes"]["statsV1"])
+    for key in ("sum", "sumSquares", "min", "max"):
+        assert ours[key] == mdio[key], key
+
+
+def test_units_are_recorded_on_the_vertical_axis_and_the_coordinates(segy_dir, tmp_path):
+    with pytest.warns(cubeslab.IngestWarning):
+        cubeslab.ingest(segy_dir / "f3.sgy", tmp_path / "t.zarr")
+    ds = cubeslab.open(tmp_path / "t.zarr").to_xarray()
+    assert ds["time"].attrs["unitsV1"] == {"time": "ms"}
+    assert ds["cdp_x"].attrs["unitsV1"] == {"length": "m"}
+    cubeslab.ingest(segy_dir / "small.sgy", tmp_path / "d.zarr", vertical="depth")
+    assert cubeslab.open(tmp_path / "d.zarr").to_xarray()["depth"].attrs["unitsV1"] == {"length": "m"}
+
+
+def test_a_resumed_ingest_records_no_statistics_it_did_not_gather(survey, tmp_path):
+    store = tmp_path / "r.zarr"
+    job = cubeslab._engine.Ingest(str(survey), str(store), json.dumps({"layout": "8x8x40/8x8x120"}))
+    job.step(1)
+    del job  # stopped after one task: the store stays incomplete
+    summary = cubeslab.ingest(survey, store, layout="8x8x40/8x8x120", resume=True)
+    assert summary["state"] == "complete"
+    assert "statsV1" not in json.loads((store / "amplitude" / "zarr.json").read_text())["attributes"]

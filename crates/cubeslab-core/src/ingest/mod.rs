@@ -16,11 +16,13 @@
 //! marked incomplete.
 
 mod rebuild;
+mod stats;
 mod survey;
 mod task;
 
 pub use crate::plan::Layout;
 pub(crate) use rebuild::rebuild_shards;
+pub use stats::AmplitudeStats;
 pub use survey::{SurveyNames, AMPLITUDE, FILE_HEADER, RAW_HEADERS, TRACE_MASK};
 
 use std::path::{Path, PathBuf};
@@ -141,6 +143,9 @@ pub struct Ingest {
     views: Vec<ZarrArray>,
     attributes: Map<String, Value>,
     progress: Progress,
+    /// Statistics of the samples this run decoded; `None` for a resumed
+    /// run, which does not decode the tasks an earlier run finished.
+    stats: Option<AmplitudeStats>,
     /// Errors of the lossy chunks written by this run.
     errors: Option<ChunkErrors>,
     /// Held until the store is complete, or the ingest is dropped.
@@ -194,6 +199,7 @@ impl Ingest {
             block: options.compression.block_side(),
             ingest_task_limit: task_budget(options.memory_limit, options.parallelism.threads),
         };
+        progress.begin("plan layout", Unit::Items, 1, 0);
         let plan = options
             .layout
             .choose(&shape, dtype.size(), &planner)
@@ -201,6 +207,7 @@ impl Ingest {
                 path: store.clone(),
                 what,
             })?;
+        progress.add(1);
         let layout = plan[0].layout.clone();
         layout
             .check(&shape)
@@ -365,6 +372,7 @@ impl Ingest {
             views: view_arrays,
             attributes,
             progress: progress.clone(),
+            stats: (done == 0).then(AmplitudeStats::default),
             errors: None,
             _lock: lock,
         })
@@ -395,7 +403,10 @@ impl Ingest {
                 .map(|t| t.run(source, geometry, arrays, progress))
                 .collect::<Result<Vec<_>>>()
         })?;
-        for (_, errors) in done {
+        for (stats, errors) in done {
+            if let Some(all) = self.stats.as_mut() {
+                all.merge(&stats);
+            }
             if let Some(e) = errors {
                 self.errors
                     .get_or_insert_with(ChunkErrors::default)
@@ -452,6 +463,12 @@ impl Ingest {
                     .cloned();
                 view["stored_bytes"] = bytes.unwrap_or(Value::Null);
             }
+        }
+        if let Some(stats) = &self.stats {
+            // As MDIO records them, where readers of MDIO stores look.
+            let mut extra = Map::new();
+            extra.insert("statsV1".into(), stats.to_stats_v1());
+            self.arrays.amplitude.add_attributes(&extra)?;
         }
         c["state"] = json!("complete");
         if self.durability == Durability::Synced {

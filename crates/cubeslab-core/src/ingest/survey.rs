@@ -243,19 +243,20 @@ pub(super) fn create_arrays(
                 },
             )
         };
+    let length = source.binary.length_unit();
     let arrays = TaskArrays {
         trace_mask: per_trace(TRACE_MASK, DType::Bool, None, json!({}))?,
         cdp_x: per_trace(
             "cdp_x",
             DType::Float64,
             None,
-            json!({"unitsV1": {"length": "m"}}),
+            json!({"unitsV1": {"length": length}}),
         )?,
         cdp_y: per_trace(
             "cdp_y",
             DType::Float64,
             None,
-            json!({"unitsV1": {"length": "m"}}),
+            json!({"unitsV1": {"length": length}}),
         )?,
         raw_headers: per_trace(
             RAW_HEADERS,
@@ -268,6 +269,20 @@ pub(super) fn create_arrays(
 
     // 1-D coordinates.
     let coordinate = |name: &str, dtype: DType, bytes: Vec<u8>, n: usize| -> Result<()> {
+        // MDIO's unit attribute, on the vertical axis: time in ms, depth in the file's length unit.
+        let attributes = if name == names.vertical {
+            let unit = if name == "time" {
+                json!({"time": "ms"})
+            } else {
+                json!({"length": length})
+            };
+            json!({"unitsV1": unit})
+                .as_object()
+                .cloned()
+                .unwrap_or_default()
+        } else {
+            Map::new()
+        };
         let array = ZarrArray::create(
             store.join(name),
             &ArraySpec {
@@ -278,7 +293,7 @@ pub(super) fn create_arrays(
                 codecs: Vec::new(),
                 dimension_names: vec![name.to_string()],
                 fill_value: dtype.default_fill(),
-                attributes: Map::new(),
+                attributes,
             },
         )?;
         array.write_array(&bytes, Parallelism::resolve(Some(1), None))

@@ -10,7 +10,7 @@ use crate::{
     window::{strides, unravel},
 };
 
-use super::Layout;
+use super::{stats::AmplitudeStats, Layout};
 
 /// The arrays tasks write into.
 pub(crate) struct TaskArrays {
@@ -167,7 +167,7 @@ impl IngestTask {
         geometry: &Geometry,
         arrays: &TaskArrays,
         progress: &Progress,
-    ) -> Result<(u64, Option<ChunkErrors>)> {
+    ) -> Result<(AmplitudeStats, Option<ChunkErrors>)> {
         let mut shards: Vec<ShardBuilder> = self
             .z_shards
             .clone()
@@ -177,7 +177,7 @@ impl IngestTask {
                 arrays.amplitude.shard_builder(&indices)
             })
             .collect::<Result<_>>()?;
-        let (bytes_read, aux) = self.fill(source, geometry, &mut shards, progress)?;
+        let (_, aux, stats) = self.fill(source, geometry, &mut shards, progress)?;
         let mut errors: Option<ChunkErrors> = None;
         for shard in shards {
             if let Some(e) = arrays.amplitude.write_shard(shard)? {
@@ -198,7 +198,7 @@ impl IngestTask {
                 .raw_headers
                 .write_chunk(&header_indices, &aux.headers)?;
         }
-        Ok((bytes_read, errors))
+        Ok((stats, errors))
     }
 
     /// Source bytes this task reads: the live traces of its block, whole.
@@ -252,7 +252,7 @@ impl IngestTask {
         geometry: &Geometry,
         shards: &mut [ShardBuilder],
         progress: &Progress,
-    ) -> Result<(u64, Option<Aux>)> {
+    ) -> Result<(u64, Option<Aux>, AmplitudeStats)> {
         let nt = self.shape.len() - 1;
         let (trace_shape, block_shape) = (&self.shape[..nt], &self.shard[..nt]);
         let lo: Vec<u64> = (0..nt).map(|d| self.block[d] * block_shape[d]).collect();
@@ -297,6 +297,7 @@ impl IngestTask {
         let mut buffer = Vec::new();
         let mut decoded = vec![0u8; ns as usize * elem];
         let mut bytes_read = 0u64;
+        let mut stats = AmplitudeStats::default();
         let mut start = 0;
         while start < placed.len() {
             // A run of traces that are consecutive in the file.
@@ -333,6 +334,7 @@ impl IngestTask {
                     wanted,
                     self.dtype,
                 );
+                stats.add_bytes(wanted, self.dtype);
                 for (j, z) in self.z_shards.clone().enumerate() {
                     for kz in 0..cps[nt] {
                         let z0 = z * sz + kz * inner[nt];
@@ -355,7 +357,7 @@ impl IngestTask {
             start = end;
         }
 
-        Ok((bytes_read, aux))
+        Ok((bytes_read, aux, stats))
     }
 }
 

@@ -73,6 +73,17 @@ impl BinaryHeader {
         (self.int(byte, 2) as u16) as u64
     }
 
+    /// The unit of lengths (coordinates, depths), as the measurement system
+    /// code (byte 3255) says: `ft` for 2, else `m` (1, and unset, as most
+    /// files leave it, mean metres).
+    pub fn length_unit(&self) -> &'static str {
+        if self.int(3255, 2) == 2 {
+            "ft"
+        } else {
+            "m"
+        }
+    }
+
     /// SEG-Y revision as (major, minor).
     pub fn revision(&self) -> (u8, u8) {
         (self.raw[300], self.raw[301])

@@ -168,6 +168,22 @@ impl ZarrArray {
         Self::open(dir)
     }
 
+    /// Add `extra` to the attributes in the array's `zarr.json`, rewritten
+    /// atomically (this handle keeps the metadata it was opened with).
+    pub fn add_attributes(&self, extra: &serde_json::Map<String, Value>) -> Result<()> {
+        let path = self.dir.join("zarr.json");
+        let mut metadata = super::read_metadata(&self.dir)?;
+        let attributes = metadata
+            .as_object_mut()
+            .ok_or_else(|| metadata_error(&self.dir, String::from("zarr.json is not an object")))?
+            .entry("attributes")
+            .or_insert_with(|| Value::Object(Default::default()));
+        if let Some(map) = attributes.as_object_mut() {
+            map.extend(extra.clone());
+        }
+        write_json_atomic(&path, &metadata, Durability::Cached)
+    }
+
     /// Directory of the array.
     pub fn path(&self) -> &Path {
         &self.dir
