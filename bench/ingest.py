@@ -13,7 +13,11 @@
    that read every store in turn, forwards and backwards in turn, so a slow spell of this VM falls on
    all alike.
 
-Usage: python bench/ingest.py [--size full|small] [--runs 5] [--out bench/results]
+With `--baseline SITE` (a folder holding another build of the package, e.g. installed with
+`pip install --no-deps --target SITE cubeslab-*.whl` from an older commit), that build's default and
+views ingests are timed in the same rounds, and its default layout is read beside the others.
+
+Usage: python bench/ingest.py [--size full|small] [--runs 5] [--out bench/results] [--baseline SITE]
 Writes OUT/ingest.json and OUT/ingest.md; the volume is generated once into bench/data.
 """
 
@@ -26,6 +30,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import argparse
 import json
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from contextlib import contextmanager
@@ -64,19 +70,49 @@ def environment(**values: str | None):
                 os.environ[k] = v
 
 
-def ingest_speed(sgy: Path, scratch: Path, runs: int, profile_dir: Path) -> dict:
-    """MB/s of the default ingest and of the ingest with views, warm and cold source, alternating."""
+INGEST = """
+import json, sys, time, cubeslab
+t0 = time.perf_counter()
+summary = cubeslab.ingest(sys.argv[1], sys.argv[2], views=json.loads(sys.argv[3]))
+print(json.dumps({"seconds": time.perf_counter() - t0, "passes": summary.get("source_passes")}))
+"""
+
+
+def timed_ingest(sgy: Path, store: Path, views: list[str], site: Path | None) -> tuple[float, int | None]:
+    """One ingest in a fresh interpreter (``site`` first on its path: another build), timed there. The
+    other build plans with no profile, as a new user's first ingest did before profiles were measured
+    on the fly."""
+    env = dict(os.environ)
+    if site is not None:
+        env["PYTHONPATH"] = str(site)
+        env["CUBESLAB_PROFILE_DIR"] = tempfile.mkdtemp(prefix="cubeslab-bench-baseline-")
+    run = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", INGEST, str(sgy), str(store), json.dumps(views)],
+        env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    return result["seconds"], result["passes"]
+
+
+def ingest_speed(sgy: Path, scratch: Path, runs: int, profile_dir: Path, baseline: Path | None) -> dict:
+    """MB/s of the default ingest and of the ingest with views, warm and cold source, in rounds that
+    take the builds and cases in turn."""
     size = sgy.stat().st_size
-    cases = {"default": {}, "views": {"views": VIEWS}}
+    builds = {"": None} if baseline is None else {"": None, "baseline ": baseline}
+    cases = {
+        f"{b}{c}": (site, views)
+        for b, site in builds.items()
+        for c, views in (("default", []), ("views", VIEWS))
+    }
     times: dict[str, dict[str, list[float]]] = {c: {"warm": [], "cold": []} for c in cases}
-    passes: dict[str, int] = {}
+    passes: dict[str, int | None] = {}
     with environment(CUBESLAB_PROFILE_DIR=str(profile_dir)):
         # What a new user's first ingest measures, measured here beforehand so no timed run includes it.
         measure_profile(scratch, quick=True)
         for r in range(runs):
-            for case, options in cases.items():
+            for case, (site, views) in list(cases.items())[:: 1 if r % 2 == 0 else -1]:
                 for state in ("warm", "cold") if r % 2 == 0 else ("cold", "warm"):
-                    store = scratch / f"speed-{case}.zarr"
+                    store = scratch / "speed.zarr"
                     remove(store)
                     os.sync()
                     if state == "warm":
@@ -84,10 +120,8 @@ def ingest_speed(sgy: Path, scratch: Path, runs: int, profile_dir: Path) -> dict
                     else:
                         evict([sgy])
                     settle()
-                    t0 = time.perf_counter()
-                    summary = cubeslab.ingest(sgy, store, **options)
-                    times[case][state].append(time.perf_counter() - t0)
-                    passes[case] = summary["source_passes"]
+                    seconds, passes[case] = timed_ingest(sgy, store, views, site)
+                    times[case][state].append(seconds)
                     remove(store)
     out = {}
     for case in cases:
@@ -117,7 +151,9 @@ def write_tensorstore(path: Path, volume: np.ndarray) -> None:
     ts.open(spec).result().write(volume).result()
 
 
-def layouts(sgy: Path, scratch: Path) -> tuple[dict[str, Path], dict[str, str], dict, dict]:
+def layouts(
+    sgy: Path, scratch: Path, baseline: Path | None
+) -> tuple[dict[str, Path], dict[str, str], dict, dict]:
     """The four stores side by side: their paths and layouts, the full profile, and how long the
     profiles took."""
     stores: dict[str, Path] = {}
@@ -141,6 +177,13 @@ def layouts(sgy: Path, scratch: Path) -> tuple[dict[str, Path], dict[str, str], 
                 measured["quick_profile_and_ingest_s"] = time.perf_counter() - t0
         stores[label] = store
         described[label] = summary["plan"]["layout"]
+    if baseline is not None:
+        store = scratch / "layout-baseline.zarr"
+        remove(store)
+        timed_ingest(sgy, store, [], baseline)
+        label = "baseline build's default, no profile"
+        stores[label] = store
+        described[label] = cubeslab.open(store).attributes["cubeslab"]["plan"]["layout"]
     full = empty / "full"
     with environment(CUBESLAB_PROFILE_DIR=str(full)):
         t0 = time.perf_counter()
@@ -211,7 +254,7 @@ def markdown(results: dict) -> str:
     ]
     for case, v in results["ingest"].items():
         lines.append(
-            f"| {case} | {v['source_passes']} | {v['warm']['MB_per_s']:,.0f} "
+            f"| {case} | {v['source_passes'] or ''} | {v['warm']['MB_per_s']:,.0f} "
             f"({v['warm']['min_s']:.2f}-{v['warm']['max_s']:.2f} s) | {v['cold']['MB_per_s']:,.0f} "
             f"({v['cold']['min_s']:.2f}-{v['cold']['max_s']:.2f} s) |"
         )
@@ -253,6 +296,7 @@ def main() -> None:
     parser.add_argument("--size", choices=SIZES, default="full")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--out", type=Path, default=ROOT / "results")
+    parser.add_argument("--baseline", type=Path, help="a folder holding another build of the package")
     args = parser.parse_args()
     shape = SIZES[args.size]
     data = ROOT / "data"
@@ -261,9 +305,11 @@ def main() -> None:
     scratch = data / "ingest-scratch"
     scratch.mkdir(exist_ok=True)
     print(f"ingest speed on {sgy} ...", flush=True)
-    speed = ingest_speed(sgy, scratch, args.runs, Path(tempfile.mkdtemp(prefix="cubeslab-bench-speed-")))
+    speed = ingest_speed(
+        sgy, scratch, args.runs, Path(tempfile.mkdtemp(prefix="cubeslab-bench-speed-")), args.baseline
+    )
     print("layouts ...", flush=True)
-    stores, described, profile, timing = layouts(sgy, scratch)
+    stores, described, profile, timing = layouts(sgy, scratch, args.baseline)
     reads = planes_side_by_side(stores, shape, args.runs)
     # Per-thread copy rate with every thread busy, times the threads; the best cold rate measured.
     memory = profile["memory"]["copy"] * profile["threads"] * 1e-6
