@@ -83,13 +83,14 @@ def timed_ingest(sgy: Path, store: Path, views: list[str], site: Path | None) ->
     other build plans with no profile, as a new user's first ingest did before profiles were measured
     on the fly."""
     env = dict(os.environ)
-    if site is not None:
-        env["PYTHONPATH"] = str(site)
-        env["CUBESLAB_PROFILE_DIR"] = tempfile.mkdtemp(prefix="cubeslab-bench-baseline-")
-    run = subprocess.run(
-        [sys.executable, "-W", "ignore", "-c", INGEST, str(sgy), str(store), json.dumps(views)],
-        env=env, capture_output=True, text=True, check=True,
-    )  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="cubeslab-bench-baseline-") as empty:
+        if site is not None:
+            env["PYTHONPATH"] = str(site)
+            env["CUBESLAB_PROFILE_DIR"] = empty
+        run = subprocess.run(
+            [sys.executable, "-W", "ignore", "-c", INGEST, str(sgy), str(store), json.dumps(views)],
+            env=env, capture_output=True, text=True, check=True,
+        )  # fmt: skip
     result = json.loads(run.stdout.strip().splitlines()[-1])
     return result["seconds"], result["passes"]
 
@@ -159,7 +160,8 @@ def layouts(
     stores: dict[str, Path] = {}
     described: dict[str, str] = {}
     measured: dict = {}
-    empty = Path(tempfile.mkdtemp(prefix="cubeslab-bench-profiles-"))
+    empty = scratch / "profiles"
+    remove(empty)
     runs = {
         "default, new user (quick profile measured)": {"CUBESLAB_PROFILE_DIR": str(empty / "auto")},
         "default, built-in machine": {
@@ -305,9 +307,7 @@ def main() -> None:
     scratch = data / "ingest-scratch"
     scratch.mkdir(exist_ok=True)
     print(f"ingest speed on {sgy} ...", flush=True)
-    speed = ingest_speed(
-        sgy, scratch, args.runs, Path(tempfile.mkdtemp(prefix="cubeslab-bench-speed-")), args.baseline
-    )
+    speed = ingest_speed(sgy, scratch, args.runs, scratch / "profiles-speed", args.baseline)
     print("layouts ...", flush=True)
     stores, described, profile, timing = layouts(sgy, scratch, args.baseline)
     reads = planes_side_by_side(stores, shape, args.runs)

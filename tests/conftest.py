@@ -23,7 +23,8 @@ from cubeslab.synthetic import SyntheticSurvey, write_segy
 
 # Plans made in tests use the built-in typical machine, never a profile the
 # developer measured; tests that measure one write it here.
-os.environ["CUBESLAB_PROFILE_DIR"] = tempfile.mkdtemp(prefix="cubeslab-profiles-")
+_PROFILES = tempfile.TemporaryDirectory(prefix="cubeslab-profiles-")  # removed when the session ends
+os.environ["CUBESLAB_PROFILE_DIR"] = _PROFILES.name
 os.environ.pop("CUBESLAB_PROFILE", None)
 os.environ["CUBESLAB_AUTO_PROFILE"] = "0"
 

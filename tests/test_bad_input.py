@@ -926,3 +926,30 @@ def test_memory_cap_helper_really_caps_allocations():
         [sys.executable, "-c", code, "x", "y"], capture_output=True, text=True, timeout=60
     )
     assert result.returncode != 0 and "MemoryError" in result.stderr
+
+
+def test_garbage_trace_headers_that_grow_the_grid_are_refused_naming_the_traces(synthetic_segy, tmp_path):
+    """Ten of 10,000 trace headers overwritten with random numbers grew a 100 x 100 grid to 110 x 110
+    (2,090 empty cells) without a word."""
+    segy = synthetic_segy(100, 100, 20)
+    rng = np.random.default_rng(5)
+    damaged = sorted(rng.choice(segy.n_traces, 10, replace=False).tolist())
+
+    def garble(raw):
+        for trace in damaged:
+            for byte in (189, 193):
+                segy.set_trace_field(raw, trace, byte, int(rng.integers(-(2**31), 2**31)), 4)
+
+    src = segy.variant("garbled.sgy", garble)
+    message = ingest_fails(src, tmp_path / "g.zarr", cubeslab.GeometryError, ValueError)
+    assert "byte 189" in message and "byte 193" in message
+    assert names(message, damaged[0]), message
+    assert "empty cells" in message
+
+
+def test_a_lone_outlier_header_is_ingested_with_a_warning_naming_its_trace(synthetic_segy, tmp_path):
+    segy = synthetic_segy(100, 100, 20)
+    src = segy.variant("one-odd.sgy", lambda raw: segy.set_trace_field(raw, 4321, 189, 1_999_999_999, 4))
+    with pytest.warns(cubeslab.IngestWarning, match=r"1999999999 \(trace 4321\)"):
+        summary = cubeslab.ingest(src, tmp_path / "o.zarr")
+    assert summary["live_traces"] == segy.n_traces

@@ -106,3 +106,26 @@ def test_a_store_being_written_by_a_live_process_is_not_replaced(tmp_path):
     assert cubeslab.ingest(src, store, overwrite=True)["state"] == "complete"
     assert not (store / ".cubeslab.lock").exists()
     assert cubeslab.open(store).shape == (23, 18, 75)
+
+
+def test_threads_beyond_four_per_core_are_capped_with_a_warning(tmp_path):
+    """A huge CUBESLAB_THREADS made one time slice take 23 s; the engine caps it and says so."""
+    import subprocess
+    import sys
+
+    code = (
+        "import warnings, numpy as np, cubeslab\n"
+        "from cubeslab import _engine\n"
+        "threads, limit = _engine.default_parallelism()[0], _engine.parallelism_limits()[0]\n"
+        "assert threads == limit == 4 * __import__('os').cpu_count(), (threads, limit)\n"
+        f"a = cubeslab.Array.from_numpy({str(tmp_path / 'a.zarr')!r}, np.arange(64.0).reshape(4, 4, 4),\n"
+        "    chunks=(4, 4, 4))\n"
+        "with warnings.catch_warnings(record=True) as seen:\n"
+        "    warnings.simplefilter('always')\n"
+        "    assert a.read((slice(None), 1, slice(None)), threads=100000).shape == (4, 4)\n"
+        "assert any('threads=100000' in str(w.message) for w in seen), seen\n"
+    )
+    env = {**os.environ, "CUBESLAB_THREADS": "4096"}
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "CUBESLAB_THREADS: threads=4096 is more than cubeslab uses" in run.stderr

@@ -105,3 +105,65 @@ def test_resume_without_a_store_starts_afresh(tmp_path, reference):
     store = tmp_path / "f3.zarr"
     assert cubeslab.ingest(SEGY, store, resume=True, **LAYOUT)["state"] == "complete"
     assert_same_survey(store, reference)
+
+
+def test_a_resume_keeps_the_layouts_the_stopped_ingest_chose_though_the_profile_changed(tmp_path):
+    """An `auto` ingest stopped, then a new profile measured: the resume must not plan again (its pick
+    could differ, and the store would mix two layouts or be refused as 'other options')."""
+    from cubeslab.plan import measure_profile, plan
+    from cubeslab.synthetic import SyntheticSurvey, write_segy
+
+    src = tmp_path / "s.sgy"
+    survey = SyntheticSurvey(96, 80, 300)
+    write_segy(src, survey)
+    measure_profile(tmp_path, output=tmp_path / "measured.json", quick=True)
+    # The same machine with a disk a hundred times slower at small requests.
+    slow = json.loads((tmp_path / "measured.json").read_text())
+    slow["io"]["cold"] = [[rate / 100 for rate in row] for row in slow["io"]["cold"][:3]] + slow["io"][
+        "cold"
+    ][3:]
+    (tmp_path / "slow.json").write_text(json.dumps(slow))
+    picks = [
+        plan(survey.shape, profile=tmp_path / p, threads=1)[0]["layout"]
+        for p in ("measured.json", "slow.json")
+    ]
+    assert picks[0] != picks[1], "the two profiles must plan differently for this test to mean anything"
+    store = tmp_path / "s.zarr"
+    options = {"profile": (tmp_path / "measured.json").read_text(), "threads": 1, "views": ["time"]}
+    job = _engine.Ingest(str(src), str(store), json.dumps(options))
+    job.step(1)
+    del job
+    recorded = json.loads((store / "zarr.json").read_text())["attributes"]["cubeslab"]
+    chosen = picks[0]
+    assert recorded["plan"]["layout"] == "/".join("x".join(map(str, chosen[k])) for k in ("inner", "shard"))
+    summary = cubeslab.ingest(
+        src, store, resume=True, profile=tmp_path / "slow.json", threads=1, views=["time"]
+    )
+    assert summary["state"] == "complete"
+    assert summary["plan"]["layout"] == recorded["plan"]["layout"]
+    assert summary["views"]["time"]["layout"] == recorded["views"]["time"]["layout"]
+    with cubeslab.open(store) as cube:
+        np.testing.assert_array_equal(cube[...], survey.volume())
+
+
+@pytest.mark.parametrize("keep_time", [False, True])
+def test_a_source_rewritten_in_place_with_the_same_size_is_refused_on_resume(tmp_path, keep_time):
+    """Path and size alone let a resume mix two surveys into one store marked complete."""
+    import os
+
+    src = tmp_path / "f3.sgy"
+    src.write_bytes(SEGY.read_bytes())
+    store = tmp_path / "f3.zarr"
+    job = _engine.Ingest(str(src), str(store), json.dumps({**LAYOUT, "threads": 1}))
+    job.step(1)
+    del job
+    before = src.stat()
+    data = bytearray(src.read_bytes())
+    first_sample = 3600 + 240  # trace 0's samples: among those the fingerprint checks
+    data[first_sample : first_sample + 4] = bytes(a ^ 0x55 for a in data[first_sample : first_sample + 4])
+    src.write_bytes(bytes(data))
+    if keep_time:
+        os.utime(src, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert src.stat().st_size == before.st_size
+    with pytest.raises(cubeslab.InvalidInputError, match="another source"):
+        cubeslab.ingest(src, store, resume=True, **LAYOUT)

@@ -6,13 +6,15 @@
 """
 
 from . import errors
-from .array import Array, ReadSettings
+from .array import Array, ReadSettings, warn_over_limits_in_environment
 from .cube import Cube, open
 from .errors import *  # noqa: F403 - the exception classes are part of the top-level API
 from .ingest import describe_segy, export, ingest
 from .verify import verify
 
 __version__ = "0.1.0"
+
+warn_over_limits_in_environment()
 
 __all__ = [
     "Array",

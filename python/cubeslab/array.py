@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -27,6 +28,34 @@ class ReadSettings:
     threads: int | None = None
     in_flight: int | None = None
     verify: bool = True
+
+    def __post_init__(self) -> None:
+        warn_over_limits(self.threads, self.in_flight)
+
+
+def warn_over_limits(threads: int | None, in_flight: int | None, where: str = "") -> None:
+    """Warn when ``threads`` or ``in_flight`` pass what the engine uses (it caps them: threads at four
+    per core, beyond which more only contend)."""
+    most_threads, most_in_flight = _engine.parallelism_limits()
+    for name, value, most in (("threads", threads, most_threads), ("in_flight", in_flight, most_in_flight)):
+        if value is not None and value > most:
+            warnings.warn(
+                f"{where}{name}={value} is more than cubeslab uses on this machine; using {most}",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+
+
+def warn_over_limits_in_environment() -> None:
+    """:func:`warn_over_limits` for ``CUBESLAB_THREADS`` and ``CUBESLAB_IN_FLIGHT``."""
+
+    def number(name: str) -> int | None:
+        text = os.environ.get(name, "").strip()
+        return int(text) if text.isdigit() else None
+
+    threads, in_flight = number("CUBESLAB_THREADS"), number("CUBESLAB_IN_FLIGHT")
+    warn_over_limits(threads, None, "CUBESLAB_THREADS: ")
+    warn_over_limits(None, in_flight, "CUBESLAB_IN_FLIGHT: ")
 
 
 Window = tuple[list[int], list[int], list[int]]
@@ -235,6 +264,8 @@ class Array:
         window's shape with integer-indexed dimensions kept as length 1 when
         given in that form, or dropped.
         """
+        if threads is not None or in_flight is not None:
+            warn_over_limits(threads, in_flight)
         (starts, stops, steps), drop, reverse = normalize_key(window, self.shape)
         full_shape = tuple(len(range(a, b, s)) for a, b, s in zip(starts, stops, steps, strict=True))
         shape = tuple(n for d, n in enumerate(full_shape) if d not in drop)

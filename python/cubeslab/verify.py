@@ -9,7 +9,7 @@ from pathlib import Path
 
 from . import _engine
 from .errors import CubeslabError, InvalidInputError
-from .mdio import recheck_unreadable
+from .foreign import recheck_unreadable
 
 
 def verify(

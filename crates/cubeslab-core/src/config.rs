@@ -15,6 +15,13 @@ use rayon::{ThreadPool, ThreadPoolBuilder};
 /// Default number of read requests the engine keeps in flight.
 pub const DEFAULT_IN_FLIGHT: usize = 32;
 
+/// Threads are capped at this many per core: beyond it more threads only
+/// contend (4096 threads made one time slice take 23 s).
+pub const MAX_THREADS_PER_CORE: usize = 4;
+
+/// Requests in flight are capped at this many (far deeper than any device queue).
+pub const MAX_IN_FLIGHT: usize = 4096;
+
 /// Threads and queue depth for one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Parallelism {
@@ -41,8 +48,8 @@ impl Parallelism {
             .or_else(|| env_usize("CUBESLAB_IN_FLIGHT"))
             .unwrap_or(DEFAULT_IN_FLIGHT);
         Self {
-            threads: threads.max(1),
-            in_flight: in_flight.max(1),
+            threads: threads.clamp(1, max_threads()),
+            in_flight: in_flight.clamp(1, MAX_IN_FLIGHT),
         }
     }
 
@@ -74,6 +81,11 @@ impl Parallelism {
         }
         crate::share::share(&self.pool(), self.threads - 1, pieces, run)
     }
+}
+
+/// The most threads a call gets: [`MAX_THREADS_PER_CORE`] per core.
+pub fn max_threads() -> usize {
+    MAX_THREADS_PER_CORE * cores()
 }
 
 /// The number of cores, asked once: the standard library reads cgroup

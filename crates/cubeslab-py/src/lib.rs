@@ -266,6 +266,15 @@ fn default_parallelism() -> (usize, usize) {
     (p.threads, p.in_flight)
 }
 
+/// The most threads a call gets, and the most requests in flight.
+#[pyfunction]
+fn parallelism_limits() -> (usize, usize) {
+    (
+        cubeslab_core::config::max_threads(),
+        cubeslab_core::config::MAX_IN_FLIGHT,
+    )
+}
+
 /// Names of the supported element types.
 #[pyfunction]
 fn dtypes() -> Vec<&'static str> {
@@ -280,6 +289,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(export, m)?)?;
     m.add_function(wrap_pyfunction!(segy_info, m)?)?;
     m.add_function(wrap_pyfunction!(default_parallelism, m)?)?;
+    m.add_function(wrap_pyfunction!(parallelism_limits, m)?)?;
     m.add_function(wrap_pyfunction!(dtypes, m)?)?;
     m.add_class::<plan::CostModel>()?;
     m.add_function(wrap_pyfunction!(plan::measure_profile, m)?)?;

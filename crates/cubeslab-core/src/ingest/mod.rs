@@ -42,6 +42,7 @@ use crate::{
     segy::{Geometry, ScanOptions, SegyFile, SegyOptions},
     store::{sync_tree, DType, Durability, Group, StoreError, StoreLock, ZarrArray},
 };
+use survey::RecordedLayouts;
 pub use task::task_budget;
 use task::{IngestTask, TaskArrays};
 
@@ -199,9 +200,19 @@ impl Ingest {
             block: options.compression.block_side(),
             ingest_task_limit: task_budget(options.memory_limit, options.parallelism.threads),
         };
+        // A resumed `auto` ingest keeps the layouts the stopped one chose:
+        // planned again, on a profile measured since, they could differ. (A
+        // layout given explicitly must match the recorded one, as any option.)
+        let recorded = if resuming && matches!(options.layout, Strategy::Auto) {
+            survey::recorded_layouts(&store)?
+        } else {
+            RecordedLayouts::default()
+        };
         progress.begin("plan layout", Unit::Items, 1, 0);
-        let plan = options
-            .layout
+        let plan = recorded
+            .volume
+            .as_ref()
+            .unwrap_or(&options.layout)
             .choose(&shape, dtype.size(), &planner)
             .map_err(|what| StoreError::Unsupported {
                 path: store.clone(),
@@ -215,12 +226,12 @@ impl Ingest {
                 path: store.clone(),
                 what,
             })?;
-        let views = plan_views(&options.views, &shape, dtype, &planner).map_err(|what| {
-            StoreError::Unsupported {
+        let views = plan_views(&options.views, &shape, dtype, &planner, &recorded.views).map_err(
+            |what| StoreError::Unsupported {
                 path: store.clone(),
                 what,
-            }
-        })?;
+            },
+        )?;
 
         if !dtype_holds(dtype, source.format) {
             return Err(StoreError::Unsupported {
@@ -311,7 +322,7 @@ impl Ingest {
             })
             .collect::<Map<String, Value>>()
             .into();
-        let fingerprint = survey::fingerprint(&source, &amplitude, options);
+        let fingerprint = survey::fingerprint(&source, &amplitude, options)?;
         attributes["cubeslab"]["fingerprint"] = fingerprint.clone();
 
         // Everything that can be checked has been: only now touch the disk.
@@ -502,12 +513,28 @@ fn plan_views(
     shape: &[u64],
     dtype: DType,
     planner: &Planner,
+    recorded: &Map<String, Value>,
 ) -> std::result::Result<Vec<PlannedView>, String> {
     let mut planned: Vec<PlannedView> = Vec::new();
     for text in views {
         let access = Access::parse(text, shape.len())?;
         let name = access.name(shape.len());
         if planned.iter().any(|v| v.access == name) {
+            continue;
+        }
+        if let Some(layout) = recorded.get(&name).and_then(|v| v["layout"].as_str()) {
+            let plan = Strategy::parse(layout)?
+                .choose(shape, dtype.size(), planner)?
+                .remove(0);
+            let array = recorded[&name]["array"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            planned.push(PlannedView {
+                array,
+                access: name,
+                plan,
+            });
             continue;
         }
         let window = access.window(shape);

@@ -10,6 +10,7 @@ use crate::{
     compress::Compression,
     config::Parallelism,
     error::Result,
+    plan::Strategy,
     segy::{binary_header_fields, Endian, Geometry, SegyFile, TextEncoding},
     store::{ArraySpec, DType, Group, StoreError, StoreLock, StoreState, ZarrArray},
 };
@@ -99,7 +100,7 @@ pub(super) fn group_attributes(
             "dtype": dtype.name(),
             "chunk_shape": layout.inner,
             "shard_shape": layout.shard,
-            "warnings": source.warnings,
+            "warnings": source.warnings.iter().chain(&geometry.warnings).collect::<Vec<_>>(),
         }),
     );
     attributes
@@ -135,11 +136,20 @@ pub(super) fn fingerprint(
     source: &SegyFile,
     amplitude: &ArraySpec,
     options: &IngestOptions,
-) -> Value {
+) -> Result<Value> {
     let path = std::fs::canonicalize(source.path()).unwrap_or_else(|_| source.path().to_path_buf());
-    json!({
+    let modified = std::fs::metadata(source.path())
+        .and_then(|m| m.modified())
+        .map_err(|e| crate::Error::io(source.path(), e))?
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    Ok(json!({
         "source": path.display().to_string(),
         "source_bytes": source.len,
+        // A file rewritten in place keeps its path and maybe its size: its
+        // time and a checksum of its headers and sampled traces tell.
+        "source_modified_ns": modified.to_string(),
+        "source_sample_crc32c": content_sample(source)?,
         "endianness": if source.endian() == Endian::Big { "big" } else { "little" },
         "sample_format": source.format.code(),
         "inline_byte": options.scan.inline_byte,
@@ -147,7 +157,49 @@ pub(super) fn fingerprint(
         "offset_byte": options.scan.offset_byte,
         "amplitude": amplitude.metadata(),
         "views": options.views,
-    })
+    }))
+}
+
+/// Traces whose bytes the fingerprint checksums, spread evenly over the file.
+const SAMPLED_TRACES: u64 = 64;
+
+/// crc32c of the file headers and of [`SAMPLED_TRACES`] whole traces (the
+/// first and the last among them): a few hundred KiB read, whatever the size.
+fn content_sample(source: &SegyFile) -> Result<u32> {
+    let mut bytes = vec![0u8; source.trace_offset(0) as usize];
+    source.read_at(&mut bytes, 0)?;
+    let mut trace = vec![0u8; source.trace_len as usize];
+    let last = source.traces.saturating_sub(1);
+    for k in 0..=SAMPLED_TRACES.min(last) {
+        let i = k * last / SAMPLED_TRACES.min(last).max(1);
+        source.read_at(&mut trace, source.trace_offset(i))?;
+        bytes.extend_from_slice(&trace);
+    }
+    Ok(crate::store::crc32c(&bytes))
+}
+
+/// The layouts a stopped ingest recorded in its store: the volume's, and
+/// each view's entry (`{"array", "layout", ...}`) by access name.
+#[derive(Debug, Default)]
+pub(super) struct RecordedLayouts {
+    pub volume: Option<Strategy>,
+    pub views: Map<String, Value>,
+}
+
+/// Read the [`RecordedLayouts`] of the store at `store`.
+pub(super) fn recorded_layouts(store: &Path) -> Result<RecordedLayouts> {
+    let group = Group::open(store)?;
+    let recorded = group.attributes.get("cubeslab");
+    let volume = recorded
+        .and_then(|c| c.pointer("/plan/layout"))
+        .and_then(Value::as_str)
+        .and_then(|text| Strategy::parse(text).ok());
+    let views = recorded
+        .and_then(|c| c.get("views"))
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    Ok(RecordedLayouts { volume, views })
 }
 
 /// Check that the store at `store` is an unfinished ingest of the same

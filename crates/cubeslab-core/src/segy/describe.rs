@@ -37,7 +37,7 @@ pub fn describe(
         "live_traces": geometry.live,
         "missing_traces": geometry.missing(),
         "sorting": geometry.sorting,
-        "warnings": file.warnings,
+        "warnings": file.warnings.iter().chain(&geometry.warnings).collect::<Vec<_>>(),
         "text_header": file.text(),
         "binary_header": binary_header_fields(&file.binary),
     }))

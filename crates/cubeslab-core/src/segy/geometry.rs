@@ -4,7 +4,7 @@
 
 use rayon::prelude::*;
 
-use super::{file::header_field, SegyError, SegyFile, TRACE_HEADER_LEN};
+use super::{file::header_field, outliers, SegyError, SegyFile, TRACE_HEADER_LEN};
 use crate::{config::Parallelism, error::Result, progress::Progress};
 
 /// Bytes of consecutive traces a scan reads at once.
@@ -51,7 +51,83 @@ pub struct Geometry {
     pub live: u64,
     /// Trace order in the file: "inline", "crossline" or "unsorted".
     pub sorting: &'static str,
+    /// What the user should know about the headers (outlier numbers).
+    pub warnings: Vec<String>,
 }
+
+/// Outlier inline or crossline numbers (see [`outliers`]): a warning naming
+/// their traces, or an error when the rows and columns they add are mostly
+/// empty cells, at least [`OUTLIER_EMPTY_SHARE`] of the grid.
+fn check_outliers(
+    keys: &[[i64; 3]],
+    inlines: &[i64],
+    crosslines: &[i64],
+    options: &ScanOptions,
+) -> std::result::Result<Vec<String>, String> {
+    let found = [
+        (
+            "inline",
+            options.inline_byte,
+            outliers::find(keys.iter().map(|k| k[0]), inlines),
+        ),
+        (
+            "crossline",
+            options.crossline_byte,
+            outliers::find(keys.iter().map(|k| k[1]), crosslines),
+        ),
+    ];
+    if found.iter().all(|(_, _, o)| o.is_empty()) {
+        return Ok(Vec::new());
+    }
+    let describe = |name: &str, byte: usize, list: &[outliers::Outlier]| -> String {
+        let shown: Vec<String> = list
+            .iter()
+            .take(5)
+            .map(|o| {
+                let traces: Vec<String> = o.traces.iter().take(3).map(u64::to_string).collect();
+                format!("{} (trace {})", o.value, traces.join(", "))
+            })
+            .collect();
+        let more = if list.len() > 5 {
+            format!(" and {} more", list.len() - 5)
+        } else {
+            String::new()
+        };
+        format!(
+            "{} {name} number(s) at byte {byte} lie off the survey's: {}{more}",
+            list.len(),
+            shown.join(", ")
+        )
+    };
+    let messages: Vec<String> = found
+        .iter()
+        .filter(|(_, _, o)| !o.is_empty())
+        .map(|(name, byte, o)| describe(name, *byte, o))
+        .collect();
+    let cells = inlines.len() as u64 * crosslines.len() as u64;
+    let kept =
+        (inlines.len() - found[0].2.len()) as u64 * (crosslines.len() - found[1].2.len()) as u64;
+    let odd_traces: u64 = found
+        .iter()
+        .flat_map(|(_, _, o)| o.iter().map(|x| x.traces.len() as u64))
+        .sum();
+    let empty_added = (cells - kept).saturating_sub(odd_traces);
+    if empty_added as f64 >= OUTLIER_EMPTY_SHARE * cells as f64 {
+        return Err(format!(
+            "{}: they would add {empty_added} empty cells to the grid ({:.0}% of it). Their trace headers are \
+             probably damaged; repair or remove those traces",
+            messages.join("; "),
+            100.0 * empty_added as f64 / cells as f64
+        ));
+    }
+    Ok(messages
+        .into_iter()
+        .map(|m| format!("{m}; their traces are ingested, in rows or columns of their own"))
+        .collect())
+}
+
+/// Outliers that add at least this share of the grid as empty cells are refused.
+const OUTLIER_EMPTY_SHARE: f64 = 0.05;
 
 impl Geometry {
     /// Shape of the trace grid: (inlines, crosslines[, offsets]).
@@ -136,6 +212,7 @@ impl Geometry {
         };
         let (inlines, crosslines, all_offsets) = (distinct(0), distinct(1), distinct(2));
         let bytes = format!("bytes {}/{}", options.inline_byte, options.crossline_byte);
+        let warnings = check_outliers(keys, &inlines, &crosslines, options).map_err(fail)?;
         if keys.len() > 1 && inlines.len() == 1 && crosslines.len() == 1 {
             return Err(fail(format!(
                 "all {} traces have inline {} and crossline {} ({bytes}): these headers hold no 3D geometry. \
@@ -225,6 +302,7 @@ impl Geometry {
             trace_of_cell,
             live: keys.len() as u64,
             sorting,
+            warnings,
         })
     }
 }

@@ -9,6 +9,7 @@ mod describe;
 mod error;
 mod file;
 mod geometry;
+mod outliers;
 mod sample;
 mod text;
 
