@@ -26,7 +26,7 @@ PROFILE_CODECS = ("zstd:1", "zstd:3", "gzip:5", "blosc-lz4:5", "blosc-zstd:5", "
 """Codecs a profile times (names as ``--compress`` takes them)."""
 
 QUICK = {"file_bytes": 128 << 20, "cell_seconds": 0.03}
-"""Settings of ``--quick``: a smaller scratch file and shorter cells (about 5 s)."""
+"""Settings of ``--quick``: a smaller scratch file and shorter cells (about 10 s on a 2-core VM)."""
 
 AUTO_PROFILE_MIN_BYTES = 256 << 20
 """Sources at least this large get a quick profile of their store's filesystem measured before
@@ -64,7 +64,7 @@ def measure_profile(
 ) -> dict:
     """Measure the filesystem holding ``path`` and the cores; save and return the profile.
 
-    output: where to save it (default: :func:`profile_path`). quick: about 5 s instead of 30.
+    output: where to save it (default: :func:`profile_path`). quick: about 10 s instead of 30.
     """
     from .synthetic import SyntheticSurvey
 

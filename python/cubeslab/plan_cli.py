@@ -69,7 +69,7 @@ def profile_command(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Profile file (default: per user, per filesystem)")
     ] = None,
-    quick: Annotated[bool, typer.Option(help="About 5 s instead of 30 (rougher numbers)")] = False,
+    quick: Annotated[bool, typer.Option(help="About 10 s instead of 30 (rougher numbers)")] = False,
     threads: Annotated[int | None, typer.Option(help="Worker threads (default: all cores)")] = None,
     plot: Annotated[Path | None, typer.Option(help="Write a PNG of throughput against queue depth")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the profile as JSON")] = False,
