@@ -40,7 +40,10 @@ use crate::{
     },
     progress::{Progress, Unit},
     segy::{Geometry, ScanOptions, SegyFile, SegyOptions},
-    store::{sync_tree, DType, Durability, Group, StoreError, StoreLock, ZarrArray},
+    store::{
+        staging_path, sync_tree, DType, Durability, Group, Replacement, StoreError, StoreLock,
+        ZarrArray,
+    },
 };
 use survey::RecordedLayouts;
 pub use task::task_budget;
@@ -150,7 +153,9 @@ pub struct Ingest {
     /// Errors of the lossy chunks written by this run.
     errors: Option<ChunkErrors>,
     /// Held until the store is complete, or the ingest is dropped.
-    _lock: StoreLock,
+    lock: Option<StoreLock>,
+    /// The store this ingest replaces, swapped out when this one is complete.
+    replacement: Option<Replacement>,
 }
 
 impl Ingest {
@@ -163,7 +168,16 @@ impl Ingest {
         progress: &Progress,
     ) -> Result<Self> {
         let store = store.as_ref().to_path_buf();
-        let resuming = options.resume && store.join("zarr.json").is_file();
+        // An existing store is replaced by one written beside it and swapped
+        // in when complete (store/replace.rs); a stopped replacement resumes
+        // there.
+        let staging = staging_path(&store);
+        let replacing = options.overwrite && store.join("zarr.json").is_file();
+        let resuming_replacement =
+            replacing && options.resume && staging.join("zarr.json").is_file();
+        let resuming = resuming_replacement
+            || (options.resume && !replacing && store.join("zarr.json").is_file());
+        let write_to = if replacing { staging } else { store.clone() };
         if store.exists() && !options.overwrite && !resuming {
             // Refuse before the (possibly long) header scan.
             return Err(StoreError::AlreadyExists { path: store }.into());
@@ -204,7 +218,7 @@ impl Ingest {
         // planned again, on a profile measured since, they could differ. (A
         // layout given explicitly must match the recorded one, as any option.)
         let recorded = if resuming && matches!(options.layout, Strategy::Auto) {
-            survey::recorded_layouts(&store)?
+            survey::recorded_layouts(&write_to)?
         } else {
             RecordedLayouts::default()
         };
@@ -326,14 +340,23 @@ impl Ingest {
         attributes["cubeslab"]["fingerprint"] = fingerprint.clone();
 
         // Everything that can be checked has been: only now touch the disk.
-        let lock = if resuming {
-            let lock = survey::check_resumable(&store, &fingerprint)?;
-            survey::remove_temporary_files(&store)?;
-            lock
+        let (lock, replacement) = if resuming {
+            let replacement = if resuming_replacement {
+                Some(Replacement::resume(&store)?)
+            } else {
+                None
+            };
+            let lock = survey::check_resumable(&write_to, &fingerprint)?;
+            survey::remove_temporary_files(&write_to)?;
+            (lock, replacement)
+        } else if replacing {
+            let replacement = Replacement::begin(&store)?;
+            (StoreLock::acquire(&replacement.staging)?, Some(replacement))
         } else {
             Group::prepare_new(&store, options.overwrite)?;
-            StoreLock::acquire(&store)?
+            (StoreLock::acquire(&store)?, None)
         };
+        let store = write_to;
         Group::write(&store, &attributes, Durability::Cached)?;
         // Idempotent: on a resume it rewrites the same metadata and coordinates.
         let arrays =
@@ -385,7 +408,8 @@ impl Ingest {
             progress: progress.clone(),
             stats: (done == 0).then(AmplitudeStats::default),
             errors: None,
-            _lock: lock,
+            lock: Some(lock),
+            replacement,
         })
     }
 
@@ -486,6 +510,10 @@ impl Ingest {
             sync_tree(&self.store)?;
         }
         Group::write(&self.store, &self.attributes, self.durability)?;
+        if let Some(replacement) = self.replacement.take() {
+            self.lock = None; // the staging lock: the old store's is held until the swap
+            replacement.commit(self.durability)?;
+        }
         Ok(self.summary())
     }
 

@@ -34,6 +34,14 @@ pub enum StoreError {
         /// The existing path.
         path: PathBuf,
     },
+    /// Refusing to replace a store whose folder holds files not its own.
+    #[error("{path} holds {file}, which is not part of the store; refusing to replace it (--overwrite deletes the store's own files only): move that file elsewhere first")]
+    ForeignFiles {
+        /// The store.
+        path: PathBuf,
+        /// The first file found that is not the store's.
+        file: PathBuf,
+    },
     /// The ingest that wrote the store did not finish.
     #[error("{path}: store is incomplete (state '{state}'): the ingest that wrote it did not finish; continue it with --resume (same source and options) or start again with --overwrite")]
     Incomplete {
@@ -98,9 +106,9 @@ impl StoreError {
     pub(crate) fn kind(&self) -> ErrorKind {
         match self {
             StoreError::NotFound { .. } => ErrorKind::NotFound,
-            StoreError::AlreadyExists { .. } | StoreError::NotAStore { .. } => {
-                ErrorKind::AlreadyExists
-            }
+            StoreError::AlreadyExists { .. }
+            | StoreError::NotAStore { .. }
+            | StoreError::ForeignFiles { .. } => ErrorKind::AlreadyExists,
             StoreError::Incomplete { .. } => ErrorKind::Incomplete,
             StoreError::Busy { .. } => ErrorKind::Busy,
             StoreError::Metadata { .. } | StoreError::Unsupported { .. } => ErrorKind::InvalidInput,

@@ -1,0 +1,127 @@
+"""`--overwrite` never leaves nothing readable: the old store stays whole until the new one is complete,
+then the two are swapped; files in the store's folder that are not the store's are never deleted."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import cubeslab
+from cubeslab import _engine
+from cubeslab.synthetic import SyntheticSurvey, write_segy
+
+CLI = Path(sys.executable).parent / "cubeslab"
+
+
+@pytest.fixture(scope="module")
+def surveys(tmp_path_factory):
+    """Two surveys of the same shape, different values, and a store of the first."""
+    root = tmp_path_factory.mktemp("overwrite")
+    old, new = SyntheticSurvey(60, 50, 400, seed=1), SyntheticSurvey(60, 50, 400, seed=2)
+    write_segy(root / "old.sgy", old)
+    write_segy(root / "new.sgy", new)
+    return root, old.volume(), new.volume()
+
+
+def fresh_old_store(surveys, tmp_path) -> Path:
+    root, _, _ = surveys
+    store = tmp_path / "survey.zarr"
+    cubeslab.ingest(root / "old.sgy", store, layout="12x10x40/12x10x400")
+    return store
+
+
+def test_an_overwrite_stopped_midway_leaves_the_old_store_whole_and_readable(surveys, tmp_path):
+    root, old, new = surveys
+    store = fresh_old_store(surveys, tmp_path)
+    options = {"overwrite": True, "layout": "12x10x40/12x10x400", "threads": 1}
+    job = _engine.Ingest(str(root / "new.sgy"), str(store), json.dumps(options))
+    job.step(3)
+    with cubeslab.open(store) as cube:  # while the new one is being written
+        np.testing.assert_array_equal(cube[...], old)
+    del job  # stopped
+    with cubeslab.open(store) as cube:
+        np.testing.assert_array_equal(cube[...], old)
+    cubeslab.ingest(root / "new.sgy", store, overwrite=True, resume=True, layout="12x10x40/12x10x400")
+    with cubeslab.open(store) as cube:
+        np.testing.assert_array_equal(cube[...], new)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["survey.zarr"], "no staging folder left"
+
+
+def test_kills_at_random_moments_of_an_overwrite_leave_the_old_or_the_new_store(surveys, tmp_path):
+    root, old, new = surveys
+    store = fresh_old_store(surveys, tmp_path)
+    volumes = {"old.sgy": old, "new.sgy": new}
+    current = old
+    rng = random.Random(11)
+    for _ in range(12):
+        source = rng.choice(sorted(volumes))
+        proc = subprocess.Popen(
+            [str(CLI), "ingest", str(root / source), str(store), "--overwrite", "--threads", "1"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        time.sleep(rng.uniform(0.0, 1.2))
+        proc.send_signal(signal.SIGKILL if rng.random() < 0.7 else signal.SIGINT)
+        proc.wait(timeout=60)
+        with cubeslab.open(store) as cube:  # never missing, never incomplete
+            data = cube[...]
+        # What was there before this overwrite, or all of what it wrote: never a mixture.
+        if not (np.array_equal(data, current) or np.array_equal(data, volumes[source])):
+            pytest.fail(
+                f"after an overwrite with {source} the store holds neither the old nor the new survey"
+            )
+        current = data
+
+
+def test_files_that_are_not_the_stores_are_never_deleted_by_overwrite(surveys, tmp_path):
+    root, old, _ = surveys
+    store = fresh_old_store(surveys, tmp_path)
+    mine = store / "survey.sgy"  # a source kept inside the store's folder
+    mine.write_bytes((root / "new.sgy").read_bytes())
+    with pytest.raises(cubeslab.StoreExistsError, match=r"survey\.sgy"):
+        cubeslab.ingest(mine, store, overwrite=True)
+    assert mine.is_file()
+    with cubeslab.open(store) as cube:
+        np.testing.assert_array_equal(cube[...], old)
+    result = subprocess.run(
+        [str(CLI), "ingest", str(mine), str(store), "--overwrite"], capture_output=True, text=True
+    )
+    assert result.returncode == 1 and "survey.sgy" in result.stderr
+    assert mine.is_file()
+
+
+def test_a_durable_overwrite_flushes_the_folder_after_the_swap(surveys, tmp_path):
+    """The swap is a rename in the store's parent folder: it survives a power cut only once that
+    folder is flushed."""
+    root, _, new = surveys
+    store = fresh_old_store(surveys, tmp_path)
+    code = "import cubeslab, sys\ncubeslab.ingest(sys.argv[1], sys.argv[2], overwrite=True, durable=True)\n"
+    trace = tmp_path / "strace.txt"
+    run = subprocess.run(
+        ["strace", "-f", "-e", "trace=renameat2,fsync,openat", "-o", str(trace),
+         sys.executable, "-c", code, str(root / "new.sgy"), str(store)],
+        capture_output=True, text=True, env={**os.environ, "CUBESLAB_THREADS": "1"},
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    lines = trace.read_text().splitlines()
+    swap = next(i for i, line in enumerate(lines) if "renameat2" in line and "RENAME_EXCHANGE" in line)
+    parent = str(tmp_path)
+    opened_parent = [
+        line.split("= ")[-1].strip()
+        for line in lines[swap:]
+        if "openat" in line and f'"{parent}"' in line and "= " in line
+    ]
+    assert opened_parent, "the parent folder is never opened after the swap"
+    fd = opened_parent[0]
+    assert any(f"fsync({fd})" in line for line in lines[swap:]), "the parent folder is never flushed"
+    with cubeslab.open(store) as cube:
+        np.testing.assert_array_equal(cube[...], new)
