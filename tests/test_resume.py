@@ -167,3 +167,33 @@ def test_a_source_rewritten_in_place_with_the_same_size_is_refused_on_resume(tmp
     assert src.stat().st_size == before.st_size
     with pytest.raises(cubeslab.InvalidInputError, match="another source"):
         cubeslab.ingest(src, store, resume=True, **LAYOUT)
+
+
+@pytest.mark.parametrize("steps_done", [3, 9])
+def test_a_resumed_lossy_ingest_records_the_error_of_the_whole_volume(tmp_path, steps_done):
+    """The recorded error covered only the chunks the resume rewrote (max |error| 21.11 where the volume's
+    is 44.22), or nothing when it rewrote none."""
+    store = tmp_path / "z.zarr"
+    lossy = {**LAYOUT, "compress": "zfp:tolerance=8"}
+    job = _engine.Ingest(str(SEGY), str(store), json.dumps({**lossy, "threads": 1}))
+    for _ in range(steps_done):
+        job.step(1)
+    del job
+    with pytest.warns(cubeslab.IngestWarning):
+        summary = cubeslab.ingest(SEGY, store, resume=True, **lossy)
+    achieved = summary["compression"]["achieved"]
+    against = cubeslab.verify(store, against=SEGY)["against"]
+    assert achieved["max_abs_error"] == against["max_abs_error"]
+    assert achieved["rms_error"] == pytest.approx(against["rms_error"], rel=1e-9)
+    assert (achieved["values"], achieved["chunks"]) == (against["values"], against["chunks"])
+
+
+def test_the_arrays_of_an_unfinished_ingest_are_refused_as_the_store_is(tmp_path):
+    """cubeslab.Array(store / "amplitude") read an unfinished store's missing shards as NaN."""
+    store = tmp_path / "f3.zarr"
+    job = _engine.Ingest(str(SEGY), str(store), json.dumps({**LAYOUT, "threads": 1}))
+    job.step(2)
+    del job
+    for name in ("amplitude", "trace_mask", "cdp_x"):
+        with pytest.raises(cubeslab.IncompleteStoreError, match="--resume"):
+            cubeslab.Array(store / name)

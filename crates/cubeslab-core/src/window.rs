@@ -98,6 +98,18 @@ pub struct Window {
 }
 
 impl Window {
+    /// The elements of the chunk at grid `indices` of chunks of `chunk`, in
+    /// an array of `shape` (edge chunks clipped).
+    pub fn of_chunk(indices: &[u64], chunk: &[u64], shape: &[u64]) -> Window {
+        Window {
+            dims: indices
+                .iter()
+                .zip(chunk)
+                .zip(shape)
+                .map(|((&i, &c), &n)| DimRange::new(i * c, ((i + 1) * c).min(n)))
+                .collect(),
+        }
+    }
     /// The whole of an array of `shape`.
     pub fn full(shape: &[u64]) -> Self {
         Self {

@@ -34,7 +34,7 @@ impl ZarrArray {
     #[new]
     fn open(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
         Ok(Self {
-            inner: engine(py, || CoreArray::open(&path))?,
+            inner: engine(py, || CoreArray::open_to_read(&path))?,
         })
     }
 

@@ -15,12 +15,14 @@
 //! its total, and stops the ingest on request; a stopped store stays
 //! marked incomplete.
 
+mod compare;
 mod rebuild;
 mod stats;
 mod survey;
 mod task;
 
 pub use crate::plan::Layout;
+pub use compare::compare_with_source;
 pub(crate) use rebuild::rebuild_shards;
 pub use stats::AmplitudeStats;
 pub use survey::{SurveyNames, AMPLITUDE, FILE_HEADER, RAW_HEADERS, TRACE_MASK};
@@ -478,6 +480,21 @@ impl Ingest {
                 name.unwrap_or_default(),
                 json!(dir_bytes(&view.path().join("c"))),
             );
+        }
+        let lossy = self.attributes["cubeslab"]["compression"]["lossy"].as_bool() == Some(true);
+        if lossy && self.stats.is_none() {
+            // This run resumed one that had written chunks already: the error
+            // recorded must cover those too, so every chunk is measured again.
+            self.progress
+                .begin("measure compression error", Unit::Items, 1, 0);
+            self.errors = Some(compare_with_source(
+                &self.arrays.amplitude,
+                &self.source,
+                &self.geometry,
+                self.parallelism,
+                self.memory_limit,
+            )?);
+            self.progress.add(1);
         }
         let c = self.attributes.get_mut("cubeslab").expect("set at start");
         let stored = dir_bytes(&self.arrays.amplitude.path().join("c"));

@@ -156,6 +156,19 @@ impl ZarrArray {
         })
     }
 
+    /// Open the array in `dir` to read it: refused, as the store is, when
+    /// the group holding it records an ingest that did not finish (its
+    /// missing shards would read as fill values).
+    pub fn open_to_read(dir: impl AsRef<Path>) -> Result<Self> {
+        let dir = dir.as_ref();
+        if let Some(parent) = dir.parent().filter(|p| p.join("zarr.json").is_file()) {
+            if let Ok(group) = super::Group::open(parent) {
+                group.require_readable()?;
+            }
+        }
+        Self::open(dir)
+    }
+
     /// Create a new array in `dir` (which must not hold one), writing its metadata.
     pub fn create(dir: impl AsRef<Path>, spec: &ArraySpec) -> Result<Self> {
         let dir = dir.as_ref();

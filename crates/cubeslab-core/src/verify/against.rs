@@ -8,14 +8,13 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use crate::{
-    compress::{ChunkErrors, ErrorStats},
+    compress::ChunkErrors,
     config::Parallelism,
     error::Result,
-    ingest::{rebuild_shards, Layout, AMPLITUDE},
+    ingest::{compare_with_source, AMPLITUDE},
     progress::Progress,
     segy::{Geometry, ScanOptions, SegyFile, SegyOptions},
-    store::{ReadOptions, ShardBuilder, StoreError, ZarrArray},
-    window::{strides, unravel},
+    store::{StoreError, ZarrArray},
 };
 
 /// How far a store's amplitudes are from its source's samples.
@@ -62,95 +61,9 @@ pub fn compare_with_segy(
         }
         .into());
     }
-    let shard = amplitude.chunk_shape().to_vec();
-    let layout = Layout {
-        inner: amplitude
-            .inner_chunk_shape()
-            .map_or_else(|| shard.clone(), <[u64]>::to_vec),
-        shard,
-    };
-    let one = ReadOptions {
-        parallelism: Parallelism::resolve(Some(1), Some(parallelism.in_flight)),
-        verify: true,
-    };
-    let per_shard = rebuild_shards(
-        &source,
-        &geometry,
-        &shape,
-        &layout,
-        amplitude.dtype(),
-        amplitude.fill_bytes(),
-        memory_limit,
-        parallelism,
-        |built| compare_shard(&amplitude, &layout, built, &one),
-    )?;
-    let mut errors = ChunkErrors::default();
-    for e in &per_shard {
-        errors.merge(e);
-    }
+    let errors = compare_with_source(&amplitude, &source, &geometry, parallelism, memory_limit)?;
     Ok(Comparison {
         errors,
         traces: geometry.live,
     })
-}
-
-/// Read the shard `built` stands for from the store and compare each inner chunk.
-fn compare_shard(
-    array: &ZarrArray,
-    layout: &Layout,
-    built: &ShardBuilder,
-    options: &ReadOptions,
-) -> Result<ChunkErrors> {
-    let shape = array.shape();
-    let nd = shape.len();
-    let elem = array.dtype().size();
-    let indices = built.indices();
-    let window = super::cell_window(indices, &layout.shard, shape);
-    let extent = window.shape();
-    let mut stored = vec![0u8; window.num_elements() as usize * elem];
-    array.read_into(&window, &mut stored, options)?;
-    let stored_strides = strides(&extent);
-    let inner = &layout.inner;
-    let inner_strides = strides(inner);
-    let cps: Vec<u64> = layout.shard.iter().zip(inner).map(|(s, c)| s / c).collect();
-    let key = array
-        .chunk_path(indices)
-        .strip_prefix(array.path())
-        .map(|p| p.display().to_string())
-        .unwrap_or_default();
-    let mut errors = ChunkErrors::default();
-    for i in 0..cps.iter().product::<u64>() {
-        let Some(chunk) = built.chunk(i as usize) else {
-            continue;
-        };
-        let pos = unravel(i, &cps);
-        // The chunk's part inside the array, compared row by row along the last dimension.
-        let origin: Vec<u64> = (0..nd).map(|d| pos[d] * inner[d]).collect();
-        let sides: Vec<u64> = (0..nd)
-            .map(|d| inner[d].min(extent[d].saturating_sub(origin[d])))
-            .collect();
-        if sides.contains(&0) {
-            continue;
-        }
-        let row = sides[nd - 1] as usize * elem;
-        let rows: u64 = sides[..nd - 1].iter().product();
-        let mut stats = ErrorStats::default();
-        for r in 0..rows {
-            let at = unravel(r, &sides[..nd - 1]);
-            let (mut from_chunk, mut from_store) = (0u64, 0u64);
-            for d in 0..nd - 1 {
-                from_chunk += at[d] * inner_strides[d];
-                from_store += (origin[d] + at[d]) * stored_strides[d];
-            }
-            from_store += origin[nd - 1];
-            let (c, s) = (from_chunk as usize * elem, from_store as usize * elem);
-            stats.merge(&ErrorStats::of_bytes(
-                &chunk[c..c + row],
-                &stored[s..s + row],
-                array.dtype(),
-            ));
-        }
-        errors.add(&format!("{key} (inner chunk {i})"), &stats);
-    }
-    Ok(errors)
 }

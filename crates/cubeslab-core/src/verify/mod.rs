@@ -78,7 +78,7 @@ pub fn check_array(array: &ZarrArray, name: &str, parallelism: Parallelism) -> A
                     let holder = shape.is_empty();
                     return (if holder { None } else { Some(key) }, Vec::new());
                 }
-                let window = cell_window(&indices, shard, shape);
+                let window = Window::of_chunk(&indices, shard, shape);
                 let mut buffer = vec![0u8; window.num_elements() as usize * elem];
                 match array.read_into(&window, &mut buffer, &one) {
                     Ok(()) => (None, Vec::new()),
@@ -153,17 +153,6 @@ fn bad_chunks(
         bad.push((key.to_string(), shard_error.to_string()));
     }
     bad
-}
-
-fn cell_window(indices: &[u64], chunk: &[u64], shape: &[u64]) -> Window {
-    Window {
-        dims: indices
-            .iter()
-            .zip(chunk)
-            .zip(shape)
-            .map(|((&i, &c), &n)| DimRange::new(i * c, ((i + 1) * c).min(n)))
-            .collect(),
-    }
 }
 
 fn relative_key(array_dir: &Path, path: &Path) -> String {
