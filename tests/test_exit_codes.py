@@ -117,8 +117,10 @@ def test_ctrl_c_during_an_ingest_exits_130_says_resume_and_leaves_an_incomplete_
         env={**os.environ, "COLUMNS": "120"},
     )
     deadline = time.monotonic() + 60
-    # Interrupt once the store exists, i.e. after the scan, while shards are being written.
-    while not (store / "amplitude" / "zarr.json").exists() and time.monotonic() < deadline:
+    # Interrupt once the store exists (under its staging name until complete), i.e. after the
+    # scan, while shards are being written.
+    staging = store.with_name(f".{store.name}.cubeslab-new")
+    while not (staging / "amplitude" / "zarr.json").exists() and time.monotonic() < deadline:
         time.sleep(0.01)
     time.sleep(0.2)
     proc.send_signal(signal.SIGINT)

@@ -98,7 +98,8 @@ def test_a_store_being_written_by_a_live_process_is_not_replaced(tmp_path):
         with pytest.raises(cubeslab.StoreBusyError, match=rf"being written by process {writer.pid}") as info:
             cubeslab.ingest(src, store, overwrite=True)
         assert isinstance(info.value, OSError)
-        assert (store / "zarr.json").is_file()  # the writer's store is still there
+        # The writer's store (under its staging name until complete) is still there.
+        assert (store.with_name(f".{store.name}.cubeslab-new") / "zarr.json").is_file()
     finally:
         writer.kill()
         writer.wait()

@@ -72,9 +72,12 @@ def test_an_ingest_killed_mid_way_resumes_to_the_uninterrupted_result(tmp_path, 
         writer.stdout.readline()
     writer.send_signal(signal.SIGKILL)
     writer.wait()
+    # The unfinished store is kept under its staging name, never where readers look.
+    staging = store.with_name(f".{store.name}.cubeslab-new")
+    assert not store.exists() and (staging / "zarr.json").is_file()
     # A file a writer was in the middle of: the resume must clean it, not adopt it.
-    (store / "amplitude" / "c" / "2" / "2").mkdir(parents=True, exist_ok=True)
-    (store / "amplitude" / "c" / "2" / "2" / f"3.{writer.pid}.tmp").write_bytes(b"half a shard")
+    (staging / "amplitude" / "c" / "2" / "2").mkdir(parents=True, exist_ok=True)
+    (staging / "amplitude" / "c" / "2" / "2" / f"3.{writer.pid}.tmp").write_bytes(b"half a shard")
     with pytest.raises(cubeslab.IncompleteStoreError):
         cubeslab.open(store)
     assert cubeslab.ingest(SEGY, store, resume=True, **LAYOUT)["state"] == "complete"
@@ -133,7 +136,8 @@ def test_a_resume_keeps_the_layouts_the_stopped_ingest_chose_though_the_profile_
     job = _engine.Ingest(str(src), str(store), json.dumps(options))
     job.step(1)
     del job
-    recorded = json.loads((store / "zarr.json").read_text())["attributes"]["cubeslab"]
+    staging = store.with_name(f".{store.name}.cubeslab-new")
+    recorded = json.loads((staging / "zarr.json").read_text())["attributes"]["cubeslab"]
     chosen = picks[0]
     assert recorded["plan"]["layout"] == "/".join("x".join(map(str, chosen[k])) for k in ("inner", "shard"))
     summary = cubeslab.ingest(
@@ -197,3 +201,25 @@ def test_the_arrays_of_an_unfinished_ingest_are_refused_as_the_store_is(tmp_path
     for name in ("amplitude", "trace_mask", "cdp_x"):
         with pytest.raises(cubeslab.IncompleteStoreError, match="--resume"):
             cubeslab.Array(store / name)
+
+
+def test_other_tools_cannot_open_an_unfinished_ingest_as_data(tmp_path):
+    """zarr-python and xarray read an unfinished store's missing shards as fill values (61 % NaN):
+    the store is kept under a staging name until complete, so at its path there is nothing to read."""
+    import xarray as xr
+    import zarr
+
+    store = tmp_path / "f3.zarr"
+    job = _engine.Ingest(str(SEGY), str(store), json.dumps({**LAYOUT, "threads": 1}))
+    job.step(2)
+    del job
+    with pytest.raises(FileNotFoundError):
+        zarr.open_group(store, mode="r")
+    with pytest.raises(FileNotFoundError):
+        zarr.open_array(store / "amplitude", mode="r")
+    with pytest.raises(FileNotFoundError):
+        xr.open_zarr(store, consolidated=False)
+    cubeslab.ingest(SEGY, store, resume=True, **LAYOUT)
+    opened = xr.open_zarr(store, consolidated=False)
+    with cubeslab.open(store) as cube:
+        np.testing.assert_array_equal(opened["amplitude"].values, cube[...])

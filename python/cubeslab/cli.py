@@ -32,7 +32,7 @@ from rich.text import Text
 
 from . import bench_cli, plan_cli
 from .codecs import COMPRESSION_HELP, readers
-from .errors import CubeslabError, IngestWarning, SelectionError
+from .errors import CubeslabError, IncompleteStoreError, IngestWarning, SelectionError
 from .ingest import Phase
 from .plan import check_access, check_compress, check_dtype
 
@@ -237,7 +237,10 @@ def store_size(path: Path) -> int:
 def store_report(store: Path) -> dict:
     from .cube import _read_node
 
-    node = _read_node(store)
+    try:
+        node = _read_node(store)
+    except IncompleteStoreError as unfinished:  # still being written under its staging name
+        return {"store": str(store), "state": "incomplete", "hint": str(unfinished)}
     state = node.get("attributes", {}).get("cubeslab", {}).get("state", "foreign (not written by cubeslab)")
     report: dict = {"store": str(store), "state": state}
     if state not in ("complete", "foreign (not written by cubeslab)"):

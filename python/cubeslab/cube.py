@@ -9,13 +9,13 @@ from pathlib import Path
 
 import numpy as np
 
+from . import _engine
 from .array import Array, ReadSettings
 from .errors import (
     IncompleteStoreError,
     InvalidInputError,
     LabelError,
     SelectionError,
-    StoreNotFoundError,
 )
 from .mdio import header_field, header_keys, struct_headers
 from .trace_fields import FIELD_BY_BYTE, TRACE_FIELDS
@@ -24,14 +24,9 @@ VERTICAL_NAMES = ("time", "depth", "sample")
 
 
 def _read_node(path: Path) -> dict:
-    file = path / "zarr.json"
-    try:
-        node = json.loads(file.read_bytes())
-    except (FileNotFoundError, NotADirectoryError):
-        raise StoreNotFoundError(f"{path}: no Zarr store here (no zarr.json)") from None
-    except ValueError as error:  # JSONDecodeError, UnicodeDecodeError
-        raise InvalidInputError(f"{file}: invalid metadata: not valid JSON: {error}") from None
+    node = json.loads(_engine.read_node(str(path)))
     if not isinstance(node, dict):
+        file = path / "zarr.json"
         raise InvalidInputError(f"{file}: invalid metadata: not a JSON object but a {type(node).__name__}")
     return node
 

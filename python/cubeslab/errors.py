@@ -20,6 +20,7 @@ __all__ = [
     "LabelError",
     "SelectionError",
     "StoreBusyError",
+    "StoreChangedError",
     "StoreExistsError",
     "StoreNotFoundError",
 ]
@@ -51,6 +52,10 @@ class IncompleteStoreError(CubeslabError, OSError):
 
 class StoreBusyError(CubeslabError, OSError):
     """Another live process is writing the store (it holds the store's ``.cubeslab.lock``)."""
+
+
+class StoreChangedError(CubeslabError, OSError):
+    """Another process replaced the store (``--overwrite``) while it was open: open it again."""
 
 
 class CorruptDataError(CubeslabError, OSError):

@@ -46,6 +46,8 @@ pub enum ErrorKind {
     Incomplete,
     /// A store another live process is writing.
     Busy,
+    /// A store replaced by another process while it was open.
+    Changed,
     /// Stored bytes fail their checksum or are structurally damaged.
     Corrupt,
     /// A selection outside the array.

@@ -34,6 +34,7 @@ fn class_name(kind: ErrorKind) -> &'static str {
         ErrorKind::AlreadyExists => "StoreExistsError",
         ErrorKind::Incomplete => "IncompleteStoreError",
         ErrorKind::Busy => "StoreBusyError",
+        ErrorKind::Changed => "StoreChangedError",
         ErrorKind::Corrupt => "CorruptDataError",
         ErrorKind::Selection => "SelectionError",
         ErrorKind::Io | ErrorKind::Interrupted => "CubeslabIOError",

@@ -259,6 +259,14 @@ fn segy_info(py: Python<'_>, path: PathBuf, options: &str) -> PyResult<String> {
     Ok(described.to_string())
 }
 
+/// A node's `zarr.json` as JSON text; a store still being written (under
+/// its staging name) is an `IncompleteStoreError`, not a missing one.
+#[pyfunction]
+fn read_node(py: Python<'_>, path: PathBuf) -> PyResult<String> {
+    let node = engine(py, || cubeslab_core::store::read_metadata(&path))?;
+    Ok(node.to_string())
+}
+
 /// Default parallelism as (threads, in_flight).
 #[pyfunction]
 fn default_parallelism() -> (usize, usize) {
@@ -288,6 +296,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Progress>()?;
     m.add_function(wrap_pyfunction!(export, m)?)?;
     m.add_function(wrap_pyfunction!(segy_info, m)?)?;
+    m.add_function(wrap_pyfunction!(read_node, m)?)?;
     m.add_function(wrap_pyfunction!(default_parallelism, m)?)?;
     m.add_function(wrap_pyfunction!(parallelism_limits, m)?)?;
     m.add_function(wrap_pyfunction!(dtypes, m)?)?;

@@ -92,6 +92,7 @@ pub fn array_spec(text: &str) -> PyResult<ArraySpec> {
             .unwrap_or_default(),
         shape,
         dtype: dt,
+        generation: None,
     })
 }
 

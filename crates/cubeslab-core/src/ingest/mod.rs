@@ -43,8 +43,8 @@ use crate::{
     progress::{Progress, Unit},
     segy::{Geometry, ScanOptions, SegyFile, SegyOptions},
     store::{
-        staging_path, sync_tree, DType, Durability, Group, Replacement, StoreError, StoreLock,
-        ZarrArray,
+        new_generation, record_generation, recorded_generation, staging_path, sync_tree, DType,
+        Durability, Group, Publication, StoreError, StoreLock, StoreState, ZarrArray,
     },
 };
 use survey::RecordedLayouts;
@@ -157,7 +157,8 @@ pub struct Ingest {
     /// Held until the store is complete, or the ingest is dropped.
     lock: Option<StoreLock>,
     /// The store this ingest replaces, swapped out when this one is complete.
-    replacement: Option<Replacement>,
+    /// Where the store goes when complete (none for a store resumed in place).
+    publication: Option<Publication>,
 }
 
 impl Ingest {
@@ -170,19 +171,41 @@ impl Ingest {
         progress: &Progress,
     ) -> Result<Self> {
         let store = store.as_ref().to_path_buf();
-        // An existing store is replaced by one written beside it and swapped
-        // in when complete (store/replace.rs); a stopped replacement resumes
-        // there.
+        // The store is written under a staging name and published when
+        // complete (store/publish.rs); a stopped run resumes there. A store
+        // left unfinished in place by an older version resumes in place.
         let staging = staging_path(&store);
-        let replacing = options.overwrite && store.join("zarr.json").is_file();
-        let resuming_replacement =
-            replacing && options.resume && staging.join("zarr.json").is_file();
-        let resuming = resuming_replacement
-            || (options.resume && !replacing && store.join("zarr.json").is_file());
-        let write_to = if replacing { staging } else { store.clone() };
-        if store.exists() && !options.overwrite && !resuming {
+        let resume_staged = options.resume && staging.join("zarr.json").is_file();
+        let resume_in_place = options.resume
+            && !resume_staged
+            && Group::open(&store).is_ok_and(|g| matches!(g.state(), StoreState::Incomplete(_)));
+        let resuming = resume_staged || resume_in_place;
+        let write_to = if resume_in_place {
+            store.clone()
+        } else {
+            staging
+        };
+        if !resuming {
             // Refuse before the (possibly long) header scan.
-            return Err(StoreError::AlreadyExists { path: store }.into());
+            if store.exists() && !options.overwrite {
+                if options.resume
+                    && Group::open(&store).is_ok_and(|g| g.state() == StoreState::Complete)
+                {
+                    return Err(StoreError::Unsupported {
+                        path: store,
+                        what: "the store is complete: nothing to resume".into(),
+                    }
+                    .into());
+                }
+                return Err(StoreError::AlreadyExists { path: store }.into());
+            }
+            if write_to.exists() && !options.overwrite {
+                return Err(StoreError::Unfinished {
+                    path: store,
+                    staging: write_to,
+                }
+                .into());
+            }
         }
         let source = SegyFile::open(source, &options.segy)?;
         progress.begin("scan headers", Unit::Items, source.traces, 0);
@@ -297,7 +320,7 @@ impl Ingest {
             .as_ref()
             .map_or_else(|| compression.clone(), |t| t.compression.clone());
         let codecs = chosen.codecs(dtype).map_err(unsupported)?;
-        let amplitude = survey::amplitude_spec(
+        let mut amplitude = survey::amplitude_spec(
             shape.clone(),
             &names,
             &layout,
@@ -342,23 +365,34 @@ impl Ingest {
         attributes["cubeslab"]["fingerprint"] = fingerprint.clone();
 
         // Everything that can be checked has been: only now touch the disk.
-        let (lock, replacement) = if resuming {
-            let replacement = if resuming_replacement {
-                Some(Replacement::resume(&store)?)
-            } else {
-                None
-            };
+        let (lock, publication) = if resume_in_place {
             let lock = survey::check_resumable(&write_to, &fingerprint)?;
             survey::remove_temporary_files(&write_to)?;
-            (lock, replacement)
-        } else if replacing {
-            let replacement = Replacement::begin(&store)?;
-            (StoreLock::acquire(&replacement.staging)?, Some(replacement))
+            (lock, None)
+        } else if resuming {
+            let publication = Publication::resume(&store)?;
+            let lock = survey::check_resumable(&write_to, &fingerprint)?;
+            survey::remove_temporary_files(&write_to)?;
+            (lock, Some(publication))
         } else {
-            Group::prepare_new(&store, options.overwrite)?;
-            (StoreLock::acquire(&store)?, None)
+            let publication = Publication::begin(&store, options.overwrite)?;
+            (StoreLock::acquire(&publication.staging)?, Some(publication))
         };
         let store = write_to;
+        // The store's generation: every shard carries it (store/identity.rs).
+        // A resume keeps the one the stopped ingest chose; a store written
+        // before generations existed keeps having none.
+        let generation = if resuming {
+            Group::open(&store)
+                .ok()
+                .and_then(|g| recorded_generation(&g.attributes))
+        } else {
+            Some(new_generation())
+        };
+        if let Some(g) = generation {
+            record_generation(&mut attributes, g);
+        }
+        amplitude.generation = generation;
         Group::write(&store, &attributes, Durability::Cached)?;
         // Idempotent: on a resume it rewrites the same metadata and coordinates.
         let arrays =
@@ -375,6 +409,7 @@ impl Ingest {
                     fill_value.clone(),
                 );
                 spec.attributes.insert("view_of".into(), json!(AMPLITUDE));
+                spec.generation = generation;
                 ZarrArray::create(store.join(&v.array), &spec)
             })
             .collect::<Result<Vec<_>>>()?;
@@ -411,7 +446,7 @@ impl Ingest {
             stats: (done == 0).then(AmplitudeStats::default),
             errors: None,
             lock: Some(lock),
-            replacement,
+            publication,
         })
     }
 
@@ -527,9 +562,9 @@ impl Ingest {
             sync_tree(&self.store)?;
         }
         Group::write(&self.store, &self.attributes, self.durability)?;
-        if let Some(replacement) = self.replacement.take() {
-            self.lock = None; // the staging lock: the old store's is held until the swap
-            replacement.commit(self.durability)?;
+        if let Some(publication) = self.publication.take() {
+            self.lock = None; // the staging lock: an old store's is held until the swap
+            publication.commit(self.durability)?;
         }
         Ok(self.summary())
     }

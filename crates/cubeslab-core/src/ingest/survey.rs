@@ -127,6 +127,7 @@ pub(super) fn amplitude_spec(
             .as_object()
             .cloned()
             .unwrap_or_default(),
+        generation: None,
     }
 }
 
@@ -267,6 +268,8 @@ pub(super) fn create_arrays(
     let mut shape = trace_shape.clone();
     shape.push(source.samples as u64);
     let amplitude = ZarrArray::create(store.join(AMPLITUDE), amplitude)?;
+    // Every array is sharded, so that every chunk file carries its identity.
+    let generation = amplitude.generation();
     // Trace-block arrays share the amplitude shards' grid over the trace dims.
     let block = layout.shard[..nt].to_vec();
     let per_trace =
@@ -284,14 +287,15 @@ pub(super) fn create_arrays(
                 &ArraySpec {
                     shape,
                     dtype,
-                    chunk_shape: chunk,
-                    inner_chunks: None,
+                    chunk_shape: chunk.clone(),
+                    inner_chunks: Some(chunk),
                     codecs: Compression::Zstd { level: 1 }
                         .codecs(dtype)
                         .expect("zstd takes every type"),
                     dimension_names: dims,
                     fill_value: dtype.default_fill(),
                     attributes: attributes.as_object().cloned().unwrap_or_default(),
+                    generation,
                 },
             )
         };
@@ -341,11 +345,12 @@ pub(super) fn create_arrays(
                 shape: vec![n as u64],
                 dtype,
                 chunk_shape: vec![(n as u64).max(1)],
-                inner_chunks: None,
+                inner_chunks: Some(vec![(n as u64).max(1)]),
                 codecs: Vec::new(),
                 dimension_names: vec![name.to_string()],
                 fill_value: dtype.default_fill(),
                 attributes,
+                generation,
             },
         )?;
         array.write_array(&bytes, Parallelism::resolve(Some(1), None))
@@ -396,6 +401,8 @@ pub(super) fn create_arrays(
             dimension_names: vec![],
             fill_value: json!(0),
             attributes: header_attributes.as_object().cloned().unwrap_or_default(),
+            // It holds attributes only: no chunk to identify.
+            generation: None,
         },
     )?;
     Ok(arrays)

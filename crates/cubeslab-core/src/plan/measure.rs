@@ -696,6 +696,7 @@ fn calibration_array(
         dimension_names: vec!["a".into(), "b".into(), "c".into()],
         fill_value: DType::Float32.default_fill(),
         attributes: Default::default(),
+        generation: None,
     };
     let path = dir.join(name);
     let array = ZarrArray::create(&path, &spec)?;
@@ -1042,6 +1043,7 @@ fn measure_codec(dir: &Path, compression: &Compression, sample: &Sample<'_>) -> 
         dimension_names: vec!["a".into(), "b".into(), "c".into()],
         fill_value: sample.dtype.default_fill(),
         attributes: Default::default(),
+        generation: None,
     };
     let one = Parallelism::resolve(Some(1), None);
     let options = ReadOptions {

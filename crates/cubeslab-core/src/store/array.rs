@@ -20,6 +20,7 @@ use super::{
     claims::Outer,
     decoded::{decoded_cache_bytes, DecodedCache},
     group::read_metadata,
+    identity::{recorded_generation, ShardIdentity},
     shard::ShardFile,
     sharded::ShardedCodecs,
     write_atomic, write_json_atomic, ArraySpec, DType, Durability, StoreError,
@@ -64,6 +65,11 @@ pub struct ZarrArray {
     /// The compressor unsharded chunks start with (checked against bombs).
     outer: Outer,
     shards: Mutex<HashMap<Vec<u64>, Arc<ShardFile>>>,
+    /// The generation of the store that wrote the array, if it recorded one:
+    /// then every shard carries its identity, and every shard was written.
+    generation: Option<u64>,
+    /// The array's name in its store (its folder's name), for identities.
+    name: String,
     /// Decoded chunks of compressed shards, for reads that come back to them.
     pub(super) decoded: DecodedCache,
 }
@@ -141,6 +147,14 @@ impl ZarrArray {
                 .and_then(Value::as_array)
                 .map_or(&[][..], Vec::as_slice),
         );
+        let generation = metadata
+            .get("attributes")
+            .and_then(Value::as_object)
+            .and_then(recorded_generation);
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         Ok(Self {
             dir,
             array,
@@ -152,21 +166,77 @@ impl ZarrArray {
             sharded,
             outer,
             shards: Mutex::new(HashMap::new()),
+            generation,
+            name,
             decoded: DecodedCache::new(decoded_cache_bytes()),
         })
     }
 
     /// Open the array in `dir` to read it: refused, as the store is, when
     /// the group holding it records an ingest that did not finish (its
-    /// missing shards would read as fill values).
+    /// missing shards would read as fill values), or when the array and its
+    /// group belong to different stores.
     pub fn open_to_read(dir: impl AsRef<Path>) -> Result<Self> {
         let dir = dir.as_ref();
-        if let Some(parent) = dir.parent().filter(|p| p.join("zarr.json").is_file()) {
-            if let Ok(group) = super::Group::open(parent) {
-                group.require_readable()?;
+        let group = dir
+            .parent()
+            .filter(|p| p.join("zarr.json").is_file())
+            .and_then(|p| super::Group::open(p).ok());
+        if let Some(group) = &group {
+            group.require_readable()?;
+        }
+        let array = Self::open(dir)?;
+        if let (Some(group), Some(mine)) = (&group, array.generation) {
+            let theirs = recorded_generation(&group.attributes);
+            if theirs.is_some_and(|g| g != mine) {
+                // Read the group again: if it changed meanwhile, an overwrite
+                // swapped the store between the two reads.
+                let now = super::Group::open(&group.path)
+                    .ok()
+                    .and_then(|g| recorded_generation(&g.attributes));
+                return Err(if now != theirs {
+                    StoreError::Changed {
+                        path: group.path.clone(),
+                    }
+                } else {
+                    StoreError::Misplaced {
+                        array: dir.to_path_buf(),
+                        key: "zarr.json".into(),
+                        message:
+                            "the array belongs to another store than its group (it was copied here)"
+                                .into(),
+                    }
+                }
+                .into());
             }
         }
-        Self::open(dir)
+        Ok(array)
+    }
+
+    /// The generation of the store that wrote the array, if recorded.
+    pub fn generation(&self) -> Option<u64> {
+        self.generation
+    }
+
+    /// The identity a shard at `key` of this array carries, if the store
+    /// that wrote the array gives shards one.
+    pub(super) fn shard_identity(&self, key: &str) -> Option<ShardIdentity> {
+        self.generation.map(|generation| ShardIdentity {
+            generation,
+            array: self.name.clone(),
+            key: key.to_string(),
+        })
+    }
+
+    /// Whether another store now sits where this array was opened (an
+    /// overwrite swapped it in): its `zarr.json` records another generation.
+    fn replaced(&self) -> bool {
+        let now = read_metadata(&self.dir).ok().and_then(|m| {
+            m.get("attributes")
+                .and_then(Value::as_object)
+                .and_then(recorded_generation)
+        });
+        now != self.generation
     }
 
     /// Create a new array in `dir` (which must not hold one), writing its metadata.
@@ -265,6 +335,13 @@ impl ZarrArray {
                 got: data.len(),
             }
             .into());
+        }
+        if self.sharded.is_some() {
+            // The engine writes its shards itself (with their identity).
+            let mut builder = self.shard_builder(indices)?;
+            builder.fill_from(data);
+            self.write_shard(builder)?;
+            return Ok(());
         }
         let options = CodecOptions::default().with_concurrent_target(1);
         let encoded = self
@@ -510,14 +587,30 @@ impl ZarrArray {
         whole: bool,
     ) -> Result<Arc<ShardFile>> {
         let key = self.array.chunk_key(indices);
-        let shard = Arc::new(ShardFile::open(
+        let expected = self.shard_identity(key.as_str());
+        let shard = ShardFile::open(
             &self.dir,
             &self.dir.join(key.as_str()),
             key.as_str(),
             self.shard_id(indices),
             &path.layout,
+            expected.as_ref(),
             whole,
-        )?);
+        )
+        .map_err(|error| match error {
+            // A shard gone or foreign because the whole store was replaced is
+            // not damage: say what happened.
+            Error::Store(StoreError::MissingShard { .. } | StoreError::Misplaced { .. })
+                if self.replaced() =>
+            {
+                StoreError::Changed {
+                    path: self.dir.clone(),
+                }
+                .into()
+            }
+            other => other,
+        })?;
+        let shard = Arc::new(shard);
         let mut cache = self.shards.lock().unwrap_or_else(|p| p.into_inner());
         if cache.len() >= MAX_CACHED_SHARDS {
             cache.clear();

@@ -50,6 +50,40 @@ pub enum StoreError {
         /// The recorded state.
         state: String,
     },
+    /// The store at `path` is still being written (or its ingest stopped):
+    /// the work lies in a staging folder beside it until it is complete.
+    #[error("{path}: store is incomplete: the ingest that writes it did not finish (its work is kept in {staging}); continue it with --resume (same source and options) or start again with --overwrite")]
+    Unfinished {
+        /// Where the store will be.
+        path: PathBuf,
+        /// Where its unfinished work is.
+        staging: PathBuf,
+    },
+    /// A shard a complete store wrote is not there.
+    #[error("{array}: shard '{key}' is missing: the store was written complete, so its data is lost (cubeslab verify lists every missing shard)")]
+    MissingShard {
+        /// The array directory.
+        array: PathBuf,
+        /// Shard key.
+        key: String,
+    },
+    /// A shard whose identity says it belongs elsewhere (another key,
+    /// array or store), or that lacks one where the store wrote one.
+    #[error("{array}: shard '{key}' is not this array's: {message}")]
+    Misplaced {
+        /// The array directory.
+        array: PathBuf,
+        /// Shard key.
+        key: String,
+        /// What its identity says.
+        message: String,
+    },
+    /// The store was replaced (by `--overwrite`) while a handle to it was open.
+    #[error("{path}: the store was replaced while it was open (another ingest overwrote it); open it again to read the new one")]
+    Changed {
+        /// The store or array.
+        path: PathBuf,
+    },
     /// `zarr.json` cannot be parsed or describes something impossible.
     #[error("{path}: invalid metadata: {message}")]
     Metadata {
@@ -109,12 +143,15 @@ impl StoreError {
             StoreError::AlreadyExists { .. }
             | StoreError::NotAStore { .. }
             | StoreError::ForeignFiles { .. } => ErrorKind::AlreadyExists,
-            StoreError::Incomplete { .. } => ErrorKind::Incomplete,
+            StoreError::Incomplete { .. } | StoreError::Unfinished { .. } => ErrorKind::Incomplete,
+            StoreError::Changed { .. } => ErrorKind::Changed,
             StoreError::Busy { .. } => ErrorKind::Busy,
             StoreError::Metadata { .. } | StoreError::Unsupported { .. } => ErrorKind::InvalidInput,
-            StoreError::Checksum { .. } | StoreError::Corrupt { .. } | StoreError::Codec { .. } => {
-                ErrorKind::Corrupt
-            }
+            StoreError::Checksum { .. }
+            | StoreError::Corrupt { .. }
+            | StoreError::Codec { .. }
+            | StoreError::MissingShard { .. }
+            | StoreError::Misplaced { .. } => ErrorKind::Corrupt,
         }
     }
 }

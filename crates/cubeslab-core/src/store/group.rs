@@ -39,11 +39,15 @@ pub fn read_metadata(dir: &Path) -> Result<Value> {
     let file = dir.join("zarr.json");
     let text = match fs::read(&file) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(StoreError::NotFound {
-                path: dir.to_path_buf(),
-            }
-            .into())
+        Err(e)
+            if e.kind() == std::io::ErrorKind::NotFound
+                || e.raw_os_error() == Some(libc::ENOTDIR) =>
+        {
+            return Err(unfinished(dir)
+                .unwrap_or_else(|| StoreError::NotFound {
+                    path: dir.to_path_buf(),
+                })
+                .into())
         }
         Err(e) => return Err(Error::io(&file, e)),
     };
@@ -53,6 +57,19 @@ pub fn read_metadata(dir: &Path) -> Result<Value> {
             message: format!("not valid JSON: {e}"),
         }
         .into()
+    })
+}
+
+/// Why nothing is at `dir` if a store there, or the store holding it, is
+/// still being written (or was stopped) under its staging name.
+fn unfinished(dir: &Path) -> Option<StoreError> {
+    let store = [Some(dir), dir.parent()]
+        .into_iter()
+        .flatten()
+        .find(|p| super::staging_path(p).join("zarr.json").is_file())?;
+    Some(StoreError::Unfinished {
+        path: store.to_path_buf(),
+        staging: super::staging_path(store),
     })
 }
 
@@ -77,40 +94,6 @@ impl Group {
             .cloned()
             .unwrap_or_default();
         Ok(Self { path, attributes })
-    }
-
-    /// Prepare `path` for a new store: refuse if something is there unless
-    /// `overwrite`, and even then only delete a Zarr store or an empty folder.
-    pub fn prepare_new(path: &Path, overwrite: bool) -> Result<()> {
-        if path.exists() {
-            if !overwrite {
-                return Err(StoreError::AlreadyExists {
-                    path: path.to_path_buf(),
-                }
-                .into());
-            }
-            if let Some(pid) = super::live_holder(path) {
-                return Err(StoreError::Busy {
-                    path: path.to_path_buf(),
-                    pid,
-                }
-                .into());
-            }
-            let is_store = path.join("zarr.json").is_file();
-            let is_empty_dir = path.is_dir()
-                && fs::read_dir(path)
-                    .map_err(|e| Error::io(path, e))?
-                    .next()
-                    .is_none();
-            if !(is_store || is_empty_dir) {
-                return Err(StoreError::NotAStore {
-                    path: path.to_path_buf(),
-                }
-                .into());
-            }
-            fs::remove_dir_all(path).map_err(|e| Error::io(path, e))?;
-        }
-        fs::create_dir_all(path).map_err(|e| Error::io(path, e))
     }
 
     /// Write (atomically) a group's `zarr.json` with these attributes.

@@ -234,6 +234,7 @@ mod tests {
             dimension_names: vec!["a".into(), "b".into(), "c".into()],
             fill_value: DType::Float32.default_fill(),
             attributes: Default::default(),
+            generation: None,
         };
         let from = ZarrArray::create(
             dir.path().join("from"),
@@ -298,6 +299,7 @@ mod tests {
             dimension_names: vec!["a".into(), "b".into(), "c".into()],
             fill_value: DType::Float32.default_fill(),
             attributes: Default::default(),
+            generation: None,
         };
         let array = ZarrArray::create(dir.path().join("a"), &spec).unwrap();
         let n = (planes * rows * cols) as usize;

@@ -10,7 +10,7 @@ use std::{fs::File, path::Path};
 
 use memmap2::{Advice, Mmap};
 
-use super::{checksum::crc32c, StoreError};
+use super::{checksum::crc32c, identity::ShardIdentity, StoreError};
 use crate::{error::Result, Error};
 
 /// How a shard's index is laid out.
@@ -46,6 +46,9 @@ pub(crate) struct ShardFile {
 }
 
 const ABSENT: u64 = u64::MAX;
+
+/// Bytes before the index asked for with it: an identity block is shorter.
+const IDENTITY_REACH: usize = 512;
 
 /// The largest range handed to `madvise(WILLNEED)` at once. The kernel reads
 /// at most max(read-ahead window, device's optimal IO size) per call and
@@ -112,7 +115,9 @@ fn overlap(index: &[Option<(u64, u64)>], data: std::ops::Range<u64>) -> Option<S
 }
 
 impl ShardFile {
-    /// Open the shard at `path`. A missing file is a shard of absent chunks.
+    /// Open the shard at `path`. A missing file is a shard of absent chunks,
+    /// unless the shard is `expected` to carry an identity (a complete
+    /// cubeslab store wrote every shard); then the identity must match.
     /// `whole`: the read will use most of the shard, so every byte of it is
     /// requested now with the index, not after it.
     pub fn open(
@@ -121,6 +126,7 @@ impl ShardFile {
         key: &str,
         id: u64,
         layout: &ShardLayout,
+        expected: Option<&ShardIdentity>,
         whole: bool,
     ) -> Result<Self> {
         let corrupt = |message: String| -> Error {
@@ -133,6 +139,13 @@ impl ShardFile {
         };
         let file = match File::open(path) {
             Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && expected.is_some() => {
+                return Err(StoreError::MissingShard {
+                    array: array.to_path_buf(),
+                    key: key.to_string(),
+                }
+                .into())
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Ok(Self {
                     key: key.to_string(),
@@ -162,7 +175,13 @@ impl ShardFile {
         // megabytes) would turn every scattered chunk into a large read. The
         // reader asks the kernel for exactly the ranges it needs instead.
         let _ = map.advise(Advice::Random);
-        let _ = map.advise_range(Advice::WillNeed, index_start, index_len);
+        // The identity block, if any, ends where the index starts: on its page.
+        let head = if expected.is_some() {
+            index_start.min(IDENTITY_REACH)
+        } else {
+            0
+        };
+        let _ = map.advise_range(Advice::WillNeed, index_start - head, index_len + head);
         if whole {
             // The index was asked for first, so it arrives first; the chunks
             // stream in while it is checked.
@@ -206,6 +225,24 @@ impl ShardFile {
         } else {
             index_len as u64..len
         };
+        if let Some(expected) = expected {
+            let found = if layout.index_at_end {
+                ShardIdentity::decode(&map, index_start)
+            } else {
+                Err("its index is at its start, where cubeslab writes no identity".into())
+            };
+            if let Some(message) = match found {
+                Ok(found) => expected.mismatch(&found),
+                Err(message) => Some(message),
+            } {
+                return Err(StoreError::Misplaced {
+                    array: array.to_path_buf(),
+                    key: key.to_string(),
+                    message,
+                }
+                .into());
+            }
+        }
         if let Some(message) = overlap(&index, data) {
             return Err(corrupt(message));
         }

@@ -14,7 +14,7 @@ use super::{
 use crate::{
     compress::{ChunkErrors, ErrorStats},
     error::Result,
-    window::unravel,
+    window::{strides, unravel, ChunkSpan, Placement, MAX_DIMS},
 };
 
 /// Marks an absent inner chunk in a shard index.
@@ -95,6 +95,44 @@ impl ShardBuilder {
     pub fn chunk(&self, i: usize) -> Option<&[u8]> {
         let start = self.slots[i]?;
         Some(&self.data[start..start + self.chunk_bytes])
+    }
+
+    /// Set every inner chunk from `data`: native-endian C-order elements of
+    /// the whole shard's shape.
+    pub fn fill_from(&mut self, data: &[u8]) {
+        let nd = self.inner_shape.len();
+        let elem = self.chunk_bytes / self.inner_shape.iter().product::<u64>().max(1) as usize;
+        let shard_shape: Vec<u64> = (0..nd)
+            .map(|d| self.inner_shape[d] * self.chunks_per_shard[d])
+            .collect();
+        let (src, dst, steps) = (
+            strides(&shard_shape),
+            strides(&self.inner_shape),
+            [1u64; MAX_DIMS],
+        );
+        let placement = Placement {
+            src_strides: &src,
+            dst_strides: &dst,
+            steps: &steps,
+            ndim: nd,
+            elem,
+        };
+        for (i, slot) in self.slots.iter().enumerate() {
+            let Some(at) = *slot else { continue };
+            let pos = unravel(i as u64, &self.chunks_per_shard);
+            let spans: Vec<ChunkSpan> = (0..nd)
+                .map(|d| ChunkSpan {
+                    chunk: 0,
+                    first: pos[d] * self.inner_shape[d],
+                    count: self.inner_shape[d],
+                    out_first: 0,
+                })
+                .collect();
+            let chunk = &mut self.data[at..at + self.chunk_bytes];
+            // SAFETY: `data` holds the whole shard (checked by the caller) and
+            // `chunk` one whole inner chunk.
+            unsafe { placement.copy(&spans, data, chunk.as_mut_ptr()) };
+        }
     }
 
     /// Inner chunk shape.
@@ -287,6 +325,9 @@ impl ZarrArray {
         if sharded.layout.index_crc {
             let sum = crc32c(&index);
             index.extend_from_slice(&sum.to_le_bytes());
+        }
+        if let Some(identity) = self.shard_identity(key.as_str()) {
+            shard.extend_from_slice(&identity.encode());
         }
         shard.extend_from_slice(&index);
         write_atomic(&self.dir.join(key.as_str()), &shard, Durability::Cached)?;

@@ -6,7 +6,7 @@ use std::path::Path;
 use serde_json::{json, Map, Value};
 use zarrs::array::{ArrayMetadata, CodecChain};
 
-use super::{DType, StoreError};
+use super::{record_generation, DType, StoreError};
 use crate::error::Result;
 
 /// What a new array looks like.
@@ -30,6 +30,9 @@ pub struct ArraySpec {
     pub fill_value: Value,
     /// User attributes.
     pub attributes: Map<String, Value>,
+    /// The generation of the store the array belongs to. With one, every
+    /// shard carries its identity and a missing shard is an error.
+    pub generation: Option<u64>,
 }
 
 impl ArraySpec {
@@ -57,6 +60,10 @@ impl ArraySpec {
             })],
             None => chunk_codecs,
         };
+        let mut attributes = self.attributes.clone();
+        if let Some(generation) = self.generation {
+            record_generation(&mut attributes, generation);
+        }
         json!({
             "zarr_format": 3,
             "node_type": "array",
@@ -66,7 +73,7 @@ impl ArraySpec {
             "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
             "fill_value": self.fill_value,
             "codecs": codecs,
-            "attributes": self.attributes,
+            "attributes": attributes,
             "dimension_names": self.dimension_names,
         })
     }
