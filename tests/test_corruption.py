@@ -287,3 +287,43 @@ def test_c5_an_unsharded_zstd_chunk_claiming_a_terabyte_is_refused(tmp_path):
     assert peak_rss_mib() - before < 200
     assert np.array_equal(cubeslab.Array(path)[:32], data[:32])  # the rest still reads
     assert os.path.getsize(chunk) < 100
+
+
+# -- G9: a shard cut short while a reader has it mapped ---------------------------------------------
+
+CUT_UNDER_READER = """
+import os, sys
+import cubeslab
+from cubeslab.array import ReadSettings
+
+path, shard, verify = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+array = cubeslab.Array(path, ReadSettings(verify=verify, threads=2))
+array[...]  # every shard is mapped now, and held open by the handle
+os.truncate(shard, os.path.getsize(shard) // 3)
+for attempt in ("held", "again"):
+    try:
+        array[...]
+    except cubeslab.CorruptDataError as error:
+        print(attempt, "error:", error, flush=True)
+    else:
+        print(attempt, "no error", flush=True)
+"""
+
+
+@pytest.mark.parametrize("verify", [True, False], ids=["verified", "unverified"])
+def test_g9_a_shard_truncated_under_a_reader_is_an_error_not_sigbus(tmp_path, verify):
+    """A reader was killed by SIGBUS when a mapped shard was truncated in place by another process."""
+    import subprocess
+    import sys
+
+    path, _ = store_of(tmp_path)
+    shard = shard_files(path)[5]
+    key = str(shard.relative_to(path))
+    run = subprocess.run(
+        [sys.executable, "-c", CUT_UNDER_READER, str(path), str(shard), "1" if verify else "0"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0, f"reader died ({run.returncode}): {run.stderr[-2000:]}"
+    held, again = run.stdout.splitlines()
+    assert held.startswith("held error:") and "cut short" in held and key in held, held
+    assert again.startswith("again error:") and key in again, again

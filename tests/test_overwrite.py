@@ -125,3 +125,73 @@ def test_a_durable_overwrite_flushes_the_folder_after_the_swap(surveys, tmp_path
     assert any(f"fsync({fd})" in line for line in lines[swap:]), "the parent folder is never flushed"
     with cubeslab.open(store) as cube:
         np.testing.assert_array_equal(cube[...], new)
+
+
+READER = """
+import json, sys
+import numpy as np
+import cubeslab
+
+store, n = sys.argv[1], int(sys.argv[2])
+volumes = {"old": np.load(sys.argv[3]), "new": np.load(sys.argv[4])}
+rng = np.random.default_rng(int(sys.argv[5]))
+counts = {"old": 0, "new": 0, "changed": 0, "opens": 0, "wrong": 0, "other": []}
+shape = volumes["old"].shape
+cube = None
+for _ in range(n):
+    try:
+        if cube is None or rng.random() < 0.005:  # fresh opens, and handles held long
+            cube = cubeslab.open(store)
+            counts["opens"] += 1
+        if rng.random() < 0.5:  # a trace (one shard), or a box across shards
+            i, j = rng.integers(0, shape[0]), rng.integers(0, shape[1])
+            key = (int(i), int(j), slice(None))
+        else:
+            lo = [int(rng.integers(0, n - 1)) for n in shape]
+            key = tuple(slice(a, int(rng.integers(a + 1, min(a + 25, n) + 1))) for a, n in zip(lo, shape))
+        got = cube[key]
+    except cubeslab.StoreChangedError:
+        counts["changed"] += 1
+        cube = None
+        continue
+    except Exception as error:  # anything else is a failure of the test
+        counts["other"].append(f"{type(error).__name__}: {error}")
+        cube = None
+        continue
+    for name, volume in volumes.items():
+        if np.array_equal(got, volume[key]):
+            counts[name] += 1
+            break
+    else:
+        counts["wrong"] += 1
+print(json.dumps(counts))
+"""
+
+
+def test_readers_during_overwrites_get_the_old_survey_the_new_one_or_store_changed(surveys, tmp_path):
+    """G2: readers looping while another process overwrote the store with a survey of the same shape
+    got NaN (15 in 190,000 reads), and a handle held across the overwrite mixed the two surveys."""
+    root, old, new = surveys
+    store = fresh_old_store(surveys, tmp_path)
+    np.save(tmp_path / "old.npy", old)
+    np.save(tmp_path / "new.npy", new)
+    readers = [
+        subprocess.Popen(
+            [sys.executable, "-c", READER, str(store), "50000", str(tmp_path / "old.npy"),
+             str(tmp_path / "new.npy"), str(seed)],
+            stdout=subprocess.PIPE, text=True, env={**os.environ, "CUBESLAB_THREADS": "1"},
+        )  # fmt: skip
+        for seed in (1, 2)
+    ]
+    overwrites = 0
+    while any(r.poll() is None for r in readers):
+        source = "new.sgy" if overwrites % 2 == 0 else "old.sgy"
+        cubeslab.ingest(root / source, store, overwrite=True, layout="12x10x40/12x10x400", threads=1)
+        overwrites += 1
+    counts = [json.loads(r.communicate()[0]) for r in readers]
+    total = {k: sum(c[k] for c in counts) for k in ("old", "new", "changed", "opens", "wrong")}
+    others = [e for c in counts for e in c["other"]]
+    assert total["wrong"] == 0, total
+    assert others == [], others[:5]
+    assert total["old"] + total["new"] + total["changed"] == 100_000
+    assert overwrites >= 3 and total["old"] > 0 and total["new"] > 0, (overwrites, total)

@@ -16,6 +16,7 @@ from .errors import (
     InvalidInputError,
     LabelError,
     SelectionError,
+    StoreChangedError,
 )
 from .mdio import header_field, header_keys, struct_headers
 from .trace_fields import FIELD_BY_BYTE, TRACE_FIELDS
@@ -29,6 +30,11 @@ def _read_node(path: Path) -> dict:
         file = path / "zarr.json"
         raise InvalidInputError(f"{file}: invalid metadata: not a JSON object but a {type(node).__name__}")
     return node
+
+
+def _generation(array: Array) -> str | None:
+    """The generation of the store that wrote ``array`` (every array of one store shares it)."""
+    return array.metadata.get("attributes", {}).get("cubeslab", {}).get("generation")
 
 
 def _is_scalar(key) -> bool:
@@ -389,6 +395,11 @@ class Cube:
             views = self.attributes.get("cubeslab", {}).get("views", {})
             copies = [self.path / view["array"] for view in views.values()]
             self.amplitude = Array(self.path / name, self.settings, copies)
+            if _generation(self.amplitude) != self.attributes.get("cubeslab", {}).get("generation"):
+                raise StoreChangedError(
+                    f"{self.path}: the store was replaced while it was being opened (another ingest "
+                    "overwrote it); open it again"
+                )
             self._arrays[name] = self.amplitude
         self.dims: list[str] = list(self.amplitude.dimension_names or [f"dim_{i}" for i in range(self.ndim)])
         self.coords: dict[str, np.ndarray] = {}
@@ -404,7 +415,15 @@ class Cube:
 
     def _array(self, name: str) -> Array:
         if name not in self._arrays:
-            self._arrays[name] = Array(self.path / name, self.settings)
+            array = Array(self.path / name, self.settings)
+            if _generation(array) != _generation(self.amplitude):
+                # Opened after an overwrite swapped the store: it would pair one survey's
+                # amplitudes with another's headers or mask.
+                raise StoreChangedError(
+                    f"{self.path}: the store was replaced while it was open (another ingest "
+                    "overwrote it); open it again to read the new one"
+                )
+            self._arrays[name] = array
         return self._arrays[name]
 
     # -- shape ---------------------------------------------------------------

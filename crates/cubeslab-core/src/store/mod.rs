@@ -25,6 +25,7 @@ mod shard_builder;
 mod sharded;
 mod spec;
 mod task_order;
+mod truncation;
 mod zstd_chunk;
 
 pub use array::{ReadOptions, ZarrArray};

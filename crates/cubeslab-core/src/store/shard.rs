@@ -10,7 +10,7 @@ use std::{fs::File, path::Path};
 
 use memmap2::{Advice, Mmap};
 
-use super::{checksum::crc32c, identity::ShardIdentity, StoreError};
+use super::{checksum::crc32c, identity::ShardIdentity, truncation::Watched, StoreError};
 use crate::{error::Result, Error};
 
 /// How a shard's index is laid out.
@@ -40,6 +40,9 @@ pub(crate) struct ShardFile {
     pub key: String,
     /// The shard's position in the array's grid of shards, C order.
     pub id: u64,
+    /// Registered with the SIGBUS handler; declared before `map` so that it
+    /// is unregistered before the mapping goes.
+    watched: Option<Watched>,
     map: Option<Mmap>,
     /// `(offset, nbytes)` per inner chunk; `None` for absent chunks.
     index: Vec<Option<(u64, u64)>>,
@@ -150,6 +153,7 @@ impl ShardFile {
                 return Ok(Self {
                     key: key.to_string(),
                     id,
+                    watched: None,
                     map: None,
                     index: vec![None; layout.num_chunks()],
                 })
@@ -164,8 +168,10 @@ impl ShardFile {
             )));
         }
         // SAFETY: cubeslab replaces shard files by rename, never rewrites them
-        // in place, so the mapped bytes do not change under the reader.
+        // in place, so the mapped bytes do not change under the reader. A file
+        // cut short by another program is caught (see `truncation`).
         let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+        let watched = Watched::new(map.as_ptr(), map.len());
         let index_start = if layout.index_at_end {
             map.len() - index_len
         } else {
@@ -246,12 +252,37 @@ impl ShardFile {
         if let Some(message) = overlap(&index, data) {
             return Err(corrupt(message));
         }
-        Ok(Self {
+        let shard = Self {
             key: key.to_string(),
             id,
+            watched: Some(watched),
             map: Some(map),
             index,
-        })
+        };
+        shard.check_intact(array, false)?;
+        Ok(shard)
+    }
+
+    /// Fail if another process cut the file short while it was mapped: the
+    /// pages past its new end were read as zeros. With `look`, the file's
+    /// size is checked too (a read that failed may have stopped at bytes
+    /// past the new end but on its last page, which read as zeros without
+    /// a fault).
+    pub fn check_intact(&self, array: &Path, look: bool) -> Result<()> {
+        let marked = self.watched.as_ref().is_some_and(Watched::cut_short);
+        let shrunk = || {
+            let mapped = self.map.as_ref().map_or(0, |m| m.len() as u64);
+            std::fs::metadata(array.join(&self.key)).is_ok_and(|m| m.len() < mapped)
+        };
+        if marked || (look && shrunk()) {
+            return Err(StoreError::Corrupt {
+                array: array.to_path_buf(),
+                key: self.key.clone(),
+                message: "the shard file was cut short while it was being read (truncated by another process)".into(),
+            }
+            .into());
+        }
+        Ok(())
     }
 
     /// Byte range of inner chunk `i` in the file, if present.

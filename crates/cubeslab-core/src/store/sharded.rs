@@ -298,11 +298,20 @@ impl ZarrArray {
             }
         };
         let pieces = n_tasks.div_ceil(piece);
-        if serial {
+        let copied = if serial {
             (0..pieces).try_for_each(run_piece)
         } else {
             options.parallelism.share(pieces, &run_piece)
+        };
+        // A shard cut short meanwhile was read as zeros: that is the error,
+        // whatever else failed, and the handle forgets the shard.
+        for (slot, shard) in shards.iter().enumerate() {
+            if let Err(error) = shard.check_intact(&self.dir, copied.is_err()) {
+                self.forget_shard(&order.shard_indices(slot as u64));
+                return Err(error);
+            }
         }
+        copied
     }
 
     /// The shards a read touches, by slot. Those this handle holds open cost
