@@ -175,14 +175,17 @@ def test_readers_during_overwrites_get_the_old_survey_the_new_one_or_store_chang
     store = fresh_old_store(surveys, tmp_path)
     np.save(tmp_path / "old.npy", old)
     np.save(tmp_path / "new.npy", new)
-    readers = [
-        subprocess.Popen(
-            [sys.executable, "-c", READER, str(store), "50000", str(tmp_path / "old.npy"),
-             str(tmp_path / "new.npy"), str(seed)],
-            stdout=subprocess.PIPE, text=True, env={**os.environ, "CUBESLAB_THREADS": "1"},
-        )  # fmt: skip
-        for seed in (1, 2)
-    ]
+
+    def reader(seed: int) -> subprocess.Popen:
+        files = [str(tmp_path / "old.npy"), str(tmp_path / "new.npy")]
+        return subprocess.Popen(
+            [sys.executable, "-c", READER, str(store), "50000", *files, str(seed)],
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "CUBESLAB_THREADS": "1"},
+        )
+
+    readers = [reader(1), reader(2)]
     overwrites = 0
     while any(r.poll() is None for r in readers):
         source = "new.sgy" if overwrites % 2 == 0 else "old.sgy"
