@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -56,13 +57,14 @@ def test_an_overwrite_stopped_midway_leaves_the_old_store_whole_and_readable(sur
     assert sorted(p.name for p in tmp_path.iterdir()) == ["survey.zarr"], "no staging folder left"
 
 
-def test_kills_at_random_moments_of_an_overwrite_leave_the_old_or_the_new_store(surveys, tmp_path):
+@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGINT], ids=["kill-9", "ctrl-c"])
+def test_stops_at_random_moments_of_an_overwrite_leave_the_old_or_the_new_store(surveys, tmp_path, stop):
     root, old, new = surveys
     store = fresh_old_store(surveys, tmp_path)
     volumes = {"old.sgy": old, "new.sgy": new}
     current = old
-    rng = random.Random(11)
-    for _ in range(12):
+    rng = random.Random(11 + stop)
+    for _ in range(10):
         source = rng.choice(sorted(volumes))
         proc = subprocess.Popen(
             [str(CLI), "ingest", str(root / source), str(store), "--overwrite", "--threads", "1"],
@@ -70,7 +72,7 @@ def test_kills_at_random_moments_of_an_overwrite_leave_the_old_or_the_new_store(
             stderr=subprocess.DEVNULL,
         )
         time.sleep(rng.uniform(0.0, 1.2))
-        proc.send_signal(signal.SIGKILL if rng.random() < 0.7 else signal.SIGINT)
+        proc.send_signal(stop)
         proc.wait(timeout=60)
         with cubeslab.open(store) as cube:  # never missing, never incomplete
             data = cube[...]
@@ -79,7 +81,56 @@ def test_kills_at_random_moments_of_an_overwrite_leave_the_old_or_the_new_store(
             pytest.fail(
                 f"after an overwrite with {source} the store holds neither the old nor the new survey"
             )
+        assert subprocess.run([str(CLI), "verify", str(store)], capture_output=True).returncode == 0
         current = data
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 16 MiB filesystem of its own, so that an overwrite can run out of space."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(disk)], capture_output=True, text=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"mounting a small tmpfs needs root (CI runs as root): {mounted.stderr.strip()}")
+    yield disk
+    subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def test_a_disk_full_at_random_moments_of_an_overwrite_leaves_the_old_store_then_resumes(surveys, small_disk):
+    """B5/G1: the new store runs out of space at ten different points; each time the old store is
+    whole, the error says so, and once space is freed the overwrite resumes to the new survey."""
+    root, old, new = surveys
+    store = small_disk / "survey.zarr"
+    cubeslab.ingest(root / "old.sgy", store, layout="12x10x40/12x10x400")
+    staging = store.with_name(f".{store.name}.cubeslab-new")
+    filler = small_disk / "filler"
+    rng = random.Random(5)
+    need = sum(f.stat().st_size for f in store.rglob("*") if f.is_file())
+    for _ in range(10):
+        filler.unlink(missing_ok=True)
+        # The stopped overwrite's work: the next one would remove it first, freeing its space.
+        shutil.rmtree(staging, ignore_errors=True)
+        left = os.statvfs(small_disk)
+        free = left.f_bavail * left.f_frsize
+        filler.write_bytes(b"\0" * max(0, free - rng.randrange(0, need)))
+        run = subprocess.run(
+            [str(CLI), "ingest", str(root / "new.sgy"), str(store), "--overwrite", "--threads", "1",
+             "--layout", "12x10x40/12x10x400"],
+            capture_output=True,
+            text=True,
+        )  # fmt: skip
+        assert run.returncode == 1, run.stderr
+        assert "No space left on device" in run.stderr and "Traceback" not in run.stderr
+        with cubeslab.open(store) as cube:
+            np.testing.assert_array_equal(cube[...], old)
+    filler.unlink()
+    cubeslab.ingest(root / "new.sgy", store, overwrite=True, resume=True, layout="12x10x40/12x10x400")
+    with cubeslab.open(store) as cube:
+        np.testing.assert_array_equal(cube[...], new)
+    assert sorted(p.name for p in small_disk.iterdir()) == ["survey.zarr"]
 
 
 def test_files_that_are_not_the_stores_are_never_deleted_by_overwrite(surveys, tmp_path):
