@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMPS := .stamps
 ENGINE_SOURCES := Cargo.toml $(wildcard Cargo.lock) $(shell find crates -name '*.rs' -o -name Cargo.toml)
 
-.PHONY: help demo test bench bench-ingest bench-plan bench-compress fuzz lint build wheel rust-test py-test clean
+.PHONY: help demo test bench bench-ingest bench-reads bench-plan bench-compress fuzz lint build wheel rust-test py-test clean
 .DEFAULT_GOAL := help
 
 help: ## List the targets
@@ -68,6 +68,9 @@ bench: build ## The benchmark studies at small size (bench/report/), then ingest
 
 bench-ingest: build ## Ingest speed and the default layout against a profiled one: bench/results/ingest.{json,md}
 	$(PY) bench/ingest.py
+
+bench-reads: build ## Plane reads against another build (BASELINE=SITE: a folder with an older wheel installed by pip --target): bench/results/reads.{json,md}
+	$(PY) bench/reads.py --baseline $(BASELINE)
 
 bench-compress: build ## Compression against seismic-zfp, MDIO, OpenVDS: bench/results/compress.{json,md,png}
 	$(PY) bench/compress.py --size $(or $(SIZE),small)
