@@ -1,19 +1,27 @@
-//! The engine's error type: one enum that wraps each layer's own.
+//! The engine's error type: the errors every part shares (an I/O error on a
+//! named file, a selection that does not fit, a stop request), and each
+//! part's own typed error (the store's, a source format's) behind
+//! [`PartError`], so that this module depends on none of them.
 
 use std::path::PathBuf;
 
-use crate::{segy::SegyError, store::StoreError, window::SelectionError};
+use crate::window::SelectionError;
+
+/// A part's own error type (`StoreError`, `SegyError`, ...): it says which
+/// kind it is, and converts into [`Error`] with `?`.
+pub trait PartError: std::error::Error + Send + Sync + 'static {
+    /// Its classification.
+    fn kind(&self) -> ErrorKind;
+}
 
 /// Every error the engine returns.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// A SEG-Y file is malformed or unsupported.
-    #[error(transparent)]
-    Segy(#[from] SegyError),
-    /// A store is missing, incomplete, corrupt or cannot be written.
-    #[error(transparent)]
-    Store(#[from] StoreError),
+    /// A part's own error: a store missing, incomplete or corrupt; a source
+    /// file malformed; ... ([`Error::part`] gives the typed value).
+    #[error("{0}")]
+    Part(Box<dyn PartError>),
     /// A read or write window does not fit the array or the buffer.
     #[error(transparent)]
     Selection(#[from] SelectionError),
@@ -62,14 +70,21 @@ impl Error {
     /// Classify the error.
     pub fn kind(&self) -> ErrorKind {
         match self {
-            Error::Segy(e) => e.kind(),
-            Error::Store(e) => e.kind(),
+            Error::Part(e) => e.kind(),
             Error::Selection(_) => ErrorKind::Selection,
             Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
                 ErrorKind::NotFound
             }
             Error::Io { .. } => ErrorKind::Io,
             Error::Interrupted => ErrorKind::Interrupted,
+        }
+    }
+
+    /// The part's own error, if it is one of type `E`.
+    pub fn part<E: PartError>(&self) -> Option<&E> {
+        match self {
+            Error::Part(e) => (e.as_ref() as &dyn std::error::Error).downcast_ref::<E>(),
+            _ => None,
         }
     }
 

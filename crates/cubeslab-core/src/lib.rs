@@ -21,6 +21,7 @@
 
 pub mod compress;
 pub mod config;
+pub mod dtype;
 pub mod error;
 pub mod export;
 pub mod ingest;

@@ -13,10 +13,11 @@ use std::path::PathBuf;
 
 use cubeslab_core::{
     config::Parallelism,
+    dtype::DType,
     export::export_segy,
     ingest::Ingest as CoreIngest,
     progress::Progress as CoreProgress,
-    store::{ArraySpec, DType, ReadOptions, ZarrArray as CoreArray},
+    store::{ArraySpec, ReadOptions, ZarrArray as CoreArray},
     window::{DimRange, Window},
 };
 use pyo3::{buffer::PyBuffer, prelude::*};

@@ -3,11 +3,12 @@
 use cubeslab_core::{
     compress::Compression,
     config::Parallelism,
+    dtype::DType,
     export::ExportOptions,
     ingest::{AmplitudeType, IngestOptions},
     plan::{chunk_codec, DeviceProfile, Strategy},
     segy::{Endian, SampleFormat, ScanOptions, SegyOptions},
-    store::{ArraySpec, DType},
+    store::ArraySpec,
 };
 use pyo3::{exceptions::PyValueError, PyResult};
 use serde_json::{Map, Value};

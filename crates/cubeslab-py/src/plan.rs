@@ -6,11 +6,12 @@ use std::path::PathBuf;
 use cubeslab_core::{
     compress::Compression,
     config::Parallelism,
+    dtype::DType,
     plan::{
         chunk_codec, measure, predict, stored_array, AccessMix, Cache, CacheState, DeviceProfile,
         Planner, ReadSetup, StateWeights, StoredArray, Strategy,
     },
-    store::{DType, ZarrArray as CoreArray},
+    store::ZarrArray as CoreArray,
     Error,
 };
 use pyo3::{buffer::PyBuffer, exceptions::PyValueError, prelude::*};

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use cubeslab_core::{
     compress::{tune, Compression, Sample},
     config::Parallelism,
-    store::DType,
+    dtype::DType,
     verify::{check_store, compare_with_segy},
 };
 use pyo3::{buffer::PyBuffer, exceptions::PyValueError, prelude::*};

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::store::DType;
+use crate::dtype::DType;
 
 /// Error statistics of decoded against original values.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -18,7 +18,7 @@
 
 use serde_json::{json, Value};
 
-use crate::store::DType;
+use crate::dtype::DType;
 
 /// How chunks are compressed.
 #[derive(Debug, Clone, PartialEq)]

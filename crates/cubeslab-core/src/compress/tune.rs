@@ -25,7 +25,7 @@ use zarrs::{
 };
 
 use super::{Compression, ErrorStats, ZfpMode};
-use crate::store::DType;
+use crate::dtype::DType;
 
 /// Decibels above the target the tuned SNR aims for: the sample stands in
 /// for the whole volume, so leave a little room.

@@ -35,6 +35,7 @@ use serde_json::{json, Map, Value};
 use crate::compress::{tune, ChunkErrors, Compression};
 use crate::{
     config::Parallelism,
+    dtype::DType,
     error::Result,
     plan::{
         dir_bytes, Access, AccessMix, CacheState, ChunkCodec, DeviceProfile, Evaluated, Planner,
@@ -43,7 +44,7 @@ use crate::{
     progress::{Progress, Unit},
     segy::{Geometry, ScanOptions, SegyFile, SegyOptions},
     store::{
-        new_generation, record_generation, recorded_generation, staging_path, sync_tree, DType,
+        new_generation, record_generation, recorded_generation, staging_path, sync_tree,
         Durability, Group, Publication, StoreError, StoreLock, StoreState, ZarrArray,
     },
 };

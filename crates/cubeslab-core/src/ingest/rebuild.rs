@@ -7,10 +7,11 @@ use rayon::prelude::*;
 use crate::{
     compress::Sample,
     config::Parallelism,
+    dtype::DType,
     error::Result,
     progress::Progress,
     segy::{Geometry, SegyFile},
-    store::{DType, ShardBuilder},
+    store::ShardBuilder,
 };
 
 use super::{task, Layout};

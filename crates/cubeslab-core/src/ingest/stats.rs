@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::store::DType;
+use crate::dtype::DType;
 
 /// Count, sum, sum of squares, minimum and maximum of the finite samples of
 /// the live traces.

@@ -9,10 +9,11 @@ use super::{task::TaskArrays, IngestOptions, Layout};
 use crate::{
     compress::Compression,
     config::Parallelism,
+    dtype::DType,
     error::Result,
     plan::Strategy,
     segy::{binary_header_fields, Endian, Geometry, SegyFile, TextEncoding},
-    store::{ArraySpec, DType, Group, StoreError, StoreLock, StoreState, ZarrArray},
+    store::{ArraySpec, Group, StoreError, StoreLock, StoreState, ZarrArray},
 };
 
 /// The seismic data.

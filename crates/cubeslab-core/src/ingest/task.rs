@@ -3,10 +3,11 @@
 
 use crate::{
     compress::ChunkErrors,
+    dtype::DType,
     error::Result,
     progress::Progress,
     segy::{header_field, Geometry, SegyFile, TRACE_HEADER_LEN},
-    store::{DType, ShardBuilder, ZarrArray},
+    store::{ShardBuilder, ZarrArray},
     window::{strides, unravel},
 };
 

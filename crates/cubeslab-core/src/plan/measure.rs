@@ -33,10 +33,9 @@ use super::stored::dir_bytes;
 use crate::{
     compress::Compression,
     config::Parallelism,
+    dtype::DType,
     error::Result,
-    store::{
-        crc32c, process_alive, will_need, ArraySpec, DType, ReadOptions, StoreError, ZarrArray,
-    },
+    store::{crc32c, process_alive, will_need, ArraySpec, ReadOptions, StoreError, ZarrArray},
     window::{strides, ChunkSpan, DimRange, Placement, Window, MAX_DIMS},
     Error,
 };

@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value};
 
-use super::file::{header_field, Endian};
+use super::fields::{header_field, Endian};
 
 /// Named fields of the binary header: (name, 1-based byte in the file, size).
 /// Names follow MDIO's, so that a cubeslab store reads like an MDIO one.

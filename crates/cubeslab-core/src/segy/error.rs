@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::ErrorKind;
+use crate::{error::PartError, ErrorKind};
 
 /// What can be wrong with a SEG-Y file.
 #[derive(Debug, thiserror::Error)]
@@ -72,8 +72,14 @@ pub enum SegyError {
     },
 }
 
-impl SegyError {
-    pub(crate) fn kind(&self) -> ErrorKind {
+impl From<SegyError> for crate::Error {
+    fn from(error: SegyError) -> Self {
+        crate::Error::Part(Box::new(error))
+    }
+}
+
+impl PartError for SegyError {
+    fn kind(&self) -> ErrorKind {
         match self {
             SegyError::Geometry { .. } => ErrorKind::Geometry,
             _ => ErrorKind::InvalidInput,

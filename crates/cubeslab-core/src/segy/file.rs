@@ -9,6 +9,7 @@ use std::{
 
 use super::{
     binary::BinaryHeader,
+    fields::{header_field, Endian},
     sample::{SampleFormat, VALID_CODES},
     text::{decode_text, TextEncoding},
     SegyError,
@@ -19,28 +20,6 @@ use crate::{error::Result, Error};
 pub const TRACE_HEADER_LEN: usize = 240;
 const TEXT_LEN: u64 = 3200;
 const FILE_HEADER_LEN: u64 = 3600;
-
-/// Byte order of a SEG-Y file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Endian {
-    /// Big endian, the standard's.
-    Big,
-    /// Little endian (allowed since rev 2, common from some writers).
-    Little,
-}
-
-/// Read a signed integer field of `len` bytes at 1-based position `byte` of `buf`.
-pub fn header_field(buf: &[u8], byte: usize, len: usize, endian: Endian) -> i64 {
-    let b = &buf[byte - 1..byte - 1 + len];
-    let mut be = [0u8; 8];
-    be[8 - len..].copy_from_slice(b);
-    if endian == Endian::Little {
-        be[8 - len..].reverse();
-    }
-    // Sign-extend from `len` bytes.
-    let shift = 64 - 8 * len as u32;
-    (i64::from_be_bytes(be) << shift) >> shift
-}
 
 /// How to read a SEG-Y file where its headers do not say (or say wrongly).
 #[derive(Debug, Clone, Default)]

@@ -4,7 +4,7 @@
 
 use rayon::prelude::*;
 
-use super::{file::header_field, outliers, SegyError, SegyFile, TRACE_HEADER_LEN};
+use super::{fields::header_field, outliers, SegyError, SegyFile, TRACE_HEADER_LEN};
 use crate::{config::Parallelism, error::Result, progress::Progress};
 
 /// Bytes of consecutive traces a scan reads at once.

@@ -7,6 +7,7 @@
 mod binary;
 mod describe;
 mod error;
+mod fields;
 mod file;
 mod geometry;
 mod outliers;
@@ -16,7 +17,8 @@ mod text;
 pub use binary::{binary_header_fields, BinaryHeader};
 pub use describe::describe;
 pub use error::SegyError;
-pub use file::{apply_scalar, header_field, Endian, SegyFile, SegyOptions, TRACE_HEADER_LEN};
+pub use fields::{header_field, Endian};
+pub use file::{apply_scalar, SegyFile, SegyOptions, TRACE_HEADER_LEN};
 pub use geometry::{Geometry, ScanOptions, MISSING as MISSING_TRACE};
 pub use sample::SampleFormat;
 pub use text::{decode_text, TextEncoding};

@@ -3,8 +3,8 @@
 
 use num_traits::{AsPrimitive, ToBytes};
 
-use super::file::Endian;
-use crate::store::DType;
+use super::fields::Endian;
+use crate::dtype::DType;
 
 /// A SEG-Y data sample format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -19,14 +19,15 @@ use zarrs::{
 use super::{
     claims::Outer,
     decoded::{decoded_cache_bytes, DecodedCache},
-    group::read_metadata,
     identity::{recorded_generation, ShardIdentity},
+    metadata::{metadata_error, read_metadata, u64_list},
     shard::ShardFile,
-    sharded::ShardedCodecs,
-    write_atomic, write_json_atomic, ArraySpec, DType, Durability, StoreError,
+    shard_codecs::Sharding,
+    write_atomic, write_json_atomic, ArraySpec, Durability, StoreError,
 };
 use crate::{
     config::Parallelism,
+    dtype::DType,
     error::Result,
     window::{strides, unravel, ChunkSpan, Placement, SelectionError, Window, MAX_DIMS},
     Error,
@@ -61,7 +62,7 @@ pub struct ZarrArray {
     pub(super) chunk_shape: Vec<u64>,
     pub(super) fill: Vec<u8>,
     metadata: Value,
-    pub(super) sharded: Option<ShardedCodecs>,
+    pub(super) sharded: Option<Sharding>,
     /// The compressor unsharded chunks start with (checked against bombs).
     outer: Outer,
     shards: Mutex<HashMap<Vec<u64>, Arc<ShardFile>>>,
@@ -87,18 +88,6 @@ impl std::fmt::Debug for ZarrArray {
 /// Cap on cached open shards; past it the cache starts again (the maps are
 /// cheap to rebuild, but each holds a file descriptor and a mapping).
 const MAX_CACHED_SHARDS: usize = 4096;
-
-pub(super) fn metadata_error(dir: &Path, message: impl Into<String>) -> Error {
-    StoreError::Metadata {
-        path: dir.join("zarr.json"),
-        message: message.into(),
-    }
-    .into()
-}
-
-pub(super) fn u64_list(v: Option<&Value>) -> Option<Vec<u64>> {
-    v?.as_array()?.iter().map(Value::as_u64).collect()
-}
 
 impl ZarrArray {
     /// Open the array in directory `dir`.
@@ -140,7 +129,7 @@ impl ZarrArray {
                 what: "a chunk grid that is not regular".into(),
             })?;
         let fill = array.fill_value().as_ne_bytes().to_vec();
-        let sharded = ShardedCodecs::from_metadata(&dir, &metadata, shape.len(), &chunk_shape)?;
+        let sharded = Sharding::from_metadata(&dir, &metadata, shape.len(), &chunk_shape)?;
         let outer = Outer::of(
             metadata
                 .get("codecs")
@@ -255,7 +244,7 @@ impl ZarrArray {
     /// atomically (this handle keeps the metadata it was opened with).
     pub fn add_attributes(&self, extra: &serde_json::Map<String, Value>) -> Result<()> {
         let path = self.dir.join("zarr.json");
-        let mut metadata = super::read_metadata(&self.dir)?;
+        let mut metadata = read_metadata(&self.dir)?;
         let attributes = metadata
             .as_object_mut()
             .ok_or_else(|| metadata_error(&self.dir, String::from("zarr.json is not an object")))?
@@ -433,7 +422,9 @@ impl ZarrArray {
         }
         match &self.sharded {
             // A 0-d array (one element) has nothing to plan: zarrs reads it.
-            Some(path) if !self.shape.is_empty() => self.read_sharded(path, window, out, options),
+            Some(sharding) if !self.shape.is_empty() => {
+                self.read_sharded(sharding, window, out, options)
+            }
             _ if options.parallelism.on_caller() => self.read_generic(window, out, options),
             _ => options
                 .parallelism
@@ -582,7 +573,7 @@ impl ZarrArray {
     /// at once; otherwise only its index.
     pub(super) fn open_new_shard(
         &self,
-        path: &ShardedCodecs,
+        sharding: &Sharding,
         indices: &[u64],
         whole: bool,
     ) -> Result<Arc<ShardFile>> {
@@ -593,14 +584,14 @@ impl ZarrArray {
             &self.dir.join(key.as_str()),
             key.as_str(),
             self.shard_id(indices),
-            &path.layout,
+            &sharding.layout,
             expected.as_ref(),
             whole,
         )
-        .map_err(|error| match error {
+        .map_err(|error| match error.part::<StoreError>() {
             // A shard gone or foreign because the whole store was replaced is
             // not damage: say what happened.
-            Error::Store(StoreError::MissingShard { .. } | StoreError::Misplaced { .. })
+            Some(StoreError::MissingShard { .. } | StoreError::Misplaced { .. })
                 if self.replaced() =>
             {
                 StoreError::Changed {
@@ -608,7 +599,7 @@ impl ZarrArray {
                 }
                 .into()
             }
-            other => other,
+            _ => error,
         })?;
         let shard = Arc::new(shard);
         let mut cache = self.shards.lock().unwrap_or_else(|p| p.into_inner());

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::ErrorKind;
+use crate::{error::PartError, ErrorKind};
 
 /// What can go wrong with a store.
 #[derive(Debug, thiserror::Error)]
@@ -136,8 +136,14 @@ pub enum StoreError {
     },
 }
 
-impl StoreError {
-    pub(crate) fn kind(&self) -> ErrorKind {
+impl From<StoreError> for crate::Error {
+    fn from(error: StoreError) -> Self {
+        crate::Error::Part(Box::new(error))
+    }
+}
+
+impl PartError for StoreError {
+    fn kind(&self) -> ErrorKind {
         match self {
             StoreError::NotFound { .. } => ErrorKind::NotFound,
             StoreError::AlreadyExists { .. }

@@ -1,15 +1,12 @@
 //! Zarr v3 groups: the node that holds a survey's arrays and attributes, and
 //! the completion state an ingest records in it.
 
-use std::{
-    fs,
-    path::{Path, PathBuf},
-};
+use std::path::{Path, PathBuf};
 
 use serde_json::{json, Map, Value};
 
-use super::{write_json_atomic, Durability, StoreError};
-use crate::{error::Result, Error};
+use super::{read_metadata, write_json_atomic, Durability, StoreError};
+use crate::error::Result;
 
 /// Where cubeslab keeps its own bookkeeping inside a group's attributes.
 pub const CUBESLAB_ATTR: &str = "cubeslab";
@@ -32,45 +29,6 @@ pub struct Group {
     pub path: PathBuf,
     /// The group's attributes.
     pub attributes: Map<String, Value>,
-}
-
-/// Read and parse a `zarr.json` file.
-pub fn read_metadata(dir: &Path) -> Result<Value> {
-    let file = dir.join("zarr.json");
-    let text = match fs::read(&file) {
-        Ok(t) => t,
-        Err(e)
-            if e.kind() == std::io::ErrorKind::NotFound
-                || e.raw_os_error() == Some(libc::ENOTDIR) =>
-        {
-            return Err(unfinished(dir)
-                .unwrap_or_else(|| StoreError::NotFound {
-                    path: dir.to_path_buf(),
-                })
-                .into())
-        }
-        Err(e) => return Err(Error::io(&file, e)),
-    };
-    serde_json::from_slice(&text).map_err(|e| {
-        StoreError::Metadata {
-            path: file,
-            message: format!("not valid JSON: {e}"),
-        }
-        .into()
-    })
-}
-
-/// Why nothing is at `dir` if a store there, or the store holding it, is
-/// still being written (or was stopped) under its staging name.
-fn unfinished(dir: &Path) -> Option<StoreError> {
-    let store = [Some(dir), dir.parent()]
-        .into_iter()
-        .flatten()
-        .find(|p| super::staging_path(p).join("zarr.json").is_file())?;
-    Some(StoreError::Unfinished {
-        path: store.to_path_buf(),
-        staging: super::staging_path(store),
-    })
 }
 
 impl Group {

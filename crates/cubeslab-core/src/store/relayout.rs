@@ -216,8 +216,9 @@ mod tests {
 
     use crate::{
         config::Parallelism,
+        dtype::DType,
         progress::Progress,
-        store::{ArraySpec, DType, ReadOptions, ZarrArray, SERIAL_BYTES},
+        store::{ArraySpec, ReadOptions, ZarrArray, SERIAL_BYTES},
         window::{DimRange, Window},
     };
 

@@ -8,7 +8,7 @@ use std::{borrow::Cow, num::NonZeroU64};
 use zarrs::array::{ArrayBytes, ArrayToBytesCodecTraits, CodecOptions};
 
 use super::{
-    checksum::crc32c, sharded::InnerCodecs, write_atomic, zstd_chunk, Durability, StoreError,
+    checksum::crc32c, shard_codecs::InnerCodecs, write_atomic, zstd_chunk, Durability, StoreError,
     ZarrArray,
 };
 use crate::{

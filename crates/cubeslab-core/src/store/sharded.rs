@@ -6,166 +6,23 @@
 use std::{
     borrow::Cow,
     num::NonZeroU64,
-    path::Path,
     sync::{Arc, OnceLock},
 };
 
-use serde_json::Value;
-use zarrs::{
-    array::{CodecChain, CodecOptions},
-    metadata::v3::MetadataV3,
-};
+use zarrs::array::{CodecChain, CodecOptions};
 
 use super::{
-    array::{metadata_error, u64_list},
     checksum::crc32c,
-    claims::Outer,
-    shard::{ShardFile, ShardLayout},
+    shard::ShardFile,
+    shard_codecs::{InnerCodecs, Sharding},
     task_order::{Task, TaskOrder},
     zstd_chunk, ReadOptions, StoreError, ZarrArray,
 };
 use crate::{
-    compress::Compression,
     error::Result,
     window::{strides, ChunkSpan, Placement, Window, MAX_DIMS},
     Error,
 };
-
-/// How the inner chunks of a shard are encoded and decoded on the engine's own path.
-pub(super) enum InnerCodecs {
-    /// `bytes` (little endian), optionally followed by `crc32c`: the stored
-    /// bytes are the elements themselves.
-    Raw { crc: bool },
-    /// `bytes` (little endian), `zstd`, optionally `crc32c`: zstd with a
-    /// context reused per thread (see `zstd_chunk`).
-    Zstd {
-        level: i32,
-        checksum: bool,
-        crc: bool,
-    },
-    /// Any other chain, decoded by `zarrs`.
-    Chain(Arc<CodecChain>),
-}
-
-/// The engine's own path for sharded arrays: inner chunk shape, index layout, codecs.
-pub(super) struct ShardedCodecs {
-    pub inner_shape: Vec<u64>,
-    /// Whether decoded chunks may differ from the written elements (ZFP, bitround).
-    pub lossy: bool,
-    /// The compressor each stored chunk starts with (checked against bombs).
-    pub outer: Outer,
-    pub layout: ShardLayout,
-    pub codecs: InnerCodecs,
-}
-
-impl ShardedCodecs {
-    /// Recognise `[sharding_indexed{ bytes(little) [compressors] [crc32c] }]`.
-    pub(super) fn from_metadata(
-        dir: &Path,
-        meta: &Value,
-        ndim: usize,
-        shard_shape: &[u64],
-    ) -> Result<Option<Self>> {
-        let codecs = meta
-            .get("codecs")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        let [sharding] = codecs.as_slice() else {
-            return Ok(None);
-        };
-        if sharding.get("name").and_then(Value::as_str) != Some("sharding_indexed") {
-            return Ok(None);
-        }
-        let conf = &sharding["configuration"];
-        let Some(inner_shape) = u64_list(conf.get("chunk_shape")).filter(|s| s.len() == ndim)
-        else {
-            return Ok(None);
-        };
-        if inner_shape
-            .iter()
-            .zip(shard_shape)
-            .any(|(&i, &s)| i == 0 || s % i != 0)
-        {
-            return Ok(None);
-        }
-        let is_bytes_le = |c: &Value| {
-            c.get("name").and_then(Value::as_str) == Some("bytes")
-                && c.pointer("/configuration/endian")
-                    .and_then(Value::as_str)
-                    .unwrap_or("little")
-                    == "little"
-        };
-        let is_crc = |c: &Value| c.get("name").and_then(Value::as_str) == Some("crc32c");
-        let is_zstd = |c: &Value| c.get("name").and_then(Value::as_str) == Some("zstd");
-        let index_codecs = conf
-            .get("index_codecs")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        let index_crc = match index_codecs.as_slice() {
-            [b] if is_bytes_le(b) => false,
-            [b, c] if is_bytes_le(b) && is_crc(c) => true,
-            _ => return Ok(None),
-        };
-        let inner_codecs = conf
-            .get("codecs")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        let lossy = Compression::from_codecs(&inner_codecs).is_some_and(|c| c.is_lossy());
-        let outer = Outer::of(&inner_codecs);
-        let decode = match inner_codecs.as_slice() {
-            [b] if is_bytes_le(b) => InnerCodecs::Raw { crc: false },
-            [b, c] if is_bytes_le(b) && is_crc(c) => InnerCodecs::Raw { crc: true },
-            [b, z, rest @ ..]
-                if is_bytes_le(b)
-                    && is_zstd(z)
-                    && (rest.is_empty() || (rest.len() == 1 && is_crc(&rest[0]))) =>
-            {
-                InnerCodecs::Zstd {
-                    level: z
-                        .pointer("/configuration/level")
-                        .and_then(Value::as_i64)
-                        .unwrap_or(0) as i32,
-                    checksum: z
-                        .pointer("/configuration/checksum")
-                        .and_then(Value::as_bool)
-                        .unwrap_or(false),
-                    crc: !rest.is_empty(),
-                }
-            }
-            _ => {
-                let metas: Vec<MetadataV3> = serde_json::from_value(Value::Array(inner_codecs))
-                    .map_err(|e| metadata_error(dir, e.to_string()))?;
-                let chain = CodecChain::from_metadata(&metas)
-                    .map_err(|e| metadata_error(dir, e.to_string()))?;
-                InnerCodecs::Chain(Arc::new(chain))
-            }
-        };
-        let chunks_per_shard = shard_shape
-            .iter()
-            .zip(&inner_shape)
-            .map(|(s, i)| s / i)
-            .collect();
-        let index_at_end = conf
-            .get("index_location")
-            .and_then(Value::as_str)
-            .unwrap_or("end")
-            == "end";
-        Ok(Some(Self {
-            inner_shape,
-            lossy,
-            outer,
-            layout: ShardLayout {
-                chunks_per_shard,
-                index_at_end,
-                index_crc,
-            },
-            codecs: decode,
-        }))
-    }
-}
 
 impl ZarrArray {
     /// The engine's path: plan the inner chunks the window touches, hand
@@ -173,22 +30,22 @@ impl ZarrArray {
     /// chunk's selected elements straight into `out` on the worker threads.
     pub(super) fn read_sharded(
         &self,
-        path: &ShardedCodecs,
+        sharding: &Sharding,
         window: &Window,
         out: &mut [u8],
         options: &ReadOptions,
     ) -> Result<()> {
         let nd = self.shape.len();
         let elem = self.dtype.size();
-        let cps = &path.layout.chunks_per_shard;
-        let order = TaskOrder::new(&self.shape, window, &path.inner_shape, cps);
+        let cps = &sharding.layout.chunks_per_shard;
+        let order = TaskOrder::new(&self.shape, window, &sharding.inner_shape, cps);
         let n_tasks = order.n_tasks();
-        let chunk_bytes = path.inner_shape.iter().product::<u64>() as usize * elem;
+        let chunk_bytes = sharding.inner_shape.iter().product::<u64>() as usize * elem;
         // Small reads stay on the calling thread: waking the workers costs
         // more than their help saves. So do reads with one thread
         // (`Parallelism::on_caller`). Unverified raw chunks are only read
         // where selected; every other chunk is checked or decoded whole.
-        let raw_partial = matches!(path.codecs, InnerCodecs::Raw { .. }) && !options.verify;
+        let raw_partial = matches!(sharding.codecs, InnerCodecs::Raw { .. }) && !options.verify;
         let work = if raw_partial {
             window.num_elements() * elem as u64
         } else {
@@ -196,13 +53,13 @@ impl ZarrArray {
         };
         let serial = work <= SERIAL_BYTES || options.parallelism.on_caller();
 
-        let shards = self.touched_shards(path, &order, serial, options)?;
+        let shards = self.touched_shards(sharding, &order, serial, options)?;
 
         let mut steps = [1u64; MAX_DIMS];
         for (d, r) in window.dims.iter().enumerate() {
             steps[d] = r.step;
         }
-        let chunk_strides = strides(&path.inner_shape);
+        let chunk_strides = strides(&sharding.inner_shape);
         let out_strides = strides(&window.shape());
         let placement = Placement {
             src_strides: &chunk_strides,
@@ -244,12 +101,13 @@ impl ZarrArray {
         // (see `CHECK_AHEAD_BYTES`); every other chunk is handled whole, one
         // at a time.
         let group = (CHECK_AHEAD_BYTES / chunk_bytes).max(1);
-        let check_ahead =
-            matches!(path.codecs, InnerCodecs::Raw { crc: true }) && options.verify && group > 1;
+        let check_ahead = matches!(sharding.codecs, InnerCodecs::Raw { crc: true })
+            && options.verify
+            && group > 1;
         let out_ptr = SendPtr(out.as_mut_ptr());
         let copy = |task: &Task| {
             self.read_task(
-                path,
+                sharding,
                 &shards[task.slot],
                 task.inner,
                 &task.spans[..nd],
@@ -322,7 +180,7 @@ impl ZarrArray {
     /// woken here, and 60-160 us after a millisecond idle).
     fn touched_shards(
         &self,
-        path: &ShardedCodecs,
+        sharding: &Sharding,
         order: &TaskOrder,
         serial: bool,
         options: &ReadOptions,
@@ -335,7 +193,7 @@ impl ZarrArray {
             .collect();
         let open = |&slot: &u64| {
             let whole = order.covers_most_of(slot);
-            self.open_new_shard(path, &order.shard_indices(slot), whole)
+            self.open_new_shard(sharding, &order.shard_indices(slot), whole)
         };
         let opened: Vec<Arc<ShardFile>> = if serial {
             missing.iter().map(open).collect::<Result<_>>()?
@@ -364,7 +222,7 @@ impl ZarrArray {
     #[allow(clippy::too_many_arguments)]
     fn read_task(
         &self,
-        path: &ShardedCodecs,
+        sharding: &Sharding,
         shard: &ShardFile,
         inner: usize,
         task_spans: &[ChunkSpan],
@@ -378,7 +236,7 @@ impl ZarrArray {
             unsafe { placement.fill(task_spans, &self.fill, dst) };
             return Ok(());
         };
-        match &path.codecs {
+        match &sharding.codecs {
             InnerCodecs::Raw { crc } => {
                 let data = self.checked(shard, inner, bytes, *crc, verify)?;
                 if data.len() != chunk_bytes {
@@ -407,7 +265,7 @@ impl ZarrArray {
                     Some(data) => data,
                     None => {
                         let data = Arc::new(self.decode(
-                            path,
+                            sharding,
                             shard,
                             inner,
                             bytes,
@@ -436,21 +294,21 @@ impl ZarrArray {
     /// Decode a compressed chunk whole (checking its crc32c if `verify`).
     fn decode(
         &self,
-        path: &ShardedCodecs,
+        sharding: &Sharding,
         shard: &ShardFile,
         inner: usize,
         bytes: &[u8],
         chunk_bytes: usize,
         verify: bool,
     ) -> Result<Vec<u8>> {
-        let decoded = match &path.codecs {
+        let decoded = match &sharding.codecs {
             InnerCodecs::Zstd { crc, .. } => {
                 let frame = self.checked(shard, inner, bytes, *crc, verify)?;
                 zstd_chunk::with_decompressed(frame, chunk_bytes, <[u8]>::to_vec)
                     .map_err(|message| self.codec_error(shard, inner, message))?
             }
             InnerCodecs::Chain(chain) => self
-                .decode_chain(chain, path, shard, inner, bytes, verify)?
+                .decode_chain(chain, sharding, shard, inner, bytes, verify)?
                 .into_owned(),
             InnerCodecs::Raw { .. } => unreachable!("raw chunks are not decoded"),
         };
@@ -463,18 +321,19 @@ impl ZarrArray {
     fn decode_chain<'a>(
         &self,
         chain: &CodecChain,
-        path: &ShardedCodecs,
+        sharding: &Sharding,
         shard: &ShardFile,
         inner: usize,
         bytes: &'a [u8],
         verify: bool,
     ) -> Result<Cow<'a, [u8]>> {
         use zarrs::array::ArrayToBytesCodecTraits;
-        let chunk_bytes = path.inner_shape.iter().product::<u64>() as usize * self.dtype.size();
-        path.outer
+        let chunk_bytes = sharding.inner_shape.iter().product::<u64>() as usize * self.dtype.size();
+        sharding
+            .outer
             .check(bytes, chunk_bytes)
             .map_err(|message| self.corrupt(shard, inner, &message))?;
-        let shape: Vec<NonZeroU64> = path
+        let shape: Vec<NonZeroU64> = sharding
             .inner_shape
             .iter()
             .map(|&c| NonZeroU64::new(c).expect("positive"))

@@ -6,7 +6,8 @@ use std::path::Path;
 use serde_json::{json, Map, Value};
 use zarrs::array::{ArrayMetadata, CodecChain};
 
-use super::{record_generation, DType, StoreError};
+use super::{record_generation, StoreError};
+use crate::dtype::DType;
 use crate::error::Result;
 
 /// What a new array looks like.
