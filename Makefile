@@ -47,12 +47,13 @@ wheel: $(STAMPS)/venv $(STAMPS)/system ## A wheel in dist/ that installs with pi
 demo: build ## Generate a synthetic survey, ingest it, time plane reads beside segyio, write PNGs
 	$(VENV)/bin/cubeslab demo --dir demo-data
 
-lint: $(STAMPS)/venv $(STAMPS)/system ## rustfmt, clippy -D warnings, ruff, mypy
+lint: $(STAMPS)/venv $(STAMPS)/system ## rustfmt, clippy -D warnings, ruff, mypy, no import cycles
 	cargo fmt --all --check
 	cargo clippy --release --all-targets -q -- -D warnings
-	$(VENV)/bin/ruff check python tests bench
-	$(VENV)/bin/ruff format --check python tests bench
+	$(VENV)/bin/ruff check python tests bench tools
+	$(VENV)/bin/ruff format --check python tests bench tools
 	$(VENV)/bin/mypy
+	$(PY) tools/import_cycles.py
 
 rust-test: $(STAMPS)/system ## Rust unit and property tests
 	cargo test --release -q -p cubeslab-core

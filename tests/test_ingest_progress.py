@@ -79,6 +79,7 @@ def test_a_small_memory_limit_plans_shards_that_fit_it_and_reads_the_source_once
 
 def test_a_large_ingest_onto_an_unprofiled_disk_measures_a_quick_profile_once(survey, tmp_path, monkeypatch):
     import cubeslab.plan
+    import cubeslab.profiles
 
     profiles = tmp_path / "profiles"
     monkeypatch.setenv("CUBESLAB_PROFILE_DIR", str(profiles))
@@ -87,7 +88,7 @@ def test_a_large_ingest_onto_an_unprofiled_disk_measures_a_quick_profile_once(su
     seen: list[Phase] = []
     cubeslab.ingest(survey, tmp_path / "a.zarr", progress=seen.append)
     assert seen[0].name == "measure this disk (once)"
-    saved = cubeslab.plan.profile_path(tmp_path)
+    saved = cubeslab.profiles.profile_path(tmp_path)
     assert saved.is_file()
     assert json.loads(saved.read_text())["quick"] is True
     stamp = saved.stat().st_mtime_ns

@@ -19,7 +19,8 @@ from test_cli import assert_png, run
 
 import cubeslab
 from cubeslab.errors import InvalidInputError
-from cubeslab.plan import find_profile, measure_profile, plan, profile_path
+from cubeslab.plan import measure_profile, plan
+from cubeslab.profiles import find_profile, profile_path
 
 F3 = Path(__file__).resolve().parent / "data" / "segy" / "f3.sgy"
 

@@ -85,14 +85,14 @@ def resolve_rust(path: str, here: Module, modules: dict, exports: dict) -> Modul
         while parts and parts[0] in ("self", "super"):
             base = base[:-1] if parts[0] == "super" else base
             parts = parts[1:]
-    elif here + (parts[0],) in modules:  # a child module named directly
+    elif (*here, parts[0]) in modules:  # a child module named directly
         base = here
     else:
         return None
     module = base
     for name in parts:
-        if module + (name,) in modules:
-            module = module + (name,)
+        if (*module, name) in modules:
+            module = (*module, name)
         elif name in exports.get(module, {}):
             return exports[module][name]
         else:
@@ -155,9 +155,10 @@ def python_graph(package: Path) -> dict[Module, set[Module]]:
                 else:
                     continue
                 for alias in node.names:
-                    targets.append(longest(base + (alias.name,)))
+                    targets.append(longest((*base, alias.name)))
             elif isinstance(node, ast.Import):
-                targets += [longest(tuple(a.name.split("."))) for a in node.names if a.name.split(".")[0] == m[0]]
+                names = [tuple(a.name.split(".")) for a in node.names]
+                targets += [longest(n) for n in names if n[0] == m[0]]
             graph[m].update(t for t in targets if t and t != m)
     return graph
 

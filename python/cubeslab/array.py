@@ -12,6 +12,7 @@ import numpy as np
 
 from . import _engine
 from .errors import InvalidInputError, SelectionError
+from .profiles import find_profile
 
 
 @dataclass(frozen=True)
@@ -151,8 +152,6 @@ class Array:
         choice = self._routes.get(key)
         if choice is None:
             if self._model is None:
-                from .plan import find_profile
-
                 options = {
                     "threads": self.settings.threads,
                     "in_flight": self.settings.in_flight,

@@ -384,6 +384,8 @@ def read(
     if kept is not None and cube.ndim == 3:
         axes = tuple((cube.dims[d], cube.coords[cube.dims[d]]) for d in kept)
     if output.suffix == ".png":
+        from .png import save_png  # matplotlib loads only for pictures
+
         save_png(data, output, title, axes)
     else:
         np.save(output, data)
@@ -401,36 +403,6 @@ def parse_window(text: str) -> tuple:
         return tuple(part(p) for p in text.split(","))
     except ValueError:
         raise SelectionError(f"cannot parse window {text!r}; use e.g. '0:10,5,::2'") from None
-
-
-def save_png(data: np.ndarray, path: Path, title: str, axes=None) -> None:
-    """A seismic-style picture: grey scale clipped at the 99th percentile, the second axis downward.
-
-    axes: ((name, labels), (name, labels)) for the plane's two dimensions, to label the picture.
-    """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    if data.ndim != 2:
-        raise SelectionError(f"a picture needs a 2-D plane; this selection is {data.ndim}-D {data.shape}")
-    finite = data[np.isfinite(data)] if data.dtype.kind == "f" else data
-    clip = float(np.percentile(np.abs(finite), 99)) if finite.size else 1.0
-    fig, ax = plt.subplots(figsize=(8, 5), dpi=100)
-    extent = None
-    if axes is not None:
-        (xname, xs), (yname, ys) = axes
-        extent = (float(xs[0]), float(xs[-1]), float(ys[-1]), float(ys[0]))
-        ax.set_xlabel(xname)
-        ax.set_ylabel(yname)
-    ax.imshow(
-        data.T, cmap="gray", aspect="auto", vmin=-clip, vmax=clip, interpolation="nearest", extent=extent
-    )
-    ax.set_title(title)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
 
 
 @app.command()

@@ -531,9 +531,15 @@ class Cube:
         amplitude's dimensions), a dict per dimension, ``"auto"``: as ``xarray.open_dataset``.
         The same Dataset as ``xarray.open_dataset(path, engine="cubeslab", chunks=...)``.
         """
-        from .adapters import to_xarray
+        import xarray as xr
 
-        return to_xarray(self, chunks)
+        if isinstance(chunks, str) and chunks == "shards":
+            chunks = {}
+        elif isinstance(chunks, (tuple, list)):
+            chunks = dict(zip(self.dims, chunks, strict=True))
+        # The backend registered as "cubeslab" takes this open cube (its read settings kept);
+        # xarray's own annotation names only paths, buffers and stores.
+        return xr.open_dataset(self, engine="cubeslab", chunks=chunks)  # type: ignore[arg-type]
 
     def to_dask(self, chunks=None):
         """The amplitudes as a ``dask.array`` (default chunks: the shard shape)."""

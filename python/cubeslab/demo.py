@@ -33,8 +33,8 @@ def run_demo(
 ) -> dict:
     """Run the demo; returns the timings (seconds) per plane and tool."""
     import cubeslab
-    from cubeslab.cli import save_png
     from cubeslab.plan import profile_for_ingest
+    from cubeslab.png import save_png
     from cubeslab.synthetic import SyntheticSurvey, write_segy
 
     console = console or Console()

@@ -86,7 +86,8 @@ def measure_first(
 ) -> str | None:
     """The device profile to plan with (see :func:`cubeslab.plan.profile_for_ingest`); a quick
     measurement made for it is reported as phase 0."""
-    from .plan import AUTO_PROFILE_MIN_BYTES, auto_profile_enabled, find_profile, profile_for_ingest
+    from .plan import AUTO_PROFILE_MIN_BYTES, profile_for_ingest
+    from .profiles import auto_profile_enabled, find_profile
 
     name = "measure this disk (once)"
     will_measure = (

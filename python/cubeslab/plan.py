@@ -1,11 +1,10 @@
-"""Layout planning: device profiles (measure, save, find) and plans.
+"""Layout planning: measuring device profiles, and plans for new and existing stores.
 
-A profile is measured once per filesystem (``cubeslab profile PATH``) and
-saved per user, keyed by the filesystem's device number, so a plan for a
-store on that filesystem finds it. An ingest of a large source onto a
-filesystem without one measures a quick profile first (a few seconds, once;
-``CUBESLAB_AUTO_PROFILE=0`` turns this off). Otherwise plans use the engine's
-built-in typical machine.
+A profile is measured once per filesystem (``cubeslab profile PATH``) and saved
+(:mod:`cubeslab.profiles` says where, and finds it). An ingest of a large source
+onto a filesystem without one measures a quick profile first (a few seconds,
+once; ``CUBESLAB_AUTO_PROFILE=0`` turns this off). Otherwise plans use the
+engine's built-in typical machine.
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ import numpy as np
 
 from . import _engine
 from .errors import InvalidInputError
+from .profiles import auto_profile_enabled, find_profile, profile_path
 
 PROFILE_CODECS = ("zstd:1", "zstd:3", "gzip:5", "blosc-lz4:5", "blosc-zstd:5", "zfp:rate=8", "zfp:rate=4")
 """Codecs a profile times (names as ``--compress`` takes them)."""
@@ -32,27 +32,6 @@ AUTO_PROFILE_MIN_BYTES = 256 << 20
 """Sources at least this large get a quick profile of their store's filesystem measured before
 they are planned, when none is saved: a layout planned for the wrong machine costs such a volume
 more read time than the measurement takes."""
-
-
-def profile_dir() -> Path:
-    """Where profiles are saved: ``$CUBESLAB_PROFILE_DIR``, else ``$XDG_CONFIG_HOME/cubeslab/profiles``."""
-    if "CUBESLAB_PROFILE_DIR" in os.environ:
-        return Path(os.environ["CUBESLAB_PROFILE_DIR"])
-    config = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
-    return config / "cubeslab" / "profiles"
-
-
-def _device(path: str | os.PathLike) -> int:
-    """Device number of the filesystem holding ``path`` (or its nearest existing parent)."""
-    p = Path(path).absolute()
-    while not p.exists():
-        p = p.parent
-    return p.stat().st_dev
-
-
-def profile_path(path: str | os.PathLike) -> Path:
-    """The default profile file for the filesystem holding ``path``."""
-    return profile_dir() / f"device-{_device(path):x}.json"
 
 
 def measure_profile(
@@ -118,32 +97,6 @@ def _python_call_seconds(directory: Path) -> float:
         return statistics.median(times)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-
-
-def find_profile(
-    near: str | os.PathLike | None = None, profile: str | os.PathLike | None = None
-) -> str | None:
-    """The JSON text of the profile to plan with, or None for the built-in typical machine.
-
-    An explicit ``profile`` file wins, then ``$CUBESLAB_PROFILE``, then the saved
-    profile of the filesystem holding ``near``.
-    """
-    for candidate in (profile, os.environ.get("CUBESLAB_PROFILE")):
-        if candidate:
-            p = Path(candidate)
-            if not p.is_file():
-                raise InvalidInputError(f"{p}: no such profile file (measure one with `cubeslab profile`)")
-            return p.read_text()
-    if near is not None:
-        p = profile_path(near)
-        if p.is_file():
-            return p.read_text()
-    return None
-
-
-def auto_profile_enabled() -> bool:
-    """Whether a missing profile may be measured on the fly (``CUBESLAB_AUTO_PROFILE``, default on)."""
-    return os.environ.get("CUBESLAB_AUTO_PROFILE", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 def profile_for_ingest(

@@ -206,7 +206,8 @@ def plan_command(
 
     Given a store, also predict the layouts it has (its volume's and its views') beside the pick.
     """
-    from .plan import find_profile, plan, plan_store
+    from .plan import plan, plan_store
+    from .profiles import find_profile
 
     if (source is None) == (shape is None):
         raise typer.BadParameter("give a SEG-Y file or store, or --shape")

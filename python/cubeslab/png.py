@@ -1,0 +1,39 @@
+"""Pictures of planes: what ``cubeslab read -o x.png`` and the demo write."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .errors import SelectionError
+
+
+def save_png(data: np.ndarray, path: Path, title: str, axes=None) -> None:
+    """A seismic-style picture: grey scale clipped at the 99th percentile, the second axis downward.
+
+    axes: ((name, labels), (name, labels)) for the plane's two dimensions, to label the picture.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if data.ndim != 2:
+        raise SelectionError(f"a picture needs a 2-D plane; this selection is {data.ndim}-D {data.shape}")
+    finite = data[np.isfinite(data)] if data.dtype.kind == "f" else data
+    clip = float(np.percentile(np.abs(finite), 99)) if finite.size else 1.0
+    fig, ax = plt.subplots(figsize=(8, 5), dpi=100)
+    extent = None
+    if axes is not None:
+        (xname, xs), (yname, ys) = axes
+        extent = (float(xs[0]), float(xs[-1]), float(ys[-1]), float(ys[0]))
+        ax.set_xlabel(xname)
+        ax.set_ylabel(yname)
+    ax.imshow(
+        data.T, cmap="gray", aspect="auto", vmin=-clip, vmax=clip, interpolation="nearest", extent=extent
+    )
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
