@@ -1,5 +1,5 @@
 """Compression by name (``--compress``). The names and the Zarr v3 codec chains they stand
-for are defined once, in the engine (``crates/cubeslab-core/src/compress/name.rs``); every
+for are defined once, in the engine (``crates/cubeslab-core/src/compress/catalogue/``); every
 chunk also gets a crc32c there.
 """
 

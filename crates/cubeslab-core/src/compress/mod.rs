@@ -5,10 +5,12 @@
 //! * [`metrics`]: maximum absolute error, RMS error, SNR, PSNR.
 //! * [`tune`]: error targets → ZFP parameters, from trials on a sample.
 
+pub mod catalogue;
 pub mod metrics;
-pub mod name;
 pub mod tune;
 
+pub use catalogue::{
+    BloscCompressor, Compression, ErrorBound, Shuffle, ZfpMode, COMPRESSION_NAMES,
+};
 pub use metrics::{ChunkErrors, ErrorStats};
-pub use name::{BloscCompressor, Compression, ErrorBound, Shuffle, ZfpMode, COMPRESSION_NAMES};
 pub use tune::{trial, tune, Sample, Trial};

@@ -1,0 +1,509 @@
+//! The cost model: how long the engine's read path takes to read a window
+//! of an array stored with a given layout, on a profiled machine.
+//!
+//! It follows `store::sharded` step by step: the inner chunks a window
+//! touches, cut into the same per-worker pieces; each piece's byte ranges
+//! merged into requests by the same rule; then, per chunk, checksum,
+//! decode and copy work at the profiled rates. Warm, the time is the CPU
+//! work shared by the threads. Cold, the requests go to the device at the
+//! queue depth the prefetcher keeps, overlapped with the CPU work, after
+//! the shards' indexes are read.
+
+use serde::Serialize;
+
+use super::{
+    layout::Layout,
+    profile::{DeviceProfile, MemoryRates},
+};
+use crate::{
+    store::{pieces_per_thread, TaskOrder, COALESCE_GAP, MAX_REQUEST, SERIAL_BYTES},
+    window::{strides, Window},
+};
+
+/// How inner chunks are stored.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub enum ChunkCodec {
+    /// The elements as they are, with a crc32c after each chunk if `crc`.
+    Raw {
+        /// A crc32c follows each chunk.
+        crc: bool,
+    },
+    /// Compressed by a codec with these rates.
+    Compressed {
+        /// Decoded / encoded bytes.
+        ratio: f64,
+        /// Decoded bytes per second on one core.
+        decode: f64,
+        /// A crc32c follows each chunk.
+        crc: bool,
+    },
+}
+
+impl ChunkCodec {
+    /// Decoded bytes over stored bytes (1 for raw chunks).
+    pub fn ratio(&self) -> f64 {
+        match self {
+            ChunkCodec::Raw { .. } => 1.0,
+            ChunkCodec::Compressed { ratio, .. } => *ratio,
+        }
+    }
+}
+
+/// An array as stored: what the model needs of it.
+#[derive(Debug, Clone)]
+pub struct StoredArray {
+    /// Array shape.
+    pub shape: Vec<u64>,
+    /// Bytes per element.
+    pub elem: usize,
+    /// Chunks and shards.
+    pub layout: Layout,
+    /// Chunk encoding.
+    pub codec: ChunkCodec,
+}
+
+/// How a read is made.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReadSetup {
+    /// Worker threads.
+    pub threads: usize,
+    /// Requests in flight when cold.
+    pub in_flight: usize,
+    /// Checksums are checked.
+    pub verify: bool,
+}
+
+/// Whether the data is in the page cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Cache {
+    /// Already in memory and mapped.
+    Warm,
+    /// On the device; shards not yet open.
+    Cold,
+}
+
+/// What a read costs, and the predicted time.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Prediction {
+    /// Inner chunks touched.
+    pub chunks: u64,
+    /// Shards touched.
+    pub shards: u64,
+    /// Requests sent to the device (cold), after merging neighbours.
+    pub requests: u64,
+    /// Bytes read from the device (cold).
+    pub device_bytes: u64,
+    /// Stored bytes the workers touch (checksummed, decoded or copied from).
+    pub touched_bytes: u64,
+    /// Bytes delivered to the caller.
+    pub output_bytes: u64,
+    /// Device time if nothing else ran (s).
+    pub io_seconds: f64,
+    /// CPU time summed over threads (s).
+    pub cpu_seconds: f64,
+    /// Predicted wall time (s).
+    pub seconds: f64,
+}
+
+/// Outputs up to this size reuse memory a previous read freed (glibc's
+/// largest dynamic mmap threshold); larger ones are fresh pages each time.
+pub const FRESH_OUTPUT_BYTES: u64 = 32 << 20;
+
+/// Chunks up to this size, checked or decoded whole, are still in the CPU's
+/// caches (a core's L2 and its share of L3) when the copy gathers their
+/// selected elements.
+pub const CACHED_CHUNK_BYTES: u64 = 1 << 20;
+
+/// Predict the time to read `window` of `array`.
+pub fn predict(
+    array: &StoredArray,
+    window: &Window,
+    setup: &ReadSetup,
+    cache: Cache,
+    profile: &DeviceProfile,
+) -> Prediction {
+    walk(array, window, setup, profile).finish(cache, setup, profile)
+}
+
+/// Predict warm and cold reads of `window` at once (one walk over the chunks).
+pub fn predict_both(
+    array: &StoredArray,
+    window: &Window,
+    setup: &ReadSetup,
+    profile: &DeviceProfile,
+) -> (Prediction, Prediction) {
+    let w = walk(array, window, setup, profile);
+    (
+        w.finish(Cache::Warm, setup, profile),
+        w.finish(Cache::Cold, setup, profile),
+    )
+}
+
+/// The work of a read, before the cache state decides how it overlaps.
+struct Walk {
+    counts: Prediction,
+    /// Requests for chunks, after each shard's index is read.
+    request_sizes: Vec<u64>,
+    /// Shards read whole: requested at open, index and chunks at once.
+    whole_sizes: Vec<u64>,
+    index_bytes: u64,
+    /// CPU time over all chunks, warm, streaming memory (contiguous copies,
+    /// fresh output pages): at rates the profile measured with every thread
+    /// busy.
+    cpu_memory: f64,
+    /// The bytes checked in all, and the checked chunks that start away
+    /// from the last one: a warm read finds as much of them in the CPU's
+    /// caches as they keep of that many; a cold one finds them in memory.
+    checked_bytes: u64,
+    chunk_starts: usize,
+    /// Bytes of each checked chunk: larger chunks cost more to start.
+    checked_chunk: u64,
+    /// CPU time over all chunks, warm, in the engine's per-chunk, per-run
+    /// and per-element steps and in decoding: at one thread's rates.
+    cpu_steps: f64,
+    /// Worker threads that get a piece.
+    busy: f64,
+    /// The read runs on the calling thread alone.
+    serial: bool,
+}
+
+fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &DeviceProfile) -> Walk {
+    let nd = array.shape.len();
+    let elem = array.elem as u64;
+    let inner = &array.layout.inner;
+    let cps: Vec<u64> = array
+        .layout
+        .shard
+        .iter()
+        .zip(inner)
+        .map(|(s, c)| s / c)
+        .collect();
+    let order = TaskOrder::new(&array.shape, window, inner, &cps);
+    let n_tasks = order.n_tasks();
+    let mut prediction = Prediction {
+        chunks: n_tasks,
+        output_bytes: window.num_elements() * elem,
+        ..Default::default()
+    };
+    let index_bytes = cps.iter().product::<u64>() * 16 + 4;
+    if n_tasks == 0 {
+        return Walk {
+            counts: prediction,
+            request_sizes: Vec::new(),
+            whole_sizes: Vec::new(),
+            index_bytes,
+            cpu_memory: 0.0,
+            chunk_starts: 0,
+            checked_bytes: 0,
+            checked_chunk: 0,
+            cpu_steps: 0.0,
+            busy: 1.0,
+            serial: true,
+        };
+    }
+    prediction.shards = order.n_shards();
+
+    let chunk_elems: u64 = inner.iter().product();
+    let chunk_bytes = chunk_elems * elem;
+    let (stored_chunk, crc, decode_rate) = match array.codec {
+        ChunkCodec::Raw { crc } => (chunk_bytes + 4 * crc as u64, crc, None),
+        ChunkCodec::Compressed { ratio, decode, crc } => (
+            (chunk_bytes as f64 / ratio.max(1e-3)).ceil() as u64 + 4 * crc as u64,
+            crc,
+            Some(decode),
+        ),
+    };
+    let partial = decode_rate.is_none() && !setup.verify;
+    // Shards the window mostly covers are read whole, as the reader does.
+    let whole: Vec<bool> = (0..order.n_shards())
+        .map(|slot| order.covers_most_of(slot))
+        .collect();
+    let whole_sizes: Vec<u64> = (0..order.n_shards())
+        .filter(|&slot| whole[slot as usize])
+        .map(|slot| order.chunks_held(slot) * stored_chunk + index_bytes)
+        .collect();
+    let mut chunk_strides = vec![1u64; nd];
+    for d in (0..nd.saturating_sub(1)).rev() {
+        chunk_strides[d] = chunk_strides[d + 1] * inner[d + 1];
+    }
+    let steps: Vec<u64> = window.dims.iter().map(|r| r.step).collect();
+    let out_strides = strides(&window.shape());
+
+    let threads = setup.threads.max(1) as u64;
+    // Requests are merged within a worker's run of chunks, cut as a cold read cuts them.
+    let piece = n_tasks.div_ceil(threads * pieces_per_thread(false)).max(1);
+    let warm_piece = n_tasks.div_ceil(threads * pieces_per_thread(true)).max(1);
+    let engine = &profile.engine;
+    let memory = &profile.memory;
+    let (mut cpu_memory, mut cpu_steps, mut chunk_starts) = (0.0, 0.0, 0);
+    let mut fault_bytes = 0u64;
+    let mut request_sizes: Vec<u64> = Vec::new();
+    let checked = crc && setup.verify;
+    // A chunk checked or decoded whole is in the CPU's caches when its
+    // elements are copied out, if it is not too big to stay there.
+    let cached =
+        (checked || decode_rate.is_some()) && chunk_bytes.max(stored_chunk) <= CACHED_CHUNK_BYTES;
+    let strided_cached = engine.strided_element_cached.filter(|_| cached);
+    // Runs copied whole come out of the caches too, into an output a
+    // previous read left mapped (unless it is too big to reuse).
+    let contiguous_rate = match memory.copy_from_cache {
+        Some(rate) if cached && prediction.output_bytes <= FRESH_OUTPUT_BYTES => rate,
+        _ => memory.copy,
+    };
+    // Where the last chunk this worker checked ends: (shard, byte).
+    let mut checked_end: Option<(u64, u64)> = None;
+    // The open request of the current piece: (shard id, start, length).
+    let mut open: Option<(u64, u64, u64)> = None;
+
+    // Walk the tasks in the read path's order.
+    let mut tasks = order.tasks(0..n_tasks);
+    while let Some((t, task)) = tasks.advance() {
+        if t.is_multiple_of(piece) {
+            if let Some((_, _, len)) = open.take() {
+                request_sizes.push(len);
+            }
+        }
+        let spans = &task.spans[..nd];
+        let shard_id = task.slot as u64;
+        let inner_pos = task.inner as u64;
+        let mut lo = 0u64;
+        let mut hi = 0u64;
+        let mut selected = 1u64;
+        for d in 0..nd {
+            let s = &spans[d];
+            lo += s.first * chunk_strides[d];
+            hi += (s.first + (s.count - 1) * steps[d]) * chunk_strides[d];
+            selected *= s.count;
+        }
+        let start = inner_pos * stored_chunk;
+        let (offset, len) = if partial {
+            (start + lo * elem, (hi - lo + 1) * elem)
+        } else {
+            (start, stored_chunk)
+        };
+        fault_bytes += len;
+        if whole[task.slot] {
+            // Requested with its shard at open: no request of its own.
+        } else {
+            // Merge into the open request exactly as the prefetcher does.
+            open = match open.take() {
+                Some((id, o, l))
+                    if id == shard_id
+                        && offset >= o
+                        && offset <= o + l + COALESCE_GAP
+                        && l < MAX_REQUEST =>
+                {
+                    Some((id, o, l.max(offset + len - o)))
+                }
+                Some((_, _, l)) => {
+                    request_sizes.push(l);
+                    Some((shard_id, offset, len))
+                }
+                None => Some((shard_id, offset, len)),
+            };
+        }
+
+        // CPU work for this chunk.
+        cpu_steps += engine.task;
+        if checked {
+            if t.is_multiple_of(warm_piece) || checked_end != Some((shard_id, start)) {
+                chunk_starts += 1;
+            }
+            checked_end = Some((shard_id, start + stored_chunk));
+        }
+        if let Some(rate) = decode_rate {
+            cpu_steps += chunk_bytes as f64 / rate;
+        }
+        let inner_dim = (0..nd)
+            .rev()
+            .find(|&d| spans[d].count > 1)
+            .unwrap_or(nd - 1);
+        let run_len = spans[inner_dim].count;
+        let runs = selected / run_len;
+        // As the copy decides: a run is one memcpy when its elements are
+        // neighbours in both the chunk and the output (in a time slice
+        // through chunks one sample deep, along the crosslines).
+        let contiguous =
+            chunk_strides[inner_dim] * steps[inner_dim] == 1 && out_strides[inner_dim] == 1;
+        cpu_steps += runs as f64 * engine.run;
+        if contiguous {
+            cpu_memory += (selected * elem) as f64 / contiguous_rate;
+        } else {
+            // Each element is read `stride` elements from the last in the
+            // chunk (unless the chunk is in the caches) and written
+            // `out_strides` from the last in the output: across the output's
+            // rows, a new page every few elements.
+            let stride = chunk_strides[inner_dim] * steps[inner_dim];
+            let gather = strided_cached.unwrap_or_else(|| engine.strided(stride * elem));
+            let scatter = if out_strides[inner_dim] > 1 {
+                engine.scattered(out_strides[inner_dim] * elem)
+            } else {
+                0.0
+            };
+            cpu_steps += selected as f64 * (gather + scatter);
+        }
+    }
+    if let Some((_, _, len)) = open.take() {
+        request_sizes.push(len);
+    }
+    prediction.touched_bytes = fault_bytes;
+    prediction.device_bytes = request_sizes.iter().chain(&whole_sizes).sum();
+    prediction.requests = (request_sizes.len() + whole_sizes.len()) as u64;
+
+    // The output is a fresh array. Up to glibc's largest dynamic mmap
+    // threshold, the memory a previous read's output freed is reused, already
+    // mapped; beyond it, each read maps fresh pages, faulted in and zeroed as
+    // the workers first write them.
+    if prediction.output_bytes > FRESH_OUTPUT_BYTES {
+        cpu_memory += prediction.output_bytes as f64 / memory.first_write;
+    }
+    // Workers share the pieces; a read of fewer pieces than threads uses
+    // fewer, and a small read, or any read with one thread, stays on the
+    // calling thread.
+    let work = if partial {
+        prediction.output_bytes
+    } else {
+        n_tasks * chunk_bytes
+    };
+    let serial = work <= SERIAL_BYTES || threads <= 1;
+    let busy = if serial {
+        1.0
+    } else {
+        threads.min(n_tasks.div_ceil(warm_piece)) as f64
+    };
+    Walk {
+        counts: prediction,
+        request_sizes,
+        whole_sizes,
+        index_bytes,
+        cpu_memory,
+        chunk_starts,
+        checked_bytes: if checked { n_tasks * stored_chunk } else { 0 },
+        checked_chunk: stored_chunk,
+        cpu_steps,
+        busy,
+        serial,
+    }
+}
+
+/// Wall time of work that takes `alone` seconds on the calling thread and
+/// `together` once the helpers work beside it, when they arrive after
+/// `arrival` seconds (see `crate::share`): the caller's head start counts
+/// for its share of the work.
+fn with_helpers(alone: f64, together: f64, arrival: f64) -> f64 {
+    if alone <= arrival {
+        alone
+    } else {
+        arrival + (1.0 - arrival / alone) * together
+    }
+}
+
+impl Walk {
+    /// CPU time (over all threads) of the chunks' checksums: warm at the
+    /// rates measured over a working set of the bytes checked, cold at
+    /// memory's; each chunk started away from the last at the cost measured
+    /// for 8 KiB chunks, scaled to its size.
+    fn check_seconds(&self, memory: &MemoryRates, cache: Cache) -> f64 {
+        let (rate, start) = match cache {
+            Cache::Warm => (
+                memory.crc_within(self.checked_bytes),
+                memory.chunk_start_within(self.checked_bytes),
+            ),
+            Cache::Cold => (memory.crc, memory.crc_chunk_start),
+        };
+        let start = start * memory.chunk_start_scale(self.checked_chunk);
+        self.checked_bytes as f64 / rate + self.chunk_starts as f64 * start
+    }
+
+    fn finish(&self, cache: Cache, setup: &ReadSetup, profile: &DeviceProfile) -> Prediction {
+        let mut p = self.counts.clone();
+        let engine = &profile.engine;
+        if p.chunks == 0 {
+            p.seconds = engine.call;
+            return p;
+        }
+        // Threads working at once. Memory rates were measured with all of
+        // them busy; the engine's steps on one thread, so together they
+        // speed up by the measured efficiency only.
+        let busy = self.busy;
+        let efficiency = if busy > 1.0 {
+            engine.parallel_efficiency.clamp(0.25, 1.0)
+        } else {
+            1.0
+        };
+        // The calling thread works alone until the helpers arrive.
+        let arrival = if self.serial {
+            0.0
+        } else {
+            engine.helper_arrival
+        };
+        let wall = |memory: f64| {
+            let alone = memory + self.cpu_steps;
+            with_helpers(
+                alone,
+                (memory + self.cpu_steps / efficiency) / busy,
+                arrival,
+            )
+        };
+        match cache {
+            Cache::Warm => {
+                let memory = self.cpu_memory + self.check_seconds(&profile.memory, cache);
+                p.cpu_seconds = memory + self.cpu_steps;
+                p.seconds = engine.call + wall(memory);
+            }
+            Cache::Cold => {
+                // Shards are opened in parallel first: map, read and check each index.
+                let threads = if self.serial {
+                    1
+                } else {
+                    setup.threads.max(1) as u64
+                };
+                let open_depth = p.shards.min(threads) as f64;
+                let index = self.index_bytes.max(4096) as f64;
+                let index_time = index / profile.io.cold_rate(index, open_depth) * open_depth;
+                // A shard read whole does not wait for its index alone: the
+                // index comes in with the chunks.
+                let n_whole = self.whole_sizes.len() as f64;
+                // Several shards are opened by the caller and the helpers.
+                let open_alone =
+                    p.shards as f64 * engine.shard_open + (p.shards as f64 - n_whole) * index_time;
+                let open_time = with_helpers(open_alone, open_alone / open_depth, arrival);
+                // Each worker keeps ceil(in_flight / threads) requests outstanding.
+                let outstanding = setup.in_flight.div_ceil(threads as usize).max(1) as u64;
+                let depth = (outstanding * busy as u64)
+                    .min(self.request_sizes.len() as u64)
+                    .max(1) as f64;
+                let mut io: f64 = self
+                    .request_sizes
+                    .iter()
+                    .map(|&s| s as f64 / profile.io.cold_rate(s as f64, depth))
+                    .sum();
+                // Whole shards are all requested as they are opened.
+                let whole_depth = n_whole.min(setup.in_flight.max(1) as f64).max(1.0);
+                io += self
+                    .whole_sizes
+                    .iter()
+                    .map(|&s| s as f64 / profile.io.cold_rate(s as f64, whole_depth))
+                    .sum::<f64>();
+                // The first request for chunks must arrive before any copying
+                // starts (whole shards' requests left at open).
+                let startup = self.request_sizes.first().map_or(0.0, |&first| {
+                    first as f64 / profile.io.cold_rate(first as f64, 1.0)
+                });
+                let memory = self.cpu_memory
+                    + self.check_seconds(&profile.memory, cache)
+                    + p.touched_bytes as f64 / profile.memory.fault;
+                let cpu = memory + self.cpu_steps;
+                p.io_seconds = io;
+                p.cpu_seconds = cpu;
+                // The helpers' requests go out when they arrive.
+                p.seconds = engine.call + open_time + startup + (arrival + io).max(wall(memory));
+            }
+        }
+        p
+    }
+}
+
+#[cfg(test)]
+mod tests;
