@@ -16,9 +16,11 @@
 //! marked incomplete.
 
 mod compare;
+mod design;
 mod rebuild;
 mod stats;
 mod survey;
+mod target;
 mod task;
 
 pub use crate::plan::Layout;
@@ -32,23 +34,19 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 use serde_json::{json, Map, Value};
 
-use crate::compress::{tune, ChunkErrors, Compression};
+use crate::compress::{ChunkErrors, Compression};
 use crate::{
     config::Parallelism,
     dtype::DType,
     error::Result,
-    plan::{
-        dir_bytes, Access, AccessMix, CacheState, ChunkCodec, DeviceProfile, Evaluated, Planner,
-        ReadSetup, Strategy,
-    },
+    plan::{dir_bytes, ChunkCodec, DeviceProfile, Strategy},
     progress::{Progress, Unit},
     segy::{Geometry, ScanOptions, SegyFile, SegyOptions},
-    store::{
-        new_generation, record_generation, recorded_generation, staging_path, sync_tree,
-        Durability, Group, Publication, StoreError, StoreLock, StoreState, ZarrArray,
-    },
+    store::{sync_tree, Durability, Group, Publication, StoreLock, ZarrArray},
 };
+use design::Design;
 use survey::RecordedLayouts;
+use target::Target;
 pub use task::task_budget;
 use task::{IngestTask, TaskArrays};
 
@@ -157,7 +155,6 @@ pub struct Ingest {
     errors: Option<ChunkErrors>,
     /// Held until the store is complete, or the ingest is dropped.
     lock: Option<StoreLock>,
-    /// The store this ingest replaces, swapped out when this one is complete.
     /// Where the store goes when complete (none for a store resumed in place).
     publication: Option<Publication>,
 }
@@ -171,229 +168,39 @@ impl Ingest {
         options: &IngestOptions,
         progress: &Progress,
     ) -> Result<Self> {
-        let store = store.as_ref().to_path_buf();
-        // The store is written under a staging name and published when
-        // complete (store/publish.rs); a stopped run resumes there. A store
-        // left unfinished in place by an older version resumes in place.
-        let staging = staging_path(&store);
-        let resume_staged = options.resume && staging.join("zarr.json").is_file();
-        let resume_in_place = options.resume
-            && !resume_staged
-            && Group::open(&store).is_ok_and(|g| matches!(g.state(), StoreState::Incomplete(_)));
-        let resuming = resume_staged || resume_in_place;
-        let write_to = if resume_in_place {
-            store.clone()
-        } else {
-            staging
-        };
-        if !resuming {
-            // Refuse before the (possibly long) header scan.
-            if store.exists() && !options.overwrite {
-                if options.resume
-                    && Group::open(&store).is_ok_and(|g| g.state() == StoreState::Complete)
-                {
-                    return Err(StoreError::Unsupported {
-                        path: store,
-                        what: "the store is complete: nothing to resume".into(),
-                    }
-                    .into());
-                }
-                return Err(StoreError::AlreadyExists { path: store }.into());
-            }
-            if write_to.exists() && !options.overwrite {
-                return Err(StoreError::Unfinished {
-                    path: store,
-                    staging: write_to,
-                }
-                .into());
-            }
-        }
+        let target = Target::resolve(store.as_ref(), options)?;
+        let store = target.store.clone();
         let source = SegyFile::open(source, &options.segy)?;
         progress.begin("scan headers", Unit::Items, source.traces, 0);
         let geometry = Geometry::scan(&source, &options.scan, options.parallelism, progress)?;
-        let dtype = match options.dtype {
-            AmplitudeType::Float32 => DType::Float32,
-            AmplitudeType::Native => source.format.native_dtype(),
-            AmplitudeType::Given(d) => d,
-        };
-        let names = SurveyNames::new(geometry.offsets.is_some(), &options.vertical);
-        let mut shape = geometry.trace_shape();
-        shape.push(source.samples as u64);
-        let planner = Planner {
-            profile: options.profile.clone(),
-            mix: match &options.access {
-                None => AccessMix::default_for(shape.len()),
-                Some(text) => {
-                    AccessMix::parse(text, shape.len()).map_err(|what| StoreError::Unsupported {
-                        path: store.clone(),
-                        what,
-                    })?
-                }
-            },
-            setup: ReadSetup {
-                threads: options.parallelism.threads,
-                in_flight: Parallelism::default().in_flight,
-                verify: true,
-            },
-            codec: options.codec.clone(),
-            state: CacheState::Both,
-            block: options.compression.block_side(),
-            ingest_task_limit: task_budget(options.memory_limit, options.parallelism.threads),
-        };
         // A resumed `auto` ingest keeps the layouts the stopped one chose:
         // planned again, on a profile measured since, they could differ. (A
         // layout given explicitly must match the recorded one, as any option.)
-        let recorded = if resuming && matches!(options.layout, Strategy::Auto) {
-            survey::recorded_layouts(&write_to)?
+        let recorded = if target.resuming && matches!(options.layout, Strategy::Auto) {
+            survey::recorded_layouts(&target.write_to)?
         } else {
             RecordedLayouts::default()
         };
-        progress.begin("plan layout", Unit::Items, 1, 0);
-        let plan = recorded
-            .volume
-            .as_ref()
-            .unwrap_or(&options.layout)
-            .choose(&shape, dtype.size(), &planner)
-            .map_err(|what| StoreError::Unsupported {
-                path: store.clone(),
-                what,
-            })?;
-        progress.add(1);
-        let layout = plan[0].layout.clone();
-        layout
-            .check(&shape)
-            .map_err(|what| StoreError::Unsupported {
-                path: store.clone(),
-                what,
-            })?;
-        let views = plan_views(&options.views, &shape, dtype, &planner, &recorded.views).map_err(
-            |what| StoreError::Unsupported {
-                path: store.clone(),
-                what,
-            },
-        )?;
-
-        if !dtype_holds(dtype, source.format) {
-            return Err(StoreError::Unsupported {
-                path: store.clone(),
-                what: format!(
-                    "dtype {} cannot hold every sample of format {} exactly; use float32, float64 or native",
-                    dtype.name(),
-                    source.format.code()
-                ),
-            }
-            .into());
-        }
-        let unsupported = |what| StoreError::Unsupported {
-            path: store.clone(),
-            what,
-        };
-        let work = task::plan(
-            &shape,
-            &layout,
+        let Design {
             dtype,
-            options.memory_limit,
-            options.parallelism.threads,
-        )
-        .map_err(unsupported)?;
-        let compression = &options.compression;
-        compression.check_dtype(dtype).map_err(unsupported)?;
-        // ZFP has no NaN: cells without a trace read as 0 there (the trace
-        // mask tells them apart), and NaN everywhere else.
-        let fill_value = match compression {
-            Compression::Zfp(_) => json!(0.0),
-            _ => dtype.default_fill(),
-        };
-        let tuned = if compression.needs_tuning() {
-            progress.begin("tune compression", Unit::Items, 2, 0);
-            let fill = vec![0u8; dtype.size()];
-            let sample =
-                rebuild::sample_chunks(&source, &geometry, &shape, &layout.inner, dtype, &fill)?;
-            progress.add(1);
-            progress.check()?;
-            let tuned = tune(compression, &sample).map_err(unsupported)?;
-            progress.add(1);
-            Some(tuned)
-        } else {
-            None
-        };
-        let chosen = tuned
-            .as_ref()
-            .map_or_else(|| compression.clone(), |t| t.compression.clone());
-        let codecs = chosen.codecs(dtype).map_err(unsupported)?;
-        let mut amplitude = survey::amplitude_spec(
-            shape.clone(),
-            &names,
-            &layout,
-            dtype,
-            &codecs,
-            fill_value.clone(),
-        );
-        amplitude.validate(&store.join(AMPLITUDE))?;
-
-        let mut attributes = survey::group_attributes(&source, &geometry, &names, &layout, dtype);
-        attributes["cubeslab"]["memory_limit"] = json!(options.memory_limit);
-        attributes["cubeslab"]["source_passes"] = json!(work.passes);
-        attributes["cubeslab"]["plan"] = json!({
-            "strategy": options.layout.name(),
-            "layout": layout.describe(),
-            "padding": plan[0].padding,
-            "predicted_ms": predicted_ms(&plan[0]),
-        });
-        attributes["cubeslab"]["compression"] = json!({
-            "requested": compression.name(),
-            "codec": chosen.name(),
-            "lossy": chosen.is_lossy(),
-        });
-        if let Some(t) = &tuned {
-            let mut on_sample = t.error.to_json();
-            on_sample["ratio"] = json!(t.ratio);
-            on_sample["chunks"] =
-                json!(t.error.count / layout.inner.iter().product::<u64>().max(1));
-            attributes["cubeslab"]["compression"]["tuned_on_sample"] = on_sample;
-        }
-        attributes["cubeslab"]["views"] = views
-            .iter()
-            .map(|v| {
-                (
-                    v.access.clone(),
-                    json!({"array": v.array, "layout": v.plan.layout.describe(), "predicted_ms": predicted_ms(&v.plan)}),
-                )
-            })
-            .collect::<Map<String, Value>>()
-            .into();
+            names,
+            shape,
+            layout,
+            views,
+            work,
+            codecs,
+            fill_value,
+            mut amplitude,
+            mut attributes,
+        } = Design::new(&store, &source, &geometry, options, &recorded, progress)?;
         let fingerprint = survey::fingerprint(&source, &amplitude, options)?;
         attributes["cubeslab"]["fingerprint"] = fingerprint.clone();
 
         // Everything that can be checked has been: only now touch the disk.
-        let (lock, publication) = if resume_in_place {
-            let lock = survey::check_resumable(&write_to, &fingerprint)?;
-            survey::remove_temporary_files(&write_to)?;
-            (lock, None)
-        } else if resuming {
-            let publication = Publication::resume(&store)?;
-            let lock = survey::check_resumable(&write_to, &fingerprint)?;
-            survey::remove_temporary_files(&write_to)?;
-            (lock, Some(publication))
-        } else {
-            let publication = Publication::begin(&store, options.overwrite)?;
-            (StoreLock::acquire(&publication.staging)?, Some(publication))
-        };
-        let store = write_to;
-        // The store's generation: every shard carries it (store/identity.rs).
-        // A resume keeps the one the stopped ingest chose; a store written
-        // before generations existed keeps having none.
-        let generation = if resuming {
-            Group::open(&store)
-                .ok()
-                .and_then(|g| recorded_generation(&g.attributes))
-        } else {
-            Some(new_generation())
-        };
-        if let Some(g) = generation {
-            record_generation(&mut attributes, g);
-        }
+        let opened = target.open(&fingerprint, options.overwrite, &mut attributes)?;
+        let generation = opened.generation;
         amplitude.generation = generation;
+        let store = target.write_to.clone();
         Group::write(&store, &attributes, Durability::Cached)?;
         // Idempotent: on a resume it rewrites the same metadata and coordinates.
         let arrays =
@@ -419,7 +226,7 @@ impl Ingest {
         for t in work.tasks {
             let bytes = t.source_bytes(&geometry, source.trace_len);
             total += bytes;
-            if resuming && t.is_done(&arrays) {
+            if target.resuming && t.is_done(&arrays) {
                 done += bytes;
             } else {
                 tasks.push(t);
@@ -446,8 +253,8 @@ impl Ingest {
             progress: progress.clone(),
             stats: (done == 0).then(AmplitudeStats::default),
             errors: None,
-            lock: Some(lock),
-            publication,
+            lock: Some(opened.lock),
+            publication: opened.publication,
         })
     }
 
@@ -579,121 +386,4 @@ impl Ingest {
     pub fn amplitude(&self) -> &ZarrArray {
         &self.arrays.amplitude
     }
-}
-
-/// An orientation copy to write: the access it serves, its array, its plan.
-struct PlannedView {
-    access: String,
-    array: String,
-    plan: Evaluated,
-}
-
-/// Plan each view's layout for its access alone.
-fn plan_views(
-    views: &[String],
-    shape: &[u64],
-    dtype: DType,
-    planner: &Planner,
-    recorded: &Map<String, Value>,
-) -> std::result::Result<Vec<PlannedView>, String> {
-    let mut planned: Vec<PlannedView> = Vec::new();
-    for text in views {
-        let access = Access::parse(text, shape.len())?;
-        let name = access.name(shape.len());
-        if planned.iter().any(|v| v.access == name) {
-            continue;
-        }
-        if let Some(layout) = recorded.get(&name).and_then(|v| v["layout"].as_str()) {
-            let plan = Strategy::parse(layout)?
-                .choose(shape, dtype.size(), planner)?
-                .remove(0);
-            let array = recorded[&name]["array"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string();
-            planned.push(PlannedView {
-                array,
-                access: name,
-                plan,
-            });
-            continue;
-        }
-        let window = access.window(shape);
-        let alone = Planner {
-            mix: AccessMix {
-                accesses: vec![(access, 1.0)],
-            },
-            ..planner.clone()
-        };
-        // A view is the volume laid out for its access: each read one shard
-        // holding little else, fetched whole in one trip. When no such
-        // layout fits the bounds (a tiny array), the best for the access.
-        let mut fitted = alone.rank_one_read_per_shard(shape, dtype.size(), &window);
-        let plan = if fitted.is_empty() {
-            Strategy::Auto
-                .choose(shape, dtype.size(), &alone)?
-                .remove(0)
-        } else {
-            fitted.remove(0)
-        };
-        let suffix: String = name
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-            .collect();
-        planned.push(PlannedView {
-            array: format!("{AMPLITUDE}_{suffix}"),
-            access: name,
-            plan,
-        });
-    }
-    Ok(planned)
-}
-
-/// Predicted warm and cold milliseconds per access, for the record.
-fn predicted_ms(plan: &Evaluated) -> Value {
-    plan.accesses
-        .iter()
-        .map(|a| {
-            (
-                a.access.clone(),
-                json!({"warm": a.warm.seconds * 1e3, "cold": a.cold.seconds * 1e3}),
-            )
-        })
-        .collect::<Map<String, Value>>()
-        .into()
-}
-
-/// Whether `dtype` holds every value of `format` exactly: floats hold what
-/// they are asked to (float32 is the documented default, lossless for the
-/// common formats), integers only formats whose whole range they cover.
-fn dtype_holds(dtype: DType, format: crate::segy::SampleFormat) -> bool {
-    use DType::*;
-    if dtype.is_float() {
-        return true;
-    }
-    let native = format.native_dtype();
-    if native.is_float() {
-        return false;
-    }
-    let range = |d: DType| -> (i128, i128) {
-        match d {
-            Int8 => (i8::MIN as i128, i8::MAX as i128),
-            Int16 => (i16::MIN as i128, i16::MAX as i128),
-            Int32 => (i32::MIN as i128, i32::MAX as i128),
-            Int64 => (i64::MIN as i128, i64::MAX as i128),
-            UInt8 | Bool => (0, u8::MAX as i128),
-            UInt16 => (0, u16::MAX as i128),
-            UInt32 => (0, u32::MAX as i128),
-            UInt64 => (0, u64::MAX as i128),
-            Float32 | Float64 => (i128::MIN, i128::MAX),
-        }
-    };
-    // 24-bit formats are narrower than their native 32-bit holder.
-    let source = match format {
-        crate::segy::SampleFormat::Int24 => (-(1 << 23), (1 << 23) - 1),
-        crate::segy::SampleFormat::UInt24 => (0, (1 << 24) - 1),
-        _ => range(native),
-    };
-    let target = range(dtype);
-    target.0 <= source.0 && source.1 <= target.1
 }

@@ -64,7 +64,8 @@ pub struct SegyFile {
 }
 
 impl SegyFile {
-    /// Open and check a SEG-Y file.
+    /// Open and check a SEG-Y file: its file headers, then where its
+    /// traces start, how many samples each holds, and the sample interval.
     pub fn open(path: impl AsRef<Path>, options: &SegyOptions) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
         let file = File::open(&path).map_err(|e| Error::io(&path, e))?;
@@ -72,183 +73,31 @@ impl SegyFile {
         if len < FILE_HEADER_LEN {
             return Err(SegyError::TooShort { path, len }.into());
         }
+        let opening = Opening {
+            file: &file,
+            path: &path,
+            len,
+        };
         let mut head = vec![0u8; FILE_HEADER_LEN as usize];
         file.read_exact_at(&mut head, 0)
             .map_err(|e| Error::io(&path, e))?;
-        let invalid =
-            |byte: u64, field: &'static str, value: i64, expected: String, hint: &str| -> Error {
-                SegyError::InvalidField {
-                    path: path.clone(),
-                    byte,
-                    field,
-                    value,
-                    expected,
-                    hint: hint.to_string(),
-                }
-                .into()
-            };
-        let bin_raw = head[TEXT_LEN as usize..].to_vec();
-        let endian = match options.endian {
-            Some(e) => e,
-            None => detect_endian(&bin_raw).ok_or_else(|| {
-                invalid(
-                    3225,
-                    "data sample format code",
-                    header_field(&bin_raw, 25, 2, Endian::Big),
-                    format!("{VALID_CODES} (read big endian; little endian gives {})", header_field(&bin_raw, 25, 2, Endian::Little)),
-                    "; if this is Seismic Unix data (no file headers) it is not supported yet; otherwise set the byte order (--endian)",
-                )
-            })?,
-        };
-        let binary = BinaryHeader {
-            raw: bin_raw,
-            endian,
-        };
-        let code = binary.int(3225, 2);
-        let format = SampleFormat::from_code(code).ok_or_else(|| {
-            invalid(
-                3225,
-                "data sample format code",
-                code,
-                VALID_CODES.into(),
-                "",
-            )
-        })?;
+        let (binary, format) = opening.binary_header(&head, options)?;
         let mut warnings = Vec::new();
         if format == SampleFormat::FixedPointGain {
             warnings.push("sample format 4 (obsolete fixed point with gain) is read as 4-byte IEEE float, as segyio does".into());
         }
-
-        // Extended textual headers: count checked against the file size
-        // before anything is allocated for them.
-        let ext_count = binary.int(3505, 2);
-        let ext_count: u64 = match ext_count {
-            n if n >= 0 => {
-                let n = n as u64;
-                if FILE_HEADER_LEN + n * TEXT_LEN > len {
-                    return Err(invalid(
-                        3505,
-                        "number of extended textual headers",
-                        n as i64,
-                        format!(
-                            "at most {} for a {len}-byte file",
-                            (len - FILE_HEADER_LEN) / TEXT_LEN
-                        ),
-                        "",
-                    ));
-                }
-                n
-            }
-            -1 => count_variable_stanzas(&file, &path, len)?,
-            n => {
-                return Err(invalid(
-                    3505,
-                    "number of extended textual headers",
-                    n,
-                    "-1 or a count >= 0".into(),
-                    "",
-                ))
-            }
-        };
-        let data_start = FILE_HEADER_LEN + ext_count * TEXT_LEN;
-        let mut text_raw = head[..TEXT_LEN as usize].to_vec();
-        if ext_count > 0 {
-            let mut ext = vec![0u8; (ext_count * TEXT_LEN) as usize];
-            file.read_exact_at(&mut ext, FILE_HEADER_LEN)
-                .map_err(|e| Error::io(&path, e))?;
-            text_raw.extend_from_slice(&ext);
-        }
+        let (data_start, text_raw) = opening.textual_headers(&binary, &head)?;
         let text_encoding = TextEncoding::detect(&text_raw[..TEXT_LEN as usize]);
-
-        // Samples per trace: binary header, else the first trace header; the
-        // one that divides the file into whole traces wins.
-        let mut first_header = [0u8; TRACE_HEADER_LEN];
-        let have_trace = len >= data_start + TRACE_HEADER_LEN as u64;
-        if have_trace {
-            file.read_exact_at(&mut first_header, data_start)
-                .map_err(|e| Error::io(&path, e))?;
-        }
-        let mut bin_samples = binary.u16(3221);
-        if bin_samples == 0 && binary.revision().0 >= 2 {
-            bin_samples = binary.int(3269, 4).max(0) as u64;
-        }
-        let trace_samples = if have_trace {
-            (header_field(&first_header, 115, 2, endian) as u16) as u64
-        } else {
-            0
-        };
-        let bps = format.bytes() as u64;
-        // A count fits if the file divides into whole traces of it and the
-        // second trace's header (byte 115) agrees, or leaves the field unset.
-        let second_trace_samples = |ns: u64| -> Option<u64> {
-            let mut h = [0u8; TRACE_HEADER_LEN];
-            let at = data_start + TRACE_HEADER_LEN as u64 + ns * bps;
-            (at + TRACE_HEADER_LEN as u64 <= len && file.read_exact_at(&mut h, at).is_ok())
-                .then(|| (header_field(&h, 115, 2, endian) as u16) as u64)
-        };
-        let divides = |ns: u64| {
-            ns > 0 && (len - data_start).is_multiple_of(TRACE_HEADER_LEN as u64 + ns * bps)
-        };
-        let agrees = |ns: u64| second_trace_samples(ns).is_none_or(|next| next == ns || next == 0);
-        let disagree = |used: u64| {
-            format!(
-                "samples per trace: the binary header (byte 3221) says {bin_samples}, the first trace header \
-                 (byte 115) says {trace_samples}; using {used}, which divides the file into whole traces"
-            )
-        };
-        let samples = if divides(bin_samples) && agrees(bin_samples) {
-            bin_samples
-        } else if divides(trace_samples) && agrees(trace_samples) {
-            if bin_samples != 0 {
-                warnings.push(disagree(trace_samples));
-            }
-            trace_samples
-        } else if divides(bin_samples) {
-            warnings.push(disagree(bin_samples));
-            bin_samples
-        } else if divides(trace_samples) {
-            warnings.push(disagree(trace_samples));
-            trace_samples
-        } else if bin_samples > 0 || trace_samples > 0 {
-            let ns = if bin_samples > 0 {
-                bin_samples
-            } else {
-                trace_samples
-            };
-            let trace_len = TRACE_HEADER_LEN as u64 + ns * bps;
-            let whole = (len - data_start) / trace_len;
-            if !options.allow_truncated || whole == 0 {
-                return Err(SegyError::Truncated {
-                    path,
-                    file_len: len,
-                    data_start,
-                    data_bytes: len - data_start,
-                    trace_len,
-                    samples: ns,
-                    sample_bytes: bps,
-                    last_trace: whole,
-                    hint: if whole == 0 {
-                        ". No whole trace is left; check samples per trace (bytes 3221 and 115) and the sample format (byte 3225)".into()
-                    } else {
-                        format!(". Pass allow_truncated (--allow-truncated) to ingest the {whole} whole traces")
-                    },
-                }
-                .into());
-            }
-            warnings.push(format!(
-                "last trace is cut short at byte {len}; ingesting the {whole} whole traces (allow_truncated)"
-            ));
-            ns
-        } else {
-            return Err(invalid(
-                3221,
-                "samples per trace",
-                0,
-                "a positive count (here and at trace header byte 115)".into(),
-                "",
-            ));
-        };
-        let trace_len = TRACE_HEADER_LEN as u64 + samples * bps;
+        let first_header = opening.first_trace_header(data_start)?;
+        let samples = opening.samples_per_trace(
+            &binary,
+            format,
+            data_start,
+            &first_header,
+            options,
+            &mut warnings,
+        )?;
+        let trace_len = TRACE_HEADER_LEN as u64 + samples * format.bytes() as u64;
         let traces = (len - data_start) / trace_len;
         if traces == 0 {
             return Err(SegyError::Geometry {
@@ -257,21 +106,9 @@ impl SegyFile {
             }
             .into());
         }
-
-        // Sample interval: binary header, else trace header, else the option.
-        let bin_interval = binary.int(3217, 2);
-        let trace_interval = header_field(&first_header, 117, 2, endian);
-        let interval_us = match options.sample_interval_us {
-            Some(v) => v,
-            None if bin_interval > 0 => bin_interval as f64,
-            None if trace_interval > 0 => trace_interval as f64,
-            None => {
-                return Err(invalid(3217, "sample interval", bin_interval,
-                    format!("a positive number of microseconds (trace header byte 117 has {trace_interval})"),
-                    "; pass the interval (--sample-interval)"))
-            }
-        };
+        let interval_us = opening.sample_interval(&binary, &first_header, options)?;
         // Delay recording time (byte 109) scaled by byte 215, as segyio does.
+        let endian = binary.endian;
         let delay = header_field(&first_header, 109, 2, endian) as f64;
         let scalar = header_field(&first_header, 215, 2, endian);
         let first_sample_ms = apply_scalar(delay, scalar);
@@ -332,6 +169,239 @@ impl SegyFile {
         (0..self.samples)
             .map(|i| self.first_sample_ms + i as f64 * self.interval_us / 1000.0)
             .collect()
+    }
+}
+
+/// What the steps of [`SegyFile::open`] share: the file, its path and length.
+struct Opening<'a> {
+    file: &'a File,
+    path: &'a Path,
+    len: u64,
+}
+
+impl Opening<'_> {
+    fn invalid(
+        &self,
+        byte: u64,
+        field: &'static str,
+        value: i64,
+        expected: String,
+        hint: &str,
+    ) -> Error {
+        SegyError::InvalidField {
+            path: self.path.to_path_buf(),
+            byte,
+            field,
+            value,
+            expected,
+            hint: hint.to_string(),
+        }
+        .into()
+    }
+
+    /// The binary header (its byte order detected unless given) and the sample format it names.
+    fn binary_header(
+        &self,
+        head: &[u8],
+        options: &SegyOptions,
+    ) -> Result<(BinaryHeader, SampleFormat)> {
+        let bin_raw = head[TEXT_LEN as usize..].to_vec();
+        let endian = match options.endian {
+            Some(e) => e,
+            None => detect_endian(&bin_raw).ok_or_else(|| {
+                self.invalid(
+                    3225,
+                    "data sample format code",
+                    header_field(&bin_raw, 25, 2, Endian::Big),
+                    format!("{VALID_CODES} (read big endian; little endian gives {})", header_field(&bin_raw, 25, 2, Endian::Little)),
+                    "; if this is Seismic Unix data (no file headers) it is not supported yet; otherwise set the byte order (--endian)",
+                )
+            })?,
+        };
+        let binary = BinaryHeader {
+            raw: bin_raw,
+            endian,
+        };
+        let code = binary.int(3225, 2);
+        let format = SampleFormat::from_code(code).ok_or_else(|| {
+            self.invalid(
+                3225,
+                "data sample format code",
+                code,
+                VALID_CODES.into(),
+                "",
+            )
+        })?;
+        Ok((binary, format))
+    }
+
+    /// Where the traces start, and the textual header with any extended
+    /// ones (their count checked against the file size before anything is
+    /// allocated for them).
+    fn textual_headers(&self, binary: &BinaryHeader, head: &[u8]) -> Result<(u64, Vec<u8>)> {
+        let len = self.len;
+        let count: u64 = match binary.int(3505, 2) {
+            n if n >= 0 => {
+                let n = n as u64;
+                if FILE_HEADER_LEN + n * TEXT_LEN > len {
+                    return Err(self.invalid(
+                        3505,
+                        "number of extended textual headers",
+                        n as i64,
+                        format!(
+                            "at most {} for a {len}-byte file",
+                            (len - FILE_HEADER_LEN) / TEXT_LEN
+                        ),
+                        "",
+                    ));
+                }
+                n
+            }
+            -1 => count_variable_stanzas(self.file, self.path, len)?,
+            n => {
+                return Err(self.invalid(
+                    3505,
+                    "number of extended textual headers",
+                    n,
+                    "-1 or a count >= 0".into(),
+                    "",
+                ))
+            }
+        };
+        let mut text_raw = head[..TEXT_LEN as usize].to_vec();
+        if count > 0 {
+            let mut ext = vec![0u8; (count * TEXT_LEN) as usize];
+            self.file
+                .read_exact_at(&mut ext, FILE_HEADER_LEN)
+                .map_err(|e| Error::io(self.path, e))?;
+            text_raw.extend_from_slice(&ext);
+        }
+        Ok((FILE_HEADER_LEN + count * TEXT_LEN, text_raw))
+    }
+
+    /// The first trace's header (zeros if the file has none).
+    fn first_trace_header(&self, data_start: u64) -> Result<[u8; TRACE_HEADER_LEN]> {
+        let mut header = [0u8; TRACE_HEADER_LEN];
+        if self.len >= data_start + TRACE_HEADER_LEN as u64 {
+            self.file
+                .read_exact_at(&mut header, data_start)
+                .map_err(|e| Error::io(self.path, e))?;
+        }
+        Ok(header)
+    }
+
+    /// Samples per trace: the binary header's count, else the first trace
+    /// header's; the one that divides the file into whole traces wins.
+    fn samples_per_trace(
+        &self,
+        binary: &BinaryHeader,
+        format: SampleFormat,
+        data_start: u64,
+        first_header: &[u8; TRACE_HEADER_LEN],
+        options: &SegyOptions,
+        warnings: &mut Vec<String>,
+    ) -> Result<u64> {
+        let (file, len, endian) = (self.file, self.len, binary.endian);
+        let mut bin_samples = binary.u16(3221);
+        if bin_samples == 0 && binary.revision().0 >= 2 {
+            bin_samples = binary.int(3269, 4).max(0) as u64;
+        }
+        let trace_samples = (header_field(first_header, 115, 2, endian) as u16) as u64;
+        let bps = format.bytes() as u64;
+        // A count fits if the file divides into whole traces of it and the
+        // second trace's header (byte 115) agrees, or leaves the field unset.
+        let second_trace_samples = |ns: u64| -> Option<u64> {
+            let mut h = [0u8; TRACE_HEADER_LEN];
+            let at = data_start + TRACE_HEADER_LEN as u64 + ns * bps;
+            (at + TRACE_HEADER_LEN as u64 <= len && file.read_exact_at(&mut h, at).is_ok())
+                .then(|| (header_field(&h, 115, 2, endian) as u16) as u64)
+        };
+        let divides = |ns: u64| {
+            ns > 0 && (len - data_start).is_multiple_of(TRACE_HEADER_LEN as u64 + ns * bps)
+        };
+        let agrees = |ns: u64| second_trace_samples(ns).is_none_or(|next| next == ns || next == 0);
+        let disagree = |used: u64| {
+            format!(
+                "samples per trace: the binary header (byte 3221) says {bin_samples}, the first trace header \
+                 (byte 115) says {trace_samples}; using {used}, which divides the file into whole traces"
+            )
+        };
+        if divides(bin_samples) && agrees(bin_samples) {
+            return Ok(bin_samples);
+        }
+        if divides(trace_samples) && agrees(trace_samples) {
+            if bin_samples != 0 {
+                warnings.push(disagree(trace_samples));
+            }
+            return Ok(trace_samples);
+        }
+        for ns in [bin_samples, trace_samples] {
+            if divides(ns) {
+                warnings.push(disagree(ns));
+                return Ok(ns);
+            }
+        }
+        if bin_samples == 0 && trace_samples == 0 {
+            return Err(self.invalid(
+                3221,
+                "samples per trace",
+                0,
+                "a positive count (here and at trace header byte 115)".into(),
+                "",
+            ));
+        }
+        let ns = if bin_samples > 0 {
+            bin_samples
+        } else {
+            trace_samples
+        };
+        let trace_len = TRACE_HEADER_LEN as u64 + ns * bps;
+        let whole = (len - data_start) / trace_len;
+        if !options.allow_truncated || whole == 0 {
+            return Err(SegyError::Truncated {
+                path: self.path.to_path_buf(),
+                file_len: len,
+                data_start,
+                data_bytes: len - data_start,
+                trace_len,
+                samples: ns,
+                sample_bytes: bps,
+                last_trace: whole,
+                hint: if whole == 0 {
+                    ". No whole trace is left; check samples per trace (bytes 3221 and 115) and the sample format (byte 3225)".into()
+                } else {
+                    format!(". Pass allow_truncated (--allow-truncated) to ingest the {whole} whole traces")
+                },
+            }
+            .into());
+        }
+        warnings.push(format!(
+            "last trace is cut short at byte {len}; ingesting the {whole} whole traces (allow_truncated)"
+        ));
+        Ok(ns)
+    }
+
+    /// Sample interval: the binary header's, else the trace header's, else the option's.
+    fn sample_interval(
+        &self,
+        binary: &BinaryHeader,
+        first_header: &[u8; TRACE_HEADER_LEN],
+        options: &SegyOptions,
+    ) -> Result<f64> {
+        let bin_interval = binary.int(3217, 2);
+        let trace_interval = header_field(first_header, 117, 2, binary.endian);
+        match options.sample_interval_us {
+            Some(v) => Ok(v),
+            None if bin_interval > 0 => Ok(bin_interval as f64),
+            None if trace_interval > 0 => Ok(trace_interval as f64),
+            None => Err(self.invalid(
+                3217,
+                "sample interval",
+                bin_interval,
+                format!("a positive number of microseconds (trace header byte 117 has {trace_interval})"),
+                "; pass the interval (--sample-interval)",
+            )),
+        }
     }
 }
 

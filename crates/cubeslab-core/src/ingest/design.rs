@@ -1,0 +1,328 @@
+//! What the store will look like, decided before anything is written: the
+//! element type and shape, the layout of the volume and of each view, the
+//! tasks within the memory bound, the compression (tuned on a sample of the
+//! survey when asked), and the attributes that record all of it.
+
+use std::path::Path;
+
+use serde_json::{json, Map, Value};
+
+use super::{
+    rebuild, survey,
+    survey::{RecordedLayouts, SurveyNames, AMPLITUDE},
+    task::{self, task_budget, TaskPlan},
+    AmplitudeType, IngestOptions,
+};
+use crate::{
+    compress::{tune, Compression},
+    config::Parallelism,
+    dtype::DType,
+    error::Result,
+    plan::{Access, AccessMix, CacheState, Evaluated, Layout, Planner, ReadSetup, Strategy},
+    progress::{Progress, Unit},
+    segy::{Geometry, SegyFile},
+    store::{ArraySpec, StoreError},
+};
+
+/// The store an ingest will write.
+pub(super) struct Design {
+    pub dtype: DType,
+    pub names: SurveyNames,
+    pub shape: Vec<u64>,
+    pub layout: Layout,
+    pub views: Vec<PlannedView>,
+    pub work: TaskPlan,
+    /// The amplitude's chunk codecs (after tuning).
+    pub codecs: Vec<Value>,
+    pub fill_value: Value,
+    pub amplitude: ArraySpec,
+    /// The group's attributes, all but the fingerprint and the generation.
+    pub attributes: Map<String, Value>,
+}
+
+impl Design {
+    /// Plan the store at `store` for `source`; `recorded` holds the layouts
+    /// a stopped ingest chose, which a resume keeps.
+    pub fn new(
+        store: &Path,
+        source: &SegyFile,
+        geometry: &Geometry,
+        options: &IngestOptions,
+        recorded: &RecordedLayouts,
+        progress: &Progress,
+    ) -> Result<Self> {
+        let store = store.to_path_buf();
+        let dtype = match options.dtype {
+            AmplitudeType::Float32 => DType::Float32,
+            AmplitudeType::Native => source.format.native_dtype(),
+            AmplitudeType::Given(d) => d,
+        };
+        let names = SurveyNames::new(geometry.offsets.is_some(), &options.vertical);
+        let mut shape = geometry.trace_shape();
+        shape.push(source.samples as u64);
+        let planner = Planner {
+            profile: options.profile.clone(),
+            mix: match &options.access {
+                None => AccessMix::default_for(shape.len()),
+                Some(text) => {
+                    AccessMix::parse(text, shape.len()).map_err(|what| StoreError::Unsupported {
+                        path: store.clone(),
+                        what,
+                    })?
+                }
+            },
+            setup: ReadSetup {
+                threads: options.parallelism.threads,
+                in_flight: Parallelism::default().in_flight,
+                verify: true,
+            },
+            codec: options.codec.clone(),
+            state: CacheState::Both,
+            block: options.compression.block_side(),
+            ingest_task_limit: task_budget(options.memory_limit, options.parallelism.threads),
+        };
+        progress.begin("plan layout", Unit::Items, 1, 0);
+        let plan = recorded
+            .volume
+            .as_ref()
+            .unwrap_or(&options.layout)
+            .choose(&shape, dtype.size(), &planner)
+            .map_err(|what| StoreError::Unsupported {
+                path: store.clone(),
+                what,
+            })?;
+        progress.add(1);
+        let layout = plan[0].layout.clone();
+        layout
+            .check(&shape)
+            .map_err(|what| StoreError::Unsupported {
+                path: store.clone(),
+                what,
+            })?;
+        let views = plan_views(&options.views, &shape, dtype, &planner, &recorded.views).map_err(
+            |what| StoreError::Unsupported {
+                path: store.clone(),
+                what,
+            },
+        )?;
+
+        if !dtype_holds(dtype, source.format) {
+            return Err(StoreError::Unsupported {
+                path: store.clone(),
+                what: format!(
+                    "dtype {} cannot hold every sample of format {} exactly; use float32, float64 or native",
+                    dtype.name(),
+                    source.format.code()
+                ),
+            }
+            .into());
+        }
+        let unsupported = |what| StoreError::Unsupported {
+            path: store.clone(),
+            what,
+        };
+        let work = task::plan(
+            &shape,
+            &layout,
+            dtype,
+            options.memory_limit,
+            options.parallelism.threads,
+        )
+        .map_err(unsupported)?;
+        let compression = &options.compression;
+        compression.check_dtype(dtype).map_err(unsupported)?;
+        // ZFP has no NaN: cells without a trace read as 0 there (the trace
+        // mask tells them apart), and NaN everywhere else.
+        let fill_value = match compression {
+            Compression::Zfp(_) => json!(0.0),
+            _ => dtype.default_fill(),
+        };
+        let tuned = if compression.needs_tuning() {
+            progress.begin("tune compression", Unit::Items, 2, 0);
+            let fill = vec![0u8; dtype.size()];
+            let sample =
+                rebuild::sample_chunks(source, geometry, &shape, &layout.inner, dtype, &fill)?;
+            progress.add(1);
+            progress.check()?;
+            let tuned = tune(compression, &sample).map_err(unsupported)?;
+            progress.add(1);
+            Some(tuned)
+        } else {
+            None
+        };
+        let chosen = tuned
+            .as_ref()
+            .map_or_else(|| compression.clone(), |t| t.compression.clone());
+        let codecs = chosen.codecs(dtype).map_err(unsupported)?;
+        let amplitude = survey::amplitude_spec(
+            shape.clone(),
+            &names,
+            &layout,
+            dtype,
+            &codecs,
+            fill_value.clone(),
+        );
+        amplitude.validate(&store.join(AMPLITUDE))?;
+
+        let mut attributes = survey::group_attributes(source, geometry, &names, &layout, dtype);
+        attributes["cubeslab"]["memory_limit"] = json!(options.memory_limit);
+        attributes["cubeslab"]["source_passes"] = json!(work.passes);
+        attributes["cubeslab"]["plan"] = json!({
+            "strategy": options.layout.name(),
+            "layout": layout.describe(),
+            "padding": plan[0].padding,
+            "predicted_ms": predicted_ms(&plan[0]),
+        });
+        attributes["cubeslab"]["compression"] = json!({
+            "requested": compression.name(),
+            "codec": chosen.name(),
+            "lossy": chosen.is_lossy(),
+        });
+        if let Some(t) = &tuned {
+            let mut on_sample = t.error.to_json();
+            on_sample["ratio"] = json!(t.ratio);
+            on_sample["chunks"] =
+                json!(t.error.count / layout.inner.iter().product::<u64>().max(1));
+            attributes["cubeslab"]["compression"]["tuned_on_sample"] = on_sample;
+        }
+        attributes["cubeslab"]["views"] = views
+            .iter()
+            .map(|v| {
+                (
+                    v.access.clone(),
+                    json!({"array": v.array, "layout": v.plan.layout.describe(), "predicted_ms": predicted_ms(&v.plan)}),
+                )
+            })
+            .collect::<Map<String, Value>>()
+            .into();
+        Ok(Self {
+            dtype,
+            names,
+            shape,
+            layout,
+            views,
+            work,
+            codecs,
+            fill_value,
+            amplitude,
+            attributes,
+        })
+    }
+}
+
+/// An orientation copy to write: the access it serves, its array, its plan.
+pub(super) struct PlannedView {
+    pub access: String,
+    pub array: String,
+    pub plan: Evaluated,
+}
+
+/// Plan each view's layout for its access alone.
+fn plan_views(
+    views: &[String],
+    shape: &[u64],
+    dtype: DType,
+    planner: &Planner,
+    recorded: &Map<String, Value>,
+) -> std::result::Result<Vec<PlannedView>, String> {
+    let mut planned: Vec<PlannedView> = Vec::new();
+    for text in views {
+        let access = Access::parse(text, shape.len())?;
+        let name = access.name(shape.len());
+        if planned.iter().any(|v| v.access == name) {
+            continue;
+        }
+        if let Some(layout) = recorded.get(&name).and_then(|v| v["layout"].as_str()) {
+            let plan = Strategy::parse(layout)?
+                .choose(shape, dtype.size(), planner)?
+                .remove(0);
+            let array = recorded[&name]["array"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            planned.push(PlannedView {
+                array,
+                access: name,
+                plan,
+            });
+            continue;
+        }
+        let window = access.window(shape);
+        let alone = Planner {
+            mix: AccessMix {
+                accesses: vec![(access, 1.0)],
+            },
+            ..planner.clone()
+        };
+        // A view is the volume laid out for its access: each read one shard
+        // holding little else, fetched whole in one trip. When no such
+        // layout fits the bounds (a tiny array), the best for the access.
+        let mut fitted = alone.rank_one_read_per_shard(shape, dtype.size(), &window);
+        let plan = if fitted.is_empty() {
+            Strategy::Auto
+                .choose(shape, dtype.size(), &alone)?
+                .remove(0)
+        } else {
+            fitted.remove(0)
+        };
+        let suffix: String = name
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        planned.push(PlannedView {
+            array: format!("{AMPLITUDE}_{suffix}"),
+            access: name,
+            plan,
+        });
+    }
+    Ok(planned)
+}
+
+/// Predicted warm and cold milliseconds per access, for the record.
+fn predicted_ms(plan: &Evaluated) -> Value {
+    plan.accesses
+        .iter()
+        .map(|a| {
+            (
+                a.access.clone(),
+                json!({"warm": a.warm.seconds * 1e3, "cold": a.cold.seconds * 1e3}),
+            )
+        })
+        .collect::<Map<String, Value>>()
+        .into()
+}
+
+/// Whether `dtype` holds every value of `format` exactly: floats hold what
+/// they are asked to (float32 is the documented default, lossless for the
+/// common formats), integers only formats whose whole range they cover.
+fn dtype_holds(dtype: DType, format: crate::segy::SampleFormat) -> bool {
+    use DType::*;
+    if dtype.is_float() {
+        return true;
+    }
+    let native = format.native_dtype();
+    if native.is_float() {
+        return false;
+    }
+    let range = |d: DType| -> (i128, i128) {
+        match d {
+            Int8 => (i8::MIN as i128, i8::MAX as i128),
+            Int16 => (i16::MIN as i128, i16::MAX as i128),
+            Int32 => (i32::MIN as i128, i32::MAX as i128),
+            Int64 => (i64::MIN as i128, i64::MAX as i128),
+            UInt8 | Bool => (0, u8::MAX as i128),
+            UInt16 => (0, u16::MAX as i128),
+            UInt32 => (0, u32::MAX as i128),
+            UInt64 => (0, u64::MAX as i128),
+            Float32 | Float64 => (i128::MIN, i128::MAX),
+        }
+    };
+    // 24-bit formats are narrower than their native 32-bit holder.
+    let source = match format {
+        crate::segy::SampleFormat::Int24 => (-(1 << 23), (1 << 23) - 1),
+        crate::segy::SampleFormat::UInt24 => (0, (1 << 24) - 1),
+        _ => range(native),
+    };
+    let target = range(dtype);
+    target.0 <= source.0 && source.1 <= target.1
+}

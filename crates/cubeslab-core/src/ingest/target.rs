@@ -1,0 +1,120 @@
+//! Where an ingest writes: a new store under its staging name (published
+//! when complete, see `store/publish.rs`), a stopped one resumed there, or
+//! one an older version left unfinished in place, resumed in place.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use super::{survey, IngestOptions};
+use crate::{
+    error::Result,
+    store::{
+        new_generation, record_generation, recorded_generation, staging_path, Group, Publication,
+        StoreError, StoreLock, StoreState,
+    },
+};
+
+/// Where an ingest writes, decided before anything is read.
+pub(super) struct Target {
+    /// Where the store will be.
+    pub store: PathBuf,
+    /// Where it is written meanwhile.
+    pub write_to: PathBuf,
+    /// Whether a stopped ingest is continued.
+    pub resuming: bool,
+    /// Whether that one is an unfinished store at the store's own path.
+    in_place: bool,
+}
+
+/// The opened target: its lock, and where it goes when complete.
+pub(super) struct Opened {
+    pub lock: StoreLock,
+    pub publication: Option<Publication>,
+    /// The store's generation (see `store/identity.rs`); a store resumed
+    /// from before generations existed has none.
+    pub generation: Option<u64>,
+}
+
+impl Target {
+    /// Decide where to write, refusing (before the header scan, which may
+    /// be long) a store or staging folder that is there without
+    /// `--overwrite` or `--resume`.
+    pub fn resolve(store: &Path, options: &IngestOptions) -> Result<Self> {
+        let store = store.to_path_buf();
+        let staging = staging_path(&store);
+        let staged = options.resume && staging.join("zarr.json").is_file();
+        let in_place = options.resume
+            && !staged
+            && Group::open(&store).is_ok_and(|g| matches!(g.state(), StoreState::Incomplete(_)));
+        let resuming = staged || in_place;
+        let write_to = if in_place { store.clone() } else { staging };
+        if !resuming && !options.overwrite {
+            if store.exists() {
+                if options.resume
+                    && Group::open(&store).is_ok_and(|g| g.state() == StoreState::Complete)
+                {
+                    return Err(StoreError::Unsupported {
+                        path: store,
+                        what: "the store is complete: nothing to resume".into(),
+                    }
+                    .into());
+                }
+                return Err(StoreError::AlreadyExists { path: store }.into());
+            }
+            if write_to.exists() {
+                return Err(StoreError::Unfinished {
+                    path: store,
+                    staging: write_to,
+                }
+                .into());
+            }
+        }
+        Ok(Self {
+            store,
+            write_to,
+            resuming,
+            in_place,
+        })
+    }
+
+    /// Take the locks and prepare the folder, once everything that can be
+    /// checked has been; a resume must match the stopped ingest's
+    /// `fingerprint`. Records the generation in `attributes`.
+    pub fn open(
+        &self,
+        fingerprint: &Value,
+        overwrite: bool,
+        attributes: &mut Map<String, Value>,
+    ) -> Result<Opened> {
+        let (lock, publication) = if self.resuming {
+            let publication = if self.in_place {
+                None
+            } else {
+                Some(Publication::resume(&self.store)?)
+            };
+            let lock = survey::check_resumable(&self.write_to, fingerprint)?;
+            survey::remove_temporary_files(&self.write_to)?;
+            (lock, publication)
+        } else {
+            let publication = Publication::begin(&self.store, overwrite)?;
+            (StoreLock::acquire(&publication.staging)?, Some(publication))
+        };
+        // A resume keeps the generation the stopped ingest chose.
+        let generation = if self.resuming {
+            Group::open(&self.write_to)
+                .ok()
+                .and_then(|g| recorded_generation(&g.attributes))
+        } else {
+            Some(new_generation())
+        };
+        if let Some(g) = generation {
+            record_generation(attributes, g);
+        }
+        Ok(Opened {
+            lock,
+            publication,
+            generation,
+        })
+    }
+}
