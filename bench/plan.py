@@ -50,7 +50,9 @@ import numpy as np
 import cubeslab
 from cubeslab import _engine
 from cubeslab.array import normalize_key
-from cubeslab.bench.measure import (
+from cubeslab.plan import measure_profile, plan, profile_path
+from cubeslab.synthetic import SyntheticSurvey, write_segy
+from cubeslab_bench.measure import (
     cold_runs,
     disk_bandwidth,
     evict,
@@ -61,8 +63,6 @@ from cubeslab.bench.measure import (
     warm_runs,
     warm_up,
 )
-from cubeslab.plan import measure_profile, plan, profile_path
-from cubeslab.synthetic import SyntheticSurvey, write_segy
 
 ROOT = Path(__file__).resolve().parent
 DATA = ROOT / "data"

@@ -32,8 +32,8 @@ import sys
 import time
 from pathlib import Path
 
-from cubeslab.bench.measure import bounds, remove, settle
-from cubeslab.bench.seismic import survey
+from cubeslab_bench.measure import bounds, remove, settle
+from cubeslab_bench.seismic import survey
 
 ROOT = Path(__file__).resolve().parent
 SIZES = {"full": (600, 800, 1000), "small": (300, 400, 500)}

@@ -29,6 +29,11 @@ os.environ.pop("CUBESLAB_PROFILE", None)
 os.environ["CUBESLAB_AUTO_PROFILE"] = "0"
 
 REPO = Path(__file__).resolve().parents[1]
+# The benchmark studies live outside the package (bench/cubeslab_bench): commands the tests run
+# (`cubeslab bench`) find them as `make bench` does.
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in (str(REPO / "bench"), os.environ.get("PYTHONPATH")) if p
+)
 DATA_DIR = REPO / "tests" / "data"
 SEGY_DIR = DATA_DIR / "segy"
 MDIO_F3 = DATA_DIR / "mdio" / "f3.mdio"
@@ -337,11 +342,11 @@ def synthetic_segy(tmp_path):
 def tiny_bench(tmp_path_factory) -> Path:
     """Every benchmark study run once at its tiny size into one report folder (about two minutes);
     the study tests read what it recorded, and the report test renders it."""
-    import cubeslab.bench
+    import cubeslab_bench
 
     root = tmp_path_factory.mktemp("bench")
-    for study in cubeslab.bench.STUDIES:
-        cubeslab.bench.run(study, size="tiny", out=root / "out", data=root / "data")
+    for study in cubeslab_bench.STUDIES:
+        cubeslab_bench.run(study, size="tiny", out=root / "out", data=root / "data")
     return root / "out"
 
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from conftest import timings
 
-from cubeslab import bench
-from cubeslab.bench import file_formats, formats, tools
+import cubeslab_bench as bench
+from cubeslab_bench import file_formats, formats, tools
 
 # Peers runs use a smaller tiny (what they check does not depend on the sizes), its hyperslab source not one
 # of the written sizes, as at the medium size.

@@ -13,7 +13,7 @@ import struct
 import pytest
 from conftest import timings
 
-from cubeslab.bench.study import ms
+from cubeslab_bench.study import ms
 
 HAVE_H5PY = importlib.util.find_spec("h5py") is not None
 HAVE_DASK = importlib.util.find_spec("distributed") is not None

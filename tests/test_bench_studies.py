@@ -4,6 +4,7 @@ and the report renders in a real headless Chromium with every study's tables and
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import matplotlib.image
 import numpy as np
 import pytest
 
-import cubeslab.bench as bench
+import cubeslab_bench as bench
 from cubeslab.plan import plan
 
 OUT = "out"
@@ -175,3 +176,13 @@ def test_cli_runs_a_study(tmp_path):
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert bad.returncode == 2 and "unknown study" in bad.stderr
+
+
+def test_cli_bench_without_the_studies_says_how_to_get_them(tmp_path):
+    """A wheel install has no studies (they are the repository's bench/ folder, not the package)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(
+        [str(CLI), "bench", "queue-depth"], capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path
+    )
+    assert done.returncode == 1
+    assert "make bench" in done.stderr and "[bench]" in done.stderr and "Traceback" not in done.stderr

@@ -30,7 +30,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from . import bench_cli, plan_cli
+from . import plan_cli
 from .codecs import COMPRESSION_HELP, readers
 from .errors import CubeslabError, IncompleteStoreError, IngestWarning, SelectionError
 from .ingest import Phase
@@ -482,7 +482,29 @@ def print_verify(report: dict) -> None:
 
 app.command("profile")(plan_cli.profile_command)
 app.command("plan")(plan_cli.plan_command)
-app.command("bench")(bench_cli.bench_command)
+
+
+@app.command(
+    "bench",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    add_help_option=False,
+)
+def bench(ctx: typer.Context) -> None:
+    """Re-run the published studies beside today's tools (from the repository's bench/ folder;
+    `cubeslab bench --help` there lists the studies and options)."""
+    try:
+        from cubeslab_bench.cli import command
+    except ImportError:
+        raise CubeslabError(BENCH_MISSING) from None
+    command.main(list(ctx.args), prog_name="cubeslab bench", standalone_mode=False)
+
+
+BENCH_MISSING = (
+    "cubeslab bench re-runs the benchmark studies, which live in the bench/ folder of the cubeslab "
+    "repository and are not installed with the package: in a clone, run `make bench`, or install the "
+    "extra (pip install '.[bench]': plotting and the tools measured beside cubeslab) and run "
+    "`PYTHONPATH=bench cubeslab bench ...`"
+)
 
 
 INTERRUPTED = 130

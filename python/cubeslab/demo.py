@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import statistics
 import time
 from collections.abc import Callable
@@ -38,6 +39,9 @@ def run_demo(
     from cubeslab.synthetic import SyntheticSurvey, write_segy
 
     console = console or Console()
+    pictures = importlib.util.find_spec("matplotlib") is not None
+    if not pictures:
+        console.print("matplotlib is not installed: no PNGs of the planes (pip install 'cubeslab[plot]')")
     directory.mkdir(parents=True, exist_ok=True)
     shape = SIZES[size]
     survey = SyntheticSurvey(*shape)
@@ -95,8 +99,9 @@ def run_demo(
         results["planes"][name] = {"cubeslab_s": ours, "cubeslab_unverified_s": fast, "segyio_s": theirs}
         row = (f"{ours * 1e3:.2f}", f"{fast * 1e3:.2f}", f"{theirs * 1e3:.2f}", f"{theirs / ours:.1f}x")
         table.add_row(name, *row)
-        png = directory / f"{name.replace(' ', '_')}.png"
-        save_png(data, png, title, tuple((d, cube.coords[d]) for d in dims))
+        if pictures:
+            png = directory / f"{name.replace(' ', '_')}.png"
+            save_png(data, png, title, tuple((d, cube.coords[d]) for d in dims))
     console.print(table)
     chunks = "x".join(map(str, cube.amplitude.chunks))
     console.print(

@@ -156,10 +156,9 @@ def print_profile(profile: dict) -> None:
 
 def plot_profile(profile: dict, path: Path) -> None:
     """Cold read throughput against requests in flight, one line per request size."""
-    import matplotlib
+    from .png import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     io = profile["io"]
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)

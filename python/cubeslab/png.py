@@ -6,7 +6,21 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import SelectionError
+from .errors import InvalidInputError, SelectionError
+
+
+def pyplot():
+    """matplotlib's pyplot, drawing to files; an error saying how to get it when it is missing."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise InvalidInputError(
+            "pictures need matplotlib, which is not installed: pip install 'cubeslab[plot]'"
+        ) from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def save_png(data: np.ndarray, path: Path, title: str, axes=None) -> None:
@@ -14,11 +28,7 @@ def save_png(data: np.ndarray, path: Path, title: str, axes=None) -> None:
 
     axes: ((name, labels), (name, labels)) for the plane's two dimensions, to label the picture.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     if data.ndim != 2:
         raise SelectionError(f"a picture needs a 2-D plane; this selection is {data.ndim}-D {data.shape}")
     finite = data[np.isfinite(data)] if data.dtype.kind == "f" else data

@@ -1,7 +1,7 @@
 """One run of a study: its settings, where it writes, and what it found (tables, plots, notes).
 
 A study module fills a :class:`StudyRun`; :meth:`StudyRun.save` writes ``OUT/STUDY.json`` and the
-report (:mod:`cubeslab.bench.report`) is built from those files, so every figure in it comes from a
+report (:mod:`cubeslab_bench.report`) is built from those files, so every figure in it comes from a
 run recorded beside it.
 """
 

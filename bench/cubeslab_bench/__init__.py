@@ -2,7 +2,7 @@
 and today's tools measured side by side in the same run (``cubeslab bench STUDY``).
 
 Each study module has ``TITLE``, ``REFERENCES``, ``SIZES`` (size name → its parameters) and
-``run(study_run, params)``; :func:`run` gives it a :class:`~cubeslab.bench.study.StudyRun`, saves what
+``run(study_run, params)``; :func:`run` gives it a :class:`~cubeslab_bench.study.StudyRun`, saves what
 it found as ``OUT/STUDY.json`` and rebuilds ``OUT/report.html`` from every study file in OUT.
 """
 

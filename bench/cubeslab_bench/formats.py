@@ -8,7 +8,7 @@ The five experiments of the NCSA benchmark, on 2-D arrays of unsigned 16-bit int
 4. read every second element of those hyperslabs (``[r0:r1:2, ::2]``);
 5. create N datasets of 1 MiB in one file, then read back the last one created.
 
-Each tool is an adapter (:mod:`cubeslab.bench.file_formats`): ``write(path, arrays)`` creates the file or
+Each tool is an adapter (:mod:`cubeslab_bench.file_formats`): ``write(path, arrays)`` creates the file or
 folder holding every named array; ``read(path, name, key)`` opens it, reads ``key`` of one array, closes it.
 """
 
