@@ -2,11 +2,9 @@
 //! starting at once.
 //!
 //! `ThreadPool::install` makes the caller wait while the workers wake and do
-//! all of the work, then wakes the caller: two wake-ups on the critical path.
-//! On the 2-vCPU VM this project is measured on, a sleeping worker starts
-//! 20-40 us after it is handed work (60-160 us after a millisecond idle), so
-//! a warm plane read of 0.3 ms paid for the second thread more than it saved.
-//! Here the caller takes pieces from a shared counter straight away, and the
+//! all of the work, then wakes the caller: two wake-ups on the critical path,
+//! which cost a short warm read more than a second thread saves. Here the
+//! caller takes pieces from a shared counter straight away, and the
 //! helpers take the rest from the same counter as they arrive. A helper that
 //! arrives after the last piece is taken touches nothing and is not waited
 //! for: the caller waits only for pieces in progress. So a read never takes

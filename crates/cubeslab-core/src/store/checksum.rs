@@ -1,18 +1,7 @@
 //! The crc32c (Castagnoli) checksum of the Zarr v3 `crc32c` codec, computed
-//! the one way the engine computes it.
-//!
-//! `crc-fast` folds 64 bytes at a time with carry-less multiplies
-//! (VPCLMULQDQ / PCLMULQDQ, PMULL on ARM), chosen at run time. Measured
-//! here (Zen 4, one thread, 1 KiB to 1 MiB pieces), against the `crc32c`
-//! crate's three interleaved streams of the `crc32` instruction:
-//! - from the CPU's caches, 27-57 GB/s against 17-27;
-//! - from memory, 21 GB/s at every piece size, against 17 for 8 KiB pieces
-//!   and 11-14 from 24 KiB up (its three streams run 8 KiB apart).
-//!
-//! In the engine, twelve warm checked reads (inlines, crosslines and time
-//! slices through 6 KiB and 1 MiB chunks; MSI spectra, ion images and
-//! boxes) went 1.35x faster at the median, 1.07-1.65x; one 0.1 ms box read
-//! measured 0.92x, within this machine's noise at that size.
+//! the one way the engine computes it: `crc-fast`, which folds 64 bytes at a
+//! time with carry-less multiplies chosen at run time (docs/reads.md says
+//! what it gained over the `crc32c` crate).
 
 /// crc32c of `bytes`, as the `crc32c` codec stores it (little endian u32).
 pub fn crc32c(bytes: &[u8]) -> u32 {

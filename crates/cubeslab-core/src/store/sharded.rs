@@ -176,8 +176,8 @@ impl ZarrArray {
     /// a lookup; the rest are opened, in parallel when there are several
     /// (each reads and checks an index) by the calling thread and the
     /// workers (`Parallelism::share`). So a read of open shards wakes the
-    /// workers once, not twice (a sleeping worker starts 20-40 us after it is
-    /// woken here, and 60-160 us after a millisecond idle).
+    /// workers once, not twice (a sleeping worker takes tens of microseconds
+    /// to start).
     fn touched_shards(
         &self,
         sharding: &Sharding,
@@ -462,25 +462,16 @@ pub const fn pieces_per_thread(warm: bool) -> u64 {
     }
 }
 
-/// Bytes of raw chunks a worker checks before it copies from them. Copying
-/// a thin plane out of a small chunk scatters short writes over many output
-/// lines; interleaved with the check, those writes stalled the check's
-/// stream through the chunks. Checked a group at a time, the chunks stream
-/// through the check and are then copied out of the core's L2 cache.
-/// Measured warm on 2 threads, 600 x 800 x 1000 float32 in 12x16x6 chunks:
-/// the inline plane 2.5 -> 1.8 ms with groups of 256 KiB to 1 MiB, 1.9 ms
-/// at 2 MiB (past the 1 MiB L2). Chunks larger than half of it go one by
-/// one.
+/// Bytes of raw chunks a worker checks before it copies from them: the
+/// scattered writes of a thin plane's copy stall the check's stream through
+/// the chunks, so a group is checked first and copied while it sits in the
+/// core's L2 cache (docs/reads.md has the measurement). Larger chunks go
+/// one by one.
 pub const CHECK_AHEAD_BYTES: usize = 512 << 10;
 
 /// Reads whose chunks hold at most this many bytes run on the calling
 /// thread alone (a trace, a small box): a worker arrives too late to save
-/// anything on them. Measured on a 2-core VM from Python, warm, checked
-/// boxes of an MSI-like store (12 KiB chunks), two threads against the
-/// calling thread alone: 192 KiB of chunks 20 us either way, 432 KiB 28
-/// against 35 us, 768 KiB 35 against 54. (1 MiB until reads shared their
-/// runs with the calling thread: a parallel read then waited for the
-/// workers to wake, and boxes of 128 KiB to 1 MiB took 60-70 us longer.)
+/// anything on them (docs/reads.md).
 pub const SERIAL_BYTES: u64 = 256 << 10;
 
 /// Ranges closer than this are requested as one: the kernel then issues

@@ -317,8 +317,7 @@ fn time_copies(runs: usize, chunk: [u64; 3], out: [u64; 3], copies: &[[ChunkSpan
 /// while the calling thread works: the median over `runs` reads of two
 /// pieces, the caller holding the first until a helper takes the second.
 /// Each follows the last after 30 us of work on the calling thread, as
-/// reads in a loop do (the workers are asleep by then: here 30-40 us, and
-/// 60-160 us after a millisecond idle).
+/// reads in a loop do (the workers are asleep by then).
 fn helper_arrival(threads: usize, runs: usize) -> Result<f64> {
     if threads < 2 {
         return Ok(0.0);

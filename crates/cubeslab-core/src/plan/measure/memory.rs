@@ -8,11 +8,9 @@ use crate::plan::profile::{median, ChunkStart, MemoryRates, WorkingSet};
 use super::io::read_all;
 use crate::{error::Result, store::crc32c};
 
-/// Working sets (MiB, over all threads) checked again and again. Between
-/// 16 and 64 MiB the rate falls off a cliff where the set outgrows the
-/// caches this machine gets, so points are closer there: interpolated
-/// between 32 and 64 MiB alone, a 48 MiB set was given 30 GB/s a thread
-/// where reads checking it ran at memory's 20.
+/// Working sets (MiB, over all threads) checked again and again; closer
+/// between 16 and 64 MiB, where the rate falls off a cliff as the set
+/// outgrows the caches, so interpolation does not smooth the cliff away.
 const WORKING_SETS_MIB: [usize; 12] = [1, 2, 4, 8, 16, 24, 32, 40, 48, 64, 96, 128];
 
 /// Chunk sizes at which the start of a chunk checked out of order is timed
@@ -180,11 +178,8 @@ fn working_set_checks(map: &[u8], piece: usize, rounds: usize, together: &Barrie
     let scattered = || (0..pieces).map(|i| i * 61 % pieces);
     let (mut extra, mut rate) = (Vec::new(), Vec::new());
     for _ in 0..rounds {
-        // All threads in the same pass at once: the passes out of order
-        // take longer, and a thread checking in order while the others
-        // still check out of order had the memory's bandwidth to itself
-        // (here 25 GB/s a thread over 128 MiB, where two threads checking
-        // together get 14 each, as a read's workers do).
+        // All threads in the same pass at once, as a read's workers are: a
+        // thread alone in its pass would have the memory's bandwidth to itself.
         together.wait();
         let apart = crc_pieces(map, piece, scattered());
         together.wait();

@@ -131,16 +131,13 @@ pub struct MemoryRates {
     pub first_write: f64,
     /// Extra time (s) to check a chunk that does not start where the chunk
     /// checked before it ended: its first cache lines come from memory
-    /// before the hardware prefetcher has picked up the stream. Measured as
-    /// crc32c of 8 KiB pieces visited out of order against in order.
-    /// Profiles measured before it was added lack it: no extra time.
+    /// before the hardware prefetcher has picked up the stream (crc32c of
+    /// 8 KiB pieces out of order against in order). Older profiles lack it.
     #[serde(default)]
     pub crc_chunk_start: f64,
     /// The same extra time for chunks of other sizes, from memory, bytes
-    /// ascending. Here it grows with the chunk: 0.23-0.26 us at 4 KiB,
-    /// 0.33-0.36 at 8, 0.56-1.2 at 128 KiB (four profiles). Profiles
-    /// measured before it was added lack it: every chunk's start then
-    /// costs `crc_chunk_start`.
+    /// ascending (it grows with the chunk). Older profiles lack it: every
+    /// chunk's start then costs `crc_chunk_start`.
     #[serde(default)]
     pub crc_chunk_start_by_size: Vec<ChunkStart>,
     /// crc32c over working sets of several sizes, each checked again and
