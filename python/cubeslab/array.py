@@ -197,10 +197,7 @@ class Array:
         }
         if dimension_names is not None:
             spec["dimension_names"] = list(dimension_names)
-        try:
-            _engine.ZarrArray.create(os.fspath(path), json.dumps(spec))
-        except ValueError as error:  # an option the engine cannot parse
-            raise InvalidInputError(str(error)) from None
+        _engine.ZarrArray.create(os.fspath(path), json.dumps(spec))
         return cls(path)
 
     @classmethod

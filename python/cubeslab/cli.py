@@ -30,7 +30,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from . import plan_cli
+from . import defaults, plan_cli
 from .codecs import COMPRESSION_HELP, readers
 from .errors import CubeslabError, IncompleteStoreError, IngestWarning, SelectionError
 from .ingest import Phase
@@ -121,12 +121,12 @@ def ingest(
     ] = "float32",
     compress: Annotated[
         str, typer.Option(callback=plan_cli.checked(check_compress), help=COMPRESSION_HELP)
-    ] = "none",
+    ] = defaults.COMPRESS,
     max_error: Annotated[
         str | None,
         typer.Option(help="ZFP with every sample's error within this: absolute (0.5) or of the RMS (0.5%)"),
     ] = None,
-    layout: plan_cli.LayoutOption = "auto",
+    layout: plan_cli.LayoutOption = defaults.LAYOUT,
     access: plan_cli.AccessOption = None,
     views: Annotated[
         str | None,
@@ -141,9 +141,15 @@ def ingest(
     ] = "1GiB",  # type: ignore[assignment]
     threads: Annotated[int | None, typer.Option(help="Worker threads (default: all cores)")] = None,
     endian: Annotated[Endian, typer.Option(help="Byte order of the SEG-Y file")] = Endian.auto,
-    inline_byte: Annotated[int, typer.Option(help="Trace header byte of the inline number")] = 189,
-    crossline_byte: Annotated[int, typer.Option(help="Trace header byte of the crossline number")] = 193,
-    offset_byte: Annotated[int, typer.Option(help="Trace header byte of the offset (pre-stack)")] = 37,
+    inline_byte: Annotated[
+        int, typer.Option(help="Trace header byte of the inline number")
+    ] = defaults.INLINE_BYTE,
+    crossline_byte: Annotated[
+        int, typer.Option(help="Trace header byte of the crossline number")
+    ] = defaults.CROSSLINE_BYTE,
+    offset_byte: Annotated[
+        int, typer.Option(help="Trace header byte of the offset (pre-stack)")
+    ] = defaults.OFFSET_BYTE,
     allow_truncated: Annotated[
         bool, typer.Option(help="Ingest the whole traces of a cut-short file")
     ] = False,
@@ -319,11 +325,15 @@ def info(
     path: Annotated[Path, typer.Argument(help="Cube store, or a SEG-Y file to describe before ingesting")],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
     endian: Annotated[Endian, typer.Option(help="SEG-Y byte order")] = Endian.auto,
-    inline_byte: Annotated[int, typer.Option(help="SEG-Y trace header byte of the inline number")] = 189,
+    inline_byte: Annotated[
+        int, typer.Option(help="SEG-Y trace header byte of the inline number")
+    ] = defaults.INLINE_BYTE,
     crossline_byte: Annotated[
         int, typer.Option(help="SEG-Y trace header byte of the crossline number")
-    ] = 193,
-    offset_byte: Annotated[int, typer.Option(help="SEG-Y trace header byte of the offset")] = 37,
+    ] = defaults.CROSSLINE_BYTE,
+    offset_byte: Annotated[
+        int, typer.Option(help="SEG-Y trace header byte of the offset")
+    ] = defaults.OFFSET_BYTE,
 ) -> None:
     """Geometry, layout, size, compression ratio and completeness of a store (or what a SEG-Y file holds)."""
     if path.is_file():

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from . import _engine
+from . import _engine, defaults
 from .codecs import with_max_error
-from .errors import CubeslabError, IngestWarning, InvalidInputError
+from .errors import IngestWarning
 
 
 @dataclass(frozen=True)
@@ -113,19 +113,19 @@ def ingest(
     dtype: str | None = None,
     compress: str | None = None,
     max_error: str | float | None = None,
-    layout: str = "auto",
+    layout: str = defaults.LAYOUT,
     access: str | None = None,
     views: Sequence[str] | None = None,
     profile: str | os.PathLike | None = None,
     memory_limit: int | None = None,
     threads: int | None = None,
-    endian: str = "auto",
-    inline_byte: int = 189,
-    crossline_byte: int = 193,
-    offset_byte: int = 37,
+    endian: str = defaults.ENDIAN,
+    inline_byte: int = defaults.INLINE_BYTE,
+    crossline_byte: int = defaults.CROSSLINE_BYTE,
+    offset_byte: int = defaults.OFFSET_BYTE,
     allow_truncated: bool = False,
     sample_interval_us: float | None = None,
-    vertical: str = "time",
+    vertical: str = defaults.VERTICAL,
     progress: ProgressCallback | None = None,
 ) -> dict:
     """Reorganise a SEG-Y file into a cube store; returns the ingest summary.
@@ -189,12 +189,7 @@ def ingest(
     step = 2 * (threads or _engine.default_parallelism()[0])
 
     def work(handle) -> str:
-        try:
-            job = _engine.Ingest(os.fspath(source), os.fspath(store), json.dumps(options), handle)
-        except CubeslabError:
-            raise
-        except ValueError as error:  # an option the engine cannot parse
-            raise InvalidInputError(str(error)) from None
+        job = _engine.Ingest(os.fspath(source), os.fspath(store), json.dumps(options), handle)
         while job.step(step) > 0:
             pass
         return job.finish()
@@ -229,10 +224,10 @@ def export(
 def describe_segy(
     source: str | os.PathLike,
     *,
-    endian: str = "auto",
-    inline_byte: int = 189,
-    crossline_byte: int = 193,
-    offset_byte: int = 37,
+    endian: str = defaults.ENDIAN,
+    inline_byte: int = defaults.INLINE_BYTE,
+    crossline_byte: int = defaults.CROSSLINE_BYTE,
+    offset_byte: int = defaults.OFFSET_BYTE,
     threads: int | None = None,
 ) -> dict:
     """What a SEG-Y file holds — headers, sample format, geometry — from a parallel header scan,

@@ -192,12 +192,7 @@ def plan(
     if text is not None:
         options["profile"] = text
     options = {k: v for k, v in options.items() if v is not None}
-    try:
-        return json.loads(
-            _engine.plan_layout([int(n) for n in shape], np.dtype(dtype).name, json.dumps(options))
-        )
-    except ValueError as error:
-        raise InvalidInputError(str(error)) from None
+    return json.loads(_engine.plan_layout([int(n) for n in shape], np.dtype(dtype).name, json.dumps(options)))
 
 
 def plan_store(

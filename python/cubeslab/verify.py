@@ -8,7 +8,6 @@ import os
 from pathlib import Path
 
 from . import _engine
-from .errors import CubeslabError, InvalidInputError
 from .foreign import recheck_unreadable
 
 
@@ -45,14 +44,9 @@ def verify(
         source_options["threads"] = threads
         if memory_limit is not None:
             source_options["memory_limit"] = int(memory_limit)
-        try:
-            errors = json.loads(
-                _engine.compare_with_source(os.fspath(store), os.fspath(against), json.dumps(source_options))
-            )
-        except CubeslabError:
-            raise
-        except ValueError as error:
-            raise InvalidInputError(str(error)) from None
+        errors = json.loads(
+            _engine.compare_with_source(os.fspath(store), os.fspath(against), json.dumps(source_options))
+        )
         errors["source"] = os.fspath(against)
         lossy = recorded.get("compression", {}).get("lossy", False)
         errors["lossy"] = lossy

@@ -66,6 +66,23 @@ pub enum ErrorKind {
     Interrupted,
 }
 
+impl ErrorKind {
+    /// Every kind.
+    pub const ALL: [ErrorKind; 11] = [
+        ErrorKind::InvalidInput,
+        ErrorKind::Geometry,
+        ErrorKind::NotFound,
+        ErrorKind::AlreadyExists,
+        ErrorKind::Incomplete,
+        ErrorKind::Busy,
+        ErrorKind::Changed,
+        ErrorKind::Corrupt,
+        ErrorKind::Selection,
+        ErrorKind::Io,
+        ErrorKind::Interrupted,
+    ];
+}
+
 impl Error {
     /// Classify the error.
     pub fn kind(&self) -> ErrorKind {

@@ -26,6 +26,18 @@ pub fn engine<T: Send>(py: Python<'_>, f: impl FnOnce() -> Result<T, Error> + Se
     }
 }
 
+/// An `InvalidInputError` (a `ValueError` too) for a value the binding cannot convert.
+pub fn invalid_input(message: impl AsRef<str>) -> PyErr {
+    Python::attach(|py| raise(py, "InvalidInputError", message.as_ref()))
+}
+
+/// The Python class each kind of engine error is raised as, for the test
+/// that every one exists.
+#[pyfunction]
+pub fn error_classes() -> Vec<&'static str> {
+    ErrorKind::ALL.iter().map(|&k| class_name(k)).collect()
+}
+
 fn class_name(kind: ErrorKind) -> &'static str {
     match kind {
         ErrorKind::InvalidInput => "InvalidInputError",

@@ -89,7 +89,7 @@ impl ZarrArray {
         verify: bool,
     ) -> PyResult<()> {
         if out.readonly() || !out.is_c_contiguous() {
-            return Err(pyo3::exceptions::PyValueError::new_err(
+            return Err(crate::errors::invalid_input(
                 "out must be a writable C-contiguous buffer",
             ));
         }
@@ -116,9 +116,7 @@ impl ZarrArray {
         threads: Option<usize>,
     ) -> PyResult<()> {
         if !data.is_c_contiguous() {
-            return Err(pyo3::exceptions::PyValueError::new_err(
-                "data must be C-contiguous",
-            ));
+            return Err(crate::errors::invalid_input("data must be C-contiguous"));
         }
         let (ptr, len) = (data.buf_ptr() as usize, data.len_bytes());
         let parallelism = Parallelism::resolve(threads, None);
@@ -132,7 +130,7 @@ impl ZarrArray {
 
 pub(crate) fn window(starts: &[u64], stops: &[u64], steps: &[u64]) -> PyResult<Window> {
     if starts.len() != stops.len() || starts.len() != steps.len() {
-        return Err(pyo3::exceptions::PyValueError::new_err(
+        return Err(crate::errors::invalid_input(
             "starts, stops and steps differ in length",
         ));
     }
@@ -268,6 +266,24 @@ fn read_node(py: Python<'_>, path: PathBuf) -> PyResult<String> {
     Ok(node.to_string())
 }
 
+/// The defaults of the ingest options, as the engine defines them: the CLI
+/// and the Python API take theirs from here.
+#[pyfunction]
+fn ingest_defaults() -> String {
+    let options = cubeslab_core::ingest::IngestOptions::default();
+    serde_json::json!({
+        "inline_byte": options.scan.inline_byte,
+        "crossline_byte": options.scan.crossline_byte,
+        "offset_byte": options.scan.offset_byte,
+        "memory_limit": options.memory_limit,
+        "layout": options.layout.name(),
+        "compress": options.compression.name(),
+        "vertical": options.vertical,
+        "endian": "auto",
+    })
+    .to_string()
+}
+
 /// Default parallelism as (threads, in_flight).
 #[pyfunction]
 fn default_parallelism() -> (usize, usize) {
@@ -298,6 +314,8 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(export, m)?)?;
     m.add_function(wrap_pyfunction!(segy_info, m)?)?;
     m.add_function(wrap_pyfunction!(read_node, m)?)?;
+    m.add_function(wrap_pyfunction!(ingest_defaults, m)?)?;
+    m.add_function(wrap_pyfunction!(errors::error_classes, m)?)?;
     m.add_function(wrap_pyfunction!(default_parallelism, m)?)?;
     m.add_function(wrap_pyfunction!(parallelism_limits, m)?)?;
     m.add_function(wrap_pyfunction!(dtypes, m)?)?;

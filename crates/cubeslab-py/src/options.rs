@@ -10,28 +10,73 @@ use cubeslab_core::{
     segy::{Endian, SampleFormat, ScanOptions, SegyOptions},
     store::ArraySpec,
 };
-use pyo3::{exceptions::PyValueError, PyResult};
+use pyo3::PyResult;
+
+use crate::errors::invalid_input;
 use serde_json::{Map, Value};
 
-fn parse(text: &str) -> PyResult<Map<String, Value>> {
-    match serde_json::from_str(text) {
-        Ok(Value::Object(m)) => Ok(m),
-        _ => Err(PyValueError::new_err("options must be a JSON object")),
+/// Keys an ingest (and a SEG-Y description, and a comparison with the source) takes.
+const INGEST_KEYS: &[&str] = &[
+    "endian",
+    "allow_truncated",
+    "sample_interval_us",
+    "inline_byte",
+    "crossline_byte",
+    "offset_byte",
+    "dtype",
+    "layout",
+    "access",
+    "profile",
+    "compress",
+    "views",
+    "memory_limit",
+    "threads",
+    "in_flight",
+    "overwrite",
+    "durable",
+    "resume",
+    "vertical",
+];
+/// Keys an export takes.
+const EXPORT_KEYS: &[&str] = &["format", "overwrite", "threads", "in_flight"];
+/// Keys a new array's description takes.
+const ARRAY_KEYS: &[&str] = &[
+    "shape",
+    "dtype",
+    "chunk_shape",
+    "inner_chunks",
+    "compress",
+    "dimension_names",
+    "fill_value",
+    "attributes",
+];
+
+/// A JSON object of options, every key one of `accepted`: a misspelled
+/// option is an error, never silently ignored.
+pub fn parse(text: &str, accepted: &[&str]) -> PyResult<Map<String, Value>> {
+    let m = match serde_json::from_str(text) {
+        Ok(Value::Object(m)) => m,
+        _ => return Err(invalid_input("options must be a JSON object")),
+    };
+    if let Some(unknown) = m.keys().find(|k| !accepted.contains(&k.as_str())) {
+        return Err(invalid_input(format!(
+            "unknown option '{unknown}'; the options are {}",
+            accepted.join(", ")
+        )));
     }
+    Ok(m)
 }
 
 fn u64s(v: &Value, name: &str) -> PyResult<Vec<u64>> {
     v.as_array()
         .and_then(|a| a.iter().map(Value::as_u64).collect())
-        .ok_or_else(|| {
-            PyValueError::new_err(format!("{name} must be a list of non-negative integers"))
-        })
+        .ok_or_else(|| invalid_input(format!("{name} must be a list of non-negative integers")))
 }
 
 fn dtype(v: &Value) -> PyResult<DType> {
     v.as_str()
         .and_then(DType::from_name)
-        .ok_or_else(|| PyValueError::new_err(format!("unsupported dtype {v}")))
+        .ok_or_else(|| invalid_input(format!("unsupported dtype {v}")))
 }
 
 fn usize_opt(m: &Map<String, Value>, key: &str) -> Option<usize> {
@@ -46,31 +91,29 @@ fn parallelism(m: &Map<String, Value>) -> Parallelism {
 pub fn compression(m: &Map<String, Value>) -> PyResult<Compression> {
     match m.get("compress").and_then(Value::as_str) {
         None => Ok(Compression::None),
-        Some(name) => Compression::parse(name).map_err(PyValueError::new_err),
+        Some(name) => Compression::parse(name).map_err(invalid_input),
     }
 }
 
 /// `{"shape", "dtype", "chunk_shape", "inner_chunks"?, "compress"?, "dimension_names"?, "fill_value"?, "attributes"?}`
 pub fn array_spec(text: &str) -> PyResult<ArraySpec> {
-    let m = parse(text)?;
+    let m = parse(text, ARRAY_KEYS)?;
     let shape = u64s(m.get("shape").unwrap_or(&Value::Null), "shape")?;
     let dt = dtype(m.get("dtype").unwrap_or(&Value::Null))?;
+    let compression = compression(&m)?;
+    if compression.needs_tuning() {
+        return Err(invalid_input(format!(
+            "{} is an error target, tuned on the data at ingest; give zfp a tolerance, precision or rate here",
+            compression.name()
+        )));
+    }
     Ok(ArraySpec {
         chunk_shape: u64s(m.get("chunk_shape").unwrap_or(&Value::Null), "chunk_shape")?,
         inner_chunks: match m.get("inner_chunks") {
             None | Some(Value::Null) => None,
             Some(v) => Some(u64s(v, "inner_chunks")?),
         },
-        codecs: {
-            let c = compression(&m)?;
-            if c.needs_tuning() {
-                return Err(PyValueError::new_err(format!(
-                    "{} is an error target, tuned on the data at ingest; give zfp a tolerance, precision or rate here",
-                    c.name()
-                )));
-            }
-            c.codecs(dt).map_err(PyValueError::new_err)?
-        },
+        codecs: compression.codecs(dt).map_err(invalid_input)?,
         dimension_names: match m.get("dimension_names").and_then(Value::as_array) {
             Some(names) => names
                 .iter()
@@ -81,11 +124,7 @@ pub fn array_spec(text: &str) -> PyResult<ArraySpec> {
         fill_value: m
             .get("fill_value")
             .cloned()
-            .unwrap_or_else(|| match compression(&m) {
-                // ZFP has no NaN.
-                Ok(Compression::Zfp(_)) => 0.into(),
-                _ => dt.default_fill(),
-            }),
+            .unwrap_or_else(|| compression.fill_value(dt)),
         attributes: m
             .get("attributes")
             .and_then(Value::as_object)
@@ -102,7 +141,7 @@ pub fn profile(m: &Map<String, Value>) -> PyResult<DeviceProfile> {
     match m.get("profile").and_then(Value::as_str) {
         None => Ok(DeviceProfile::typical()),
         Some(text) => DeviceProfile::from_json(text)
-            .map_err(|e| PyValueError::new_err(format!("device profile: {e}"))),
+            .map_err(|e| invalid_input(format!("device profile: {e}"))),
     }
 }
 
@@ -111,7 +150,7 @@ fn endian(m: &Map<String, Value>) -> PyResult<Option<Endian>> {
         None | Some("auto") => Ok(None),
         Some("big") => Ok(Some(Endian::Big)),
         Some("little") => Ok(Some(Endian::Little)),
-        Some(other) => Err(PyValueError::new_err(format!(
+        Some(other) => Err(invalid_input(format!(
             "endian must be auto, big or little, not {other}"
         ))),
     }
@@ -119,11 +158,11 @@ fn endian(m: &Map<String, Value>) -> PyResult<Option<Endian>> {
 
 /// Ingest options; every key optional.
 pub fn ingest_options(text: &str) -> PyResult<IngestOptions> {
-    let m = parse(text)?;
+    let m = parse(text, INGEST_KEYS)?;
     let defaults = IngestOptions::default();
     let scan_defaults = ScanOptions::default();
     let layout = match m.get("layout").and_then(Value::as_str) {
-        Some(name) => Strategy::parse(name).map_err(PyValueError::new_err)?,
+        Some(name) => Strategy::parse(name).map_err(invalid_input)?,
         None => Strategy::Auto,
     };
     let profile = profile(&m)?;
@@ -180,14 +219,14 @@ pub fn ingest_options(text: &str) -> PyResult<IngestOptions> {
 
 /// Export options; every key optional.
 pub fn export_options(text: &str) -> PyResult<ExportOptions> {
-    let m = parse(text)?;
-    let format =
-        match m.get("format").and_then(Value::as_i64) {
-            None => None,
-            Some(code) => Some(SampleFormat::from_code(code).ok_or_else(|| {
-                PyValueError::new_err(format!("unknown SEG-Y sample format {code}"))
-            })?),
-        };
+    let m = parse(text, EXPORT_KEYS)?;
+    let format = match m.get("format").and_then(Value::as_i64) {
+        None => None,
+        Some(code) => Some(
+            SampleFormat::from_code(code)
+                .ok_or_else(|| invalid_input(format!("unknown SEG-Y sample format {code}")))?,
+        ),
+    };
     Ok(ExportOptions {
         format,
         overwrite: m.get("overwrite").and_then(Value::as_bool).unwrap_or(false),

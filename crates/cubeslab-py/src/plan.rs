@@ -14,13 +14,16 @@ use cubeslab_core::{
     store::ZarrArray as CoreArray,
     Error,
 };
-use pyo3::{buffer::PyBuffer, exceptions::PyValueError, prelude::*};
+use pyo3::{buffer::PyBuffer, prelude::*};
 use serde_json::{Map, Value};
 
-use crate::{errors::engine, options};
+use crate::{
+    errors::{engine, invalid_input},
+    options,
+};
 
 fn value_error(message: impl Into<String>) -> PyErr {
-    PyValueError::new_err(message.into())
+    invalid_input(message.into())
 }
 
 fn setup(m: &Map<String, Value>) -> ReadSetup {
@@ -37,12 +40,23 @@ fn setup(m: &Map<String, Value>) -> ReadSetup {
     }
 }
 
-fn object(text: &str) -> PyResult<Map<String, Value>> {
-    match serde_json::from_str(text) {
-        Ok(Value::Object(m)) => Ok(m),
-        _ => Err(value_error("options must be a JSON object")),
-    }
-}
+/// Keys a profile measurement takes.
+const MEASURE_KEYS: &[&str] = &["file_bytes", "cell_seconds", "threads", "codecs"];
+/// Keys a plan takes.
+const PLAN_KEYS: &[&str] = &[
+    "layout",
+    "access",
+    "profile",
+    "compress",
+    "threads",
+    "in_flight",
+    "verify",
+    "state",
+    "top",
+    "memory_limit",
+];
+/// Keys the cost model takes.
+const COST_KEYS: &[&str] = &["profile", "threads", "in_flight", "verify"];
 
 /// Measure the machine under `dir`; returns the profile as JSON.
 /// `sample` is a C-order array of `shape` and `dtype` used for the codecs.
@@ -55,7 +69,7 @@ pub fn measure_profile(
     shape: [u64; 3],
     dtype: &str,
 ) -> PyResult<String> {
-    let m = object(options)?;
+    let m = options::parse(options, MEASURE_KEYS)?;
     let mut opts = measure::MeasureOptions::new(&dir);
     if let Some(v) = m.get("file_bytes").and_then(Value::as_u64) {
         opts.file_bytes = v;
@@ -140,7 +154,7 @@ pub fn plan_layout(
     dtype: &str,
     options: &str,
 ) -> PyResult<String> {
-    let m = object(options)?;
+    let m = options::parse(options, PLAN_KEYS)?;
     let dtype =
         DType::from_name(dtype).ok_or_else(|| value_error(format!("unsupported dtype {dtype}")))?;
     if shape.is_empty() || shape.contains(&0) {
@@ -201,7 +215,7 @@ impl CostModel {
     /// Options: `profile` (JSON text), `threads`, `in_flight`, `verify`.
     #[new]
     fn new(py: Python<'_>, paths: Vec<PathBuf>, options: &str) -> PyResult<Self> {
-        let m = object(options)?;
+        let m = options::parse(options, COST_KEYS)?;
         let profile = options::profile(&m)?;
         let arrays = engine(py, || {
             paths

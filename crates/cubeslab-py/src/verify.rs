@@ -9,7 +9,7 @@ use cubeslab_core::{
     dtype::DType,
     verify::{check_store, compare_with_segy},
 };
-use pyo3::{buffer::PyBuffer, exceptions::PyValueError, prelude::*};
+use pyo3::{buffer::PyBuffer, prelude::*};
 
 use crate::{errors::engine, options};
 
@@ -57,13 +57,13 @@ pub fn codec_trial(
     chunk_shape: Vec<u64>,
     dtype: &str,
 ) -> PyResult<String> {
-    let compression = Compression::parse(name).map_err(PyValueError::new_err)?;
+    let compression = Compression::parse(name).map_err(crate::errors::invalid_input)?;
     let dtype = DType::from_name(dtype)
-        .ok_or_else(|| PyValueError::new_err(format!("unsupported dtype {dtype}")))?;
+        .ok_or_else(|| crate::errors::invalid_input(format!("unsupported dtype {dtype}")))?;
     let bytes = chunks.to_vec(py)?;
     let chunk_bytes = chunk_shape.iter().product::<u64>() as usize * dtype.size();
     if chunk_bytes == 0 || bytes.len() % chunk_bytes != 0 {
-        return Err(PyValueError::new_err(
+        return Err(crate::errors::invalid_input(
             "chunks must be whole chunks of chunk_shape",
         ));
     }
@@ -74,7 +74,7 @@ pub fn codec_trial(
     };
     let one = Parallelism::resolve(Some(1), None);
     let result = py.detach(|| one.pool().install(|| tune(&compression, &sample)));
-    let t = result.map_err(PyValueError::new_err)?;
+    let t = result.map_err(crate::errors::invalid_input)?;
     let mut out = t.error.to_json();
     out["codec"] = t.compression.name().into();
     out["ratio"] = t.ratio.into();

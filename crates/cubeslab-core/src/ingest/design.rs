@@ -14,7 +14,7 @@ use super::{
     AmplitudeType, IngestOptions,
 };
 use crate::{
-    compress::{tune, Compression},
+    compress::tune,
     config::Parallelism,
     dtype::DType,
     error::Result,
@@ -131,12 +131,8 @@ impl Design {
         .map_err(unsupported)?;
         let compression = &options.compression;
         compression.check_dtype(dtype).map_err(unsupported)?;
-        // ZFP has no NaN: cells without a trace read as 0 there (the trace
-        // mask tells them apart), and NaN everywhere else.
-        let fill_value = match compression {
-            Compression::Zfp(_) => json!(0.0),
-            _ => dtype.default_fill(),
-        };
+        // With ZFP, cells without a trace read as 0 (the trace mask tells them apart).
+        let fill_value = compression.fill_value(dtype);
         let tuned = if compression.needs_tuning() {
             progress.begin("tune compression", Unit::Items, 2, 0);
             let fill = vec![0u8; dtype.size()];

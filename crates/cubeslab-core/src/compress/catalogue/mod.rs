@@ -280,6 +280,15 @@ impl Compression {
         }
     }
 
+    /// The fill value of an array of `dtype` stored with this compression:
+    /// the type's own (NaN for floats), but 0 for ZFP, which has no NaN.
+    pub fn fill_value(&self, dtype: DType) -> Value {
+        match self {
+            Compression::Zfp(_) => json!(0.0),
+            _ => dtype.default_fill(),
+        }
+    }
+
     /// Whether this is a target that must be tuned on the data before use.
     pub fn needs_tuning(&self) -> bool {
         matches!(
