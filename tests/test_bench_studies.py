@@ -65,8 +65,8 @@ def test_pyrus_formula_pick_is_the_published_formula(tiny):
     doc = load(tiny, "pyrus")
     shape = bench.study_module("pyrus").SIZES["tiny"]["shape"]
     picks = doc["results"]["picks"]
-    formula = plan(shape, layout="reference-001")[0]["layout"]["inner"]
-    assert list(picks["cubeslab reference-001 (published formula)"]["chunks"]) == formula
+    formula = plan(shape, layout="pyrus-formula")[0]["layout"]["inner"]
+    assert list(picks["cubeslab pyrus-formula (published formula)"]["chunks"]) == formula
     assert list(picks["h5py with the published formula's chunks"]["chunks"]) == formula
     knobs = {(s["kib"], s["ratio"], s["asymmetry"]) for s in doc["results"]["shape_sweep"]}
     assert len(knobs) == len(doc["results"]["shape_sweep"])  # no layout measured twice

@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["cubeslab", "cubeslab.array", "cubeslab.codecs", "cubeslab.cube"]
+MODULES = ["cubeslab", "cubeslab.array", "cubeslab.compression", "cubeslab.cube"]
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -18,6 +18,7 @@ def test_docstring_examples(name):
 
 def test_the_examples_exist():
     counts = [
-        doctest.testmod(importlib.import_module(m)).attempted for m in ("cubeslab.array", "cubeslab.codecs")
+        doctest.testmod(importlib.import_module(m)).attempted
+        for m in ("cubeslab.array", "cubeslab.compression")
     ]
     assert all(n > 0 for n in counts)

@@ -54,7 +54,7 @@ def test_plan_ranks_layouts_by_their_slowest_access():
 def test_reference_001_reproduces_the_published_chunk_shape():
     # The Pyrus chunk-shape study's volume and formula (2 MiB, ratio 2, asymmetry 2.5): worked by hand,
     # 12413 chunks -> 24 per axis -> 1966/24*sqrt(2)*2.5, 1103/24*sqrt(2)/2.5, 3001/24/2.
-    (p,) = plan((1966, 1103, 3001), "float32", layout="reference-001")
+    (p,) = plan((1966, 1103, 3001), "float32", layout="pyrus-formula")
     assert p["layout"]["inner"] == [289, 25, 62]
 
 

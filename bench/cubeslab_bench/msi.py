@@ -21,6 +21,15 @@ from .study import StudyRun
 SEED = 3
 PAGE = 4096
 CASES = ("z-slices", "spectra", "subcube")
+TOOL_LABELS = {"cubeslab": "cubeslab", "h5py": "HDF5"}
+CASE_LABELS = {
+    "z-slices": "25 m/z slices [:, :, z:z+25]",
+    "spectra": "5 x 5 spectra [x:x+5, y:y+5, :]",
+    "subcube": "5 x 5 x 1000 sub-cube",
+}
+
+# The study's minimum criteria (section "Summary"), for the 100 x 100 x 100000 cube of 2000 MB.
+CRITERIA_S = {"z-slices": 0.1, "spectra": 0.05, "subcube": 0.002}
 
 
 # -- the generated cube ----------------------------------------------------------------------------

@@ -194,7 +194,7 @@ def shape_sweep(r: StudyRun, p: dict, sgy, shape) -> None:
     rows, found = [], []
     for knob, (kib, ratio, asym) in sweep_points(p):
         store = r.data / "pyrus-sweep.zarr"
-        cubeslab.ingest(sgy, store, layout=f"reference-001:{kib:g},{ratio:g},{asym:g}", overwrite=True)
+        cubeslab.ingest(sgy, store, layout=f"pyrus-formula:{kib:g},{ratio:g},{asym:g}", overwrite=True)
         chunks = cubeslab.open(store).amplitude.chunks
         planes = measure_tool(r, seismic.open_cubeslab, store, shape)
         shutil.rmtree(store)
@@ -255,9 +255,9 @@ def plot_shape_sweep(r: StudyRun, found: list[dict]) -> None:
 
 def formula_against_planner(r: StudyRun, sgy, volume: np.ndarray) -> dict:
     shape = volume.shape
-    formula = tuple(plan_layout(shape, layout="reference-001")[0]["layout"]["inner"])
+    formula = tuple(plan_layout(shape, layout="pyrus-formula")[0]["layout"]["inner"])
     picks: dict[str, tuple[tuple, dict]] = {}
-    for name, layout in (("cubeslab reference-001 (published formula)", "reference-001"),
+    for name, layout in (("cubeslab pyrus-formula (published formula)", "pyrus-formula"),
                          ("cubeslab auto (planner)", "auto")):  # fmt: skip
         store = r.data / "pyrus-pick.zarr"
         cubeslab.ingest(sgy, store, layout=layout, overwrite=True)

@@ -31,7 +31,7 @@ from rich.table import Table
 from rich.text import Text
 
 from . import defaults, plan_cli
-from .codecs import COMPRESSION_HELP, readers
+from .compression import COMPRESSION_HELP, readers
 from .errors import CubeslabError, IncompleteStoreError, IngestWarning, SelectionError
 from .ingest import Phase
 from .plan import check_access, check_compress, check_dtype

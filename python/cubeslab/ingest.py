@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from . import _engine, defaults
-from .codecs import with_max_error
+from .compression import with_max_error
 from .errors import IngestWarning
 
 
@@ -137,12 +137,12 @@ def ingest(
         ``"blosc-zstd:5,shuffle=bit"``, ``"bitround:12"``, ``"zfp:tolerance=0.01"``,
         ``"zfp:rate=4"``, ``"zfp:precision=16"``, ``"zfp:reversible"``, or an error target
         tuned on a sample of the survey: ``"zfp:snr=40"`` (dB), ``"zfp:max-error=0.5%"``.
-        See :data:`cubeslab.codecs.COMPRESSION_HELP`.
+        See :data:`cubeslab.compression.COMPRESSION_HELP`.
     max_error: shorthand for ``compress="zfp:max-error=..."``: a bound on every sample's
         error, absolute (``0.5``) or relative to the RMS amplitude (``"0.5%"``).
     layout: how chunk and shard shapes are chosen: ``"auto"`` (the planner's pick for
-        ``access`` on this machine's profile), ``"cube:N"``, ``"reference-001"`` (reference
-        001's published formula), ``"AxBxC"`` (chunks) or ``"AxBxC/DxExF"`` (chunks/shards).
+        ``access`` on this machine's profile), ``"cube:N"``, ``"pyrus-formula"`` (the Pyrus
+        study's published chunk-shape formula), ``"AxBxC"`` (chunks) or ``"AxBxC/DxExF"`` (chunks/shards).
     access: reads the layout is planned for (default: every plane), e.g. ``"inline,time=2"``.
     views: orientation copies to write as well, e.g. ``["inline", "crossline", "time"]``:
         each laid out for that access alone; reads go to the copy predicted fastest.

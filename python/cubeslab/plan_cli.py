@@ -38,7 +38,7 @@ LayoutOption = Annotated[
     str,
     typer.Option(
         callback=checked(check_layout),
-        help="auto, cube:N, reference-001[:KIB,RATIO,ASYM], AxBxC or AxBxC/DxExF",
+        help="auto, cube:N, pyrus-formula[:KIB,RATIO,ASYM], AxBxC or AxBxC/DxExF",
     ),
 ]
 """``--layout``, as ingest and plan take it."""

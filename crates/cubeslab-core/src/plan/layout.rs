@@ -232,7 +232,7 @@ pub fn shard_fitting(
 /// (vertical) dimension, and stretch it by `asymmetry` along the first
 /// (inline) dimension at the expense of the second. Published defaults:
 /// 2 MiB, 2.0, 2.5. Arrays that are not 3-D get the equal split only.
-pub fn reference_001(shape: &[u64], elem: usize, params: Reference001) -> Vec<u64> {
+pub fn pyrus_formula(shape: &[u64], elem: usize, params: PyrusFormula) -> Vec<u64> {
     let nd = shape.len();
     let samples: f64 = shape.iter().map(|&n| n as f64).product();
     let num_chunks = (samples / (params.target_bytes / elem as f64)).ceil();
@@ -252,9 +252,9 @@ pub fn reference_001(shape: &[u64], elem: usize, params: Reference001) -> Vec<u6
         .collect()
 }
 
-/// Parameters of [`reference_001`].
+/// Parameters of [`pyrus_formula`].
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Reference001 {
+pub struct PyrusFormula {
     /// Target chunk size in bytes (published: 2048 KiB).
     pub target_bytes: f64,
     /// Vertical squash (published: 2.0).
@@ -263,7 +263,7 @@ pub struct Reference001 {
     pub asymmetry: f64,
 }
 
-impl Default for Reference001 {
+impl Default for PyrusFormula {
     fn default() -> Self {
         Self {
             target_bytes: 2048.0 * 1024.0,
@@ -311,13 +311,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reference_001_reproduces_the_published_volume() {
+    fn pyrus_formula_reproduces_the_published_volume() {
         // The Pyrus chunk-shape study's survey: 1966 inlines x 1103 crosslines x 3001
         // samples of float32. Worked by hand from the published code:
         // 6.507e9 samples / 524288 per chunk -> 12413 chunks -> 24 per axis;
         // 1966/24*sqrt(2)*2.5 = 289.6, 1103/24*sqrt(2)/2.5 = 25.99,
         // 3001/24/2 = 62.5.
-        let chunk = reference_001(&[1966, 1103, 3001], 4, Reference001::default());
+        let chunk = pyrus_formula(&[1966, 1103, 3001], 4, PyrusFormula::default());
         assert_eq!(chunk, vec![289, 25, 62]);
         // About the 2 MiB the formula targets (1.79 MiB).
         let bytes = chunk.iter().product::<u64>() * 4;

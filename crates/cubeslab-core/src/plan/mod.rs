@@ -8,7 +8,7 @@
 //! * [`layout`]: chunk and shard shapes, shard rules, the Pyrus chunk-shape formula.
 //! * [`optimize`]: the search for the layout whose slowest access is fastest.
 //! * [`stored`]: an existing array as the model sees it.
-//! * [`strategy`]: `--layout` names: `auto`, `cube:N`, `reference-001`, shapes.
+//! * [`strategy`]: `--layout` names: `auto`, `cube:N`, `pyrus-formula`, shapes.
 
 pub mod access;
 pub mod cost;
@@ -21,7 +21,7 @@ pub mod strategy;
 
 pub use access::{Access, AccessMix};
 pub use cost::{predict, predict_both, Cache, ChunkCodec, Prediction, ReadSetup, StoredArray};
-pub use layout::{Layout, Reference001};
+pub use layout::{Layout, PyrusFormula};
 pub use optimize::{CacheState, Evaluated, Planner, StateWeights};
 pub use profile::DeviceProfile;
 pub use stored::{dir_bytes, stored_array};

@@ -1,7 +1,7 @@
 //! Layout strategies by name, as `--layout` takes them.
 
 use super::{
-    layout::{join, reference_001, Layout, Reference001},
+    layout::{join, pyrus_formula, Layout, PyrusFormula},
     optimize::{Evaluated, Planner},
 };
 
@@ -13,7 +13,7 @@ pub enum Strategy {
     /// Cubes of this side (clipped to the array), default shards.
     Cube(u64),
     /// The Pyrus chunk-shape study's published formula, default shards.
-    Reference001(Reference001),
+    PyrusFormula(PyrusFormula),
     /// Inner chunks given, default shards.
     Chunks(Vec<u64>),
     /// Inner chunks and shards given.
@@ -21,7 +21,7 @@ pub enum Strategy {
 }
 
 impl Strategy {
-    /// Parse `auto`, `cube:N`, `reference-001[:KIB,RATIO,ASYM]`, `AxBxC`
+    /// Parse `auto`, `cube:N`, `pyrus-formula[:KIB,RATIO,ASYM]`, `AxBxC`
     /// (inner chunks) or `AxBxC/DxExF` (inner chunks / shards).
     pub fn parse(text: &str) -> Result<Self, String> {
         let text = text.trim();
@@ -42,22 +42,22 @@ impl Strategy {
         if let Some(n) = text.strip_prefix("cube:") {
             return Ok(Self::Cube(shape(n)?[0]));
         }
-        if let Some(rest) = text.strip_prefix("reference-001") {
-            let mut params = Reference001::default();
+        if let Some(rest) = text.strip_prefix("pyrus-formula") {
+            let mut params = PyrusFormula::default();
             if let Some(args) = rest.strip_prefix(':') {
                 let values: Vec<f64> = args
                     .split(',')
                     .map(|v| v.trim().parse::<f64>().ok().filter(|x| *x > 0.0))
                     .collect::<Option<_>>()
                     .ok_or_else(|| {
-                        format!("layout {text:?}: give reference-001:KIB,RATIO,ASYMMETRY")
+                        format!("layout {text:?}: give pyrus-formula:KIB,RATIO,ASYMMETRY")
                     })?;
                 let [kib, ratio, asymmetry] = values[..] else {
                     return Err(format!(
-                        "layout {text:?}: give reference-001:KIB,RATIO,ASYMMETRY"
+                        "layout {text:?}: give pyrus-formula:KIB,RATIO,ASYMMETRY"
                     ));
                 };
-                params = Reference001 {
+                params = PyrusFormula {
                     target_bytes: kib * 1024.0,
                     ratio,
                     asymmetry,
@@ -65,7 +65,7 @@ impl Strategy {
             } else if !rest.is_empty() {
                 return Err(format!("unknown layout {text:?}"));
             }
-            return Ok(Self::Reference001(params));
+            return Ok(Self::PyrusFormula(params));
         }
         if text.starts_with(|c: char| c.is_ascii_digit()) {
             return match text.split_once('/') {
@@ -77,7 +77,7 @@ impl Strategy {
             };
         }
         Err(format!(
-            "unknown layout {text:?}: use auto, cube:N, reference-001[:KIB,RATIO,ASYMMETRY], \
+            "unknown layout {text:?}: use auto, cube:N, pyrus-formula[:KIB,RATIO,ASYMMETRY], \
              AxBxC (chunks) or AxBxC/DxExF (chunks/shards)"
         ))
     }
@@ -87,9 +87,9 @@ impl Strategy {
         match self {
             Self::Auto => "auto".into(),
             Self::Cube(n) => format!("cube:{n}"),
-            Self::Reference001(p) if *p == Reference001::default() => "reference-001".into(),
-            Self::Reference001(p) => format!(
-                "reference-001:{},{},{}",
+            Self::PyrusFormula(p) if *p == PyrusFormula::default() => "pyrus-formula".into(),
+            Self::PyrusFormula(p) => format!(
+                "pyrus-formula:{},{},{}",
                 p.target_bytes / 1024.0,
                 p.ratio,
                 p.asymmetry
@@ -130,7 +130,7 @@ impl Strategy {
                 return Ok(ranked);
             }
             Self::Cube(n) => fixed(vec![*n; shape.len()]),
-            Self::Reference001(params) => fixed(reference_001(shape, elem, *params)),
+            Self::PyrusFormula(params) => fixed(pyrus_formula(shape, elem, *params)),
             Self::Chunks(inner) => {
                 if inner.len() != shape.len() {
                     return Err(format!(
@@ -157,12 +157,12 @@ mod tests {
         assert_eq!(Strategy::parse("auto").unwrap(), Strategy::Auto);
         assert_eq!(Strategy::parse("cube:64").unwrap(), Strategy::Cube(64));
         assert_eq!(
-            Strategy::parse("reference-001").unwrap(),
-            Strategy::Reference001(Reference001::default())
+            Strategy::parse("pyrus-formula").unwrap(),
+            Strategy::PyrusFormula(PyrusFormula::default())
         );
         assert_eq!(
-            Strategy::parse("reference-001:1024,1.5,2").unwrap(),
-            Strategy::Reference001(Reference001 {
+            Strategy::parse("pyrus-formula:1024,1.5,2").unwrap(),
+            Strategy::PyrusFormula(PyrusFormula {
                 target_bytes: 1024.0 * 1024.0,
                 ratio: 1.5,
                 asymmetry: 2.0
@@ -182,8 +182,8 @@ mod tests {
         for name in [
             "auto",
             "cube:64",
-            "reference-001",
-            "reference-001:1024,1.5,2",
+            "pyrus-formula",
+            "pyrus-formula:1024,1.5,2",
             "8x8x8",
             "8x8x8/16x16x16",
         ] {
@@ -193,8 +193,8 @@ mod tests {
             "",
             "cube:0",
             "cube:x",
-            "reference-001:1,2",
-            "reference-0011",
+            "pyrus-formula:1,2",
+            "pyrus-formula1",
             "8x0x8",
             "fast",
         ] {

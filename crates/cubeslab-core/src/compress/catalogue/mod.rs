@@ -284,7 +284,8 @@ impl Compression {
     /// the type's own (NaN for floats), but 0 for ZFP, which has no NaN.
     pub fn fill_value(&self, dtype: DType) -> Value {
         match self {
-            Compression::Zfp(_) => json!(0.0),
+            Compression::Zfp(_) if dtype.is_float() => json!(0.0),
+            Compression::Zfp(_) => json!(0),
             _ => dtype.default_fill(),
         }
     }
