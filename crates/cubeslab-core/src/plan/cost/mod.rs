@@ -13,11 +13,11 @@ use serde::Serialize;
 
 use super::{
     layout::Layout,
-    profile::{DeviceProfile, MemoryRates},
+    profile::{DeviceProfile, EngineCosts, MemoryRates},
 };
 use crate::{
     store::{pieces_per_thread, TaskOrder, COALESCE_GAP, MAX_REQUEST, SERIAL_BYTES},
-    window::{strides, Window},
+    window::{strides, ChunkSpan, Window, MAX_DIMS},
 };
 
 /// How inner chunks are stored.
@@ -238,7 +238,6 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
     let memory = &profile.memory;
     let (mut cpu_memory, mut cpu_steps, mut chunk_starts) = (0.0, 0.0, 0);
     let mut fault_bytes = 0u64;
-    let mut request_sizes: Vec<u64> = Vec::new();
     let checked = crc && setup.verify;
     // A chunk checked or decoded whole is in the CPU's caches when its
     // elements are copied out, if it is not too big to stay there.
@@ -253,16 +252,22 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
     };
     // Where the last chunk this worker checked ends: (shard, byte).
     let mut checked_end: Option<(u64, u64)> = None;
-    // The open request of the current piece: (shard id, start, length).
-    let mut open: Option<(u64, u64, u64)> = None;
+    let mut requests = Requests::default();
+    let copy = CopyCosts {
+        chunk_strides: &chunk_strides,
+        steps: &steps,
+        out_strides: &out_strides,
+        elem,
+        engine,
+        contiguous_rate,
+        strided_cached,
+    };
 
     // Walk the tasks in the read path's order.
     let mut tasks = order.tasks(0..n_tasks);
     while let Some((t, task)) = tasks.advance() {
         if t.is_multiple_of(piece) {
-            if let Some((_, _, len)) = open.take() {
-                request_sizes.push(len);
-            }
+            requests.cut();
         }
         let spans = &task.spans[..nd];
         let shard_id = task.slot as u64;
@@ -283,25 +288,9 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
             (start, stored_chunk)
         };
         fault_bytes += len;
-        if whole[task.slot] {
-            // Requested with its shard at open: no request of its own.
-        } else {
-            // Merge into the open request exactly as the prefetcher does.
-            open = match open.take() {
-                Some((id, o, l))
-                    if id == shard_id
-                        && offset >= o
-                        && offset <= o + l + COALESCE_GAP
-                        && l < MAX_REQUEST =>
-                {
-                    Some((id, o, l.max(offset + len - o)))
-                }
-                Some((_, _, l)) => {
-                    request_sizes.push(l);
-                    Some((shard_id, offset, len))
-                }
-                None => Some((shard_id, offset, len)),
-            };
+        // A chunk of a shard read whole was requested with it, at open.
+        if !whole[task.slot] {
+            requests.add(shard_id, offset, len);
         }
 
         // CPU work for this chunk.
@@ -315,38 +304,11 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
         if let Some(rate) = decode_rate {
             cpu_steps += chunk_bytes as f64 / rate;
         }
-        let inner_dim = (0..nd)
-            .rev()
-            .find(|&d| spans[d].count > 1)
-            .unwrap_or(nd - 1);
-        let run_len = spans[inner_dim].count;
-        let runs = selected / run_len;
-        // As the copy decides: a run is one memcpy when its elements are
-        // neighbours in both the chunk and the output (in a time slice
-        // through chunks one sample deep, along the crosslines).
-        let contiguous =
-            chunk_strides[inner_dim] * steps[inner_dim] == 1 && out_strides[inner_dim] == 1;
-        cpu_steps += runs as f64 * engine.run;
-        if contiguous {
-            cpu_memory += (selected * elem) as f64 / contiguous_rate;
-        } else {
-            // Each element is read `stride` elements from the last in the
-            // chunk (unless the chunk is in the caches) and written
-            // `out_strides` from the last in the output: across the output's
-            // rows, a new page every few elements.
-            let stride = chunk_strides[inner_dim] * steps[inner_dim];
-            let gather = strided_cached.unwrap_or_else(|| engine.strided(stride * elem));
-            let scatter = if out_strides[inner_dim] > 1 {
-                engine.scattered(out_strides[inner_dim] * elem)
-            } else {
-                0.0
-            };
-            cpu_steps += selected as f64 * (gather + scatter);
-        }
+        let (steps_of_copy, memory_of_copy) = copy.of(spans, selected);
+        cpu_steps += steps_of_copy;
+        cpu_memory += memory_of_copy;
     }
-    if let Some((_, _, len)) = open.take() {
-        request_sizes.push(len);
-    }
+    let request_sizes = requests.finish();
     prediction.touched_bytes = fault_bytes;
     prediction.device_bytes = request_sizes.iter().chain(&whole_sizes).sum();
     prediction.requests = (request_sizes.len() + whole_sizes.len()) as u64;
@@ -384,6 +346,106 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
         cpu_steps,
         busy,
         serial,
+    }
+}
+
+/// Requests as the read path's prefetcher issues them: byte ranges of one
+/// shard merged while they lie within `COALESCE_GAP` of each other, up to
+/// `MAX_REQUEST`; each worker's run of chunks starts a new one.
+#[derive(Default)]
+struct Requests {
+    /// The request being merged into: (shard, start, length).
+    open: Option<(u64, u64, u64)>,
+    sizes: Vec<u64>,
+}
+
+impl Requests {
+    /// Close the open request (a worker's run of chunks ends).
+    fn cut(&mut self) {
+        if let Some((_, _, len)) = self.open.take() {
+            self.sizes.push(len);
+        }
+    }
+
+    /// Add `len` bytes at `offset` of `shard`.
+    fn add(&mut self, shard: u64, offset: u64, len: u64) {
+        self.open = match self.open.take() {
+            Some((id, o, l))
+                if id == shard
+                    && offset >= o
+                    && offset <= o + l + COALESCE_GAP
+                    && l < MAX_REQUEST =>
+            {
+                Some((id, o, l.max(offset + len - o)))
+            }
+            Some((_, _, l)) => {
+                self.sizes.push(l);
+                Some((shard, offset, len))
+            }
+            None => Some((shard, offset, len)),
+        };
+    }
+
+    /// The sizes of every request.
+    fn finish(mut self) -> Vec<u64> {
+        self.cut();
+        self.sizes
+    }
+}
+
+/// What copying a chunk's selected elements out costs, as the copy does it.
+struct CopyCosts<'a> {
+    chunk_strides: &'a [u64],
+    steps: &'a [u64],
+    out_strides: &'a [u64; MAX_DIMS],
+    elem: u64,
+    engine: &'a EngineCosts,
+    /// Bytes/s of runs copied whole.
+    contiguous_rate: f64,
+    /// Seconds per strided element when the chunk is in the caches.
+    strided_cached: Option<f64>,
+}
+
+impl CopyCosts<'_> {
+    /// (CPU seconds, memory seconds) of copying `selected` elements laid out by `spans`.
+    fn of(&self, spans: &[ChunkSpan], selected: u64) -> (f64, f64) {
+        let nd = spans.len();
+        let (chunk_strides, steps, out_strides, elem, engine) = (
+            self.chunk_strides,
+            self.steps,
+            self.out_strides,
+            self.elem,
+            self.engine,
+        );
+        let inner_dim = (0..nd)
+            .rev()
+            .find(|&d| spans[d].count > 1)
+            .unwrap_or(nd - 1);
+        let run_len = spans[inner_dim].count;
+        let runs = selected / run_len;
+        // As the copy decides: a run is one memcpy when its elements are
+        // neighbours in both the chunk and the output (in a time slice
+        // through chunks one sample deep, along the crosslines).
+        let contiguous =
+            chunk_strides[inner_dim] * steps[inner_dim] == 1 && out_strides[inner_dim] == 1;
+        let run_steps = runs as f64 * engine.run;
+        if contiguous {
+            return (run_steps, (selected * elem) as f64 / self.contiguous_rate);
+        }
+        // Each element is read `stride` elements from the last in the chunk
+        // (unless the chunk is in the caches) and written `out_strides` from
+        // the last in the output: across the output's rows, a new page every
+        // few elements.
+        let stride = chunk_strides[inner_dim] * steps[inner_dim];
+        let gather = self
+            .strided_cached
+            .unwrap_or_else(|| engine.strided(stride * elem));
+        let scatter = if out_strides[inner_dim] > 1 {
+            engine.scattered(out_strides[inner_dim] * elem)
+        } else {
+            0.0
+        };
+        (run_steps + selected as f64 * (gather + scatter), 0.0)
     }
 }
 
