@@ -12,7 +12,6 @@ import numpy as np
 from . import _engine
 from .array import Array, ReadSettings
 from .errors import (
-    IncompleteStoreError,
     InvalidInputError,
     LabelError,
     SelectionError,
@@ -384,13 +383,7 @@ class Cube:
             self.amplitude = Array(self.path, self.settings)
         else:
             self.attributes = node.get("attributes", {})
-            state = self.attributes.get("cubeslab", {}).get("state")
-            if state not in (None, "complete"):
-                raise IncompleteStoreError(
-                    f"{self.path}: store is incomplete (state '{state}'): the ingest that wrote it did "
-                    "not finish; continue it with --resume (same source and options) or start again "
-                    "with --overwrite"
-                )
+            _engine.check_readable(str(self.path))
             name = self.attributes.get("attributes", {}).get("defaultVariableName", "amplitude")
             views = self.attributes.get("cubeslab", {}).get("views", {})
             copies = [self.path / view["array"] for view in views.values()]

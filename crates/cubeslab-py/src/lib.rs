@@ -266,6 +266,15 @@ fn read_node(py: Python<'_>, path: PathBuf) -> PyResult<String> {
     Ok(node.to_string())
 }
 
+/// Fail unless the group at `path` may be read (an ingest that did not
+/// finish is an `IncompleteStoreError`, in the engine's words).
+#[pyfunction]
+fn check_readable(py: Python<'_>, path: PathBuf) -> PyResult<()> {
+    engine(py, || {
+        cubeslab_core::store::Group::open(&path)?.require_readable()
+    })
+}
+
 /// The defaults of the ingest options, as the engine defines them: the CLI
 /// and the Python API take theirs from here.
 #[pyfunction]
@@ -315,6 +324,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(segy_info, m)?)?;
     m.add_function(wrap_pyfunction!(read_node, m)?)?;
     m.add_function(wrap_pyfunction!(ingest_defaults, m)?)?;
+    m.add_function(wrap_pyfunction!(check_readable, m)?)?;
     m.add_function(wrap_pyfunction!(errors::error_classes, m)?)?;
     m.add_function(wrap_pyfunction!(default_parallelism, m)?)?;
     m.add_function(wrap_pyfunction!(parallelism_limits, m)?)?;
