@@ -115,6 +115,9 @@ def test_ctrl_c_during_an_ingest_exits_130_says_resume_and_leaves_an_incomplete_
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "COLUMNS": "120"},
+        # A shell runs background jobs with Ctrl-C ignored, and Python then never installs its
+        # handler: the child gets Ctrl-C as a user's terminal would deliver it.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 60
     # Interrupt once the store exists (under its staging name until complete), i.e. after the

@@ -70,6 +70,8 @@ def test_stops_at_random_moments_of_an_overwrite_leave_the_old_or_the_new_store(
             [str(CLI), "ingest", str(root / source), str(store), "--overwrite", "--threads", "1"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            # Ctrl-C as a terminal delivers it, even when these tests run as a background job.
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         time.sleep(rng.uniform(0.0, 1.2))
         proc.send_signal(stop)
