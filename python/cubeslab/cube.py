@@ -23,8 +23,10 @@ from .trace_fields import FIELD_BY_BYTE, TRACE_FIELDS
 VERTICAL_NAMES = ("time", "depth", "sample")
 
 
-def _read_node(path: Path) -> dict:
-    node = json.loads(_engine.read_node(str(path)))
+def _read_node(path: Path, *, to_read: bool = False) -> dict:
+    """A node's ``zarr.json``; ``to_read``: refused if it is a store whose ingest did not finish."""
+    text = _engine.read_node_to_read(str(path)) if to_read else _engine.read_node(str(path))
+    node = json.loads(text)
     if not isinstance(node, dict):
         file = path / "zarr.json"
         raise InvalidInputError(f"{file}: invalid metadata: not a JSON object but a {type(node).__name__}")
@@ -376,14 +378,13 @@ class Cube:
     def __init__(self, path: str | os.PathLike, settings: ReadSettings | None = None):
         self.path = Path(path)
         self.settings = settings or ReadSettings()
-        node = _read_node(self.path)
+        node = _read_node(self.path, to_read=True)
         self._arrays: dict[str, Array] = {}
         if node.get("node_type") == "array":
             self.attributes: dict = {}
             self.amplitude = Array(self.path, self.settings)
         else:
             self.attributes = node.get("attributes", {})
-            _engine.check_readable(str(self.path))
             name = self.attributes.get("attributes", {}).get("defaultVariableName", "amplitude")
             views = self.attributes.get("cubeslab", {}).get("views", {})
             copies = [self.path / view["array"] for view in views.values()]

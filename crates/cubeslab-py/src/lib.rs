@@ -266,13 +266,18 @@ fn read_node(py: Python<'_>, path: PathBuf) -> PyResult<String> {
     Ok(node.to_string())
 }
 
-/// Fail unless the group at `path` may be read (an ingest that did not
-/// finish is an `IncompleteStoreError`, in the engine's words).
+/// A node's `zarr.json` as JSON text, for reading: a group whose ingest did
+/// not finish is an `IncompleteStoreError`, in the engine's words.
 #[pyfunction]
-fn check_readable(py: Python<'_>, path: PathBuf) -> PyResult<()> {
-    engine(py, || {
-        cubeslab_core::store::Group::open(&path)?.require_readable()
-    })
+fn read_node_to_read(py: Python<'_>, path: PathBuf) -> PyResult<String> {
+    let node = engine(py, || {
+        let node = cubeslab_core::store::read_metadata(&path)?;
+        if node.get("node_type").and_then(serde_json::Value::as_str) == Some("group") {
+            cubeslab_core::store::Group::open(&path)?.require_readable()?;
+        }
+        Ok(node)
+    })?;
+    Ok(node.to_string())
 }
 
 /// The defaults of the ingest options, as the engine defines them: the CLI
@@ -324,7 +329,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(segy_info, m)?)?;
     m.add_function(wrap_pyfunction!(read_node, m)?)?;
     m.add_function(wrap_pyfunction!(ingest_defaults, m)?)?;
-    m.add_function(wrap_pyfunction!(check_readable, m)?)?;
+    m.add_function(wrap_pyfunction!(read_node_to_read, m)?)?;
     m.add_function(wrap_pyfunction!(errors::error_classes, m)?)?;
     m.add_function(wrap_pyfunction!(default_parallelism, m)?)?;
     m.add_function(wrap_pyfunction!(parallelism_limits, m)?)?;
