@@ -18,6 +18,7 @@ With `--baseline SITE` (a folder holding another build of the package, e.g. inst
 views ingests are timed in the same rounds, and its default layout is read beside the others.
 
 Usage: python bench/ingest.py [--size full|small] [--runs 5] [--out bench/results] [--baseline SITE]
+       [--same-profile]
 Writes OUT/ingest.json and OUT/ingest.md; the volume is generated once into bench/data.
 """
 
@@ -78,14 +79,19 @@ print(json.dumps({"seconds": time.perf_counter() - t0, "passes": summary.get("so
 """
 
 
+SAME_PROFILE = False
+"""With ``--same-profile``, the other build plans with this build's profile (two builds that both
+measure profiles); otherwise with none, as a new user's first ingest did before profiles were
+measured on the fly."""
+
+
 def timed_ingest(sgy: Path, store: Path, views: list[str], site: Path | None) -> tuple[float, int | None]:
-    """One ingest in a fresh interpreter (``site`` first on its path: another build), timed there. The
-    other build plans with no profile, as a new user's first ingest did before profiles were measured
-    on the fly."""
+    """One ingest in a fresh interpreter (``site`` first on its path: another build), timed there."""
     env = dict(os.environ)
     with tempfile.TemporaryDirectory(prefix="cubeslab-bench-baseline-") as empty:
         if site is not None:
             env["PYTHONPATH"] = str(site)
+        if site is not None and not SAME_PROFILE:
             env["CUBESLAB_PROFILE_DIR"] = empty
         run = subprocess.run(
             [sys.executable, "-W", "ignore", "-c", INGEST, str(sgy), str(store), json.dumps(views)],
@@ -299,7 +305,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--out", type=Path, default=ROOT / "results")
     parser.add_argument("--baseline", type=Path, help="a folder holding another build of the package")
+    parser.add_argument(
+        "--same-profile", action="store_true", help="the other build plans with this build's profile"
+    )
     args = parser.parse_args()
+    global SAME_PROFILE
+    SAME_PROFILE = args.same_profile
     shape = SIZES[args.size]
     data = ROOT / "data"
     data.mkdir(exist_ok=True)
