@@ -68,7 +68,7 @@ def run_cli(*args, check_clean=True) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("size", [0, 1, 3199, 3599])
-def test_a1_file_shorter_than_3600_bytes_is_refused_naming_its_size(synthetic_segy, tmp_path, size):
+def test_file_shorter_than_3600_bytes_is_refused_naming_its_size(synthetic_segy, tmp_path, size):
     segy = synthetic_segy()
     src = segy.variant(f"short-{size}.sgy", data=segy.path.read_bytes()[:size])
     message = ingest_fails(src, tmp_path / "s.zarr", cubeslab.InvalidInputError, ValueError)
@@ -76,7 +76,7 @@ def test_a1_file_shorter_than_3600_bytes_is_refused_naming_its_size(synthetic_se
     assert "too short" in message
 
 
-def test_a1_headers_without_any_trace_are_refused(synthetic_segy, tmp_path):
+def test_headers_without_any_trace_are_refused(synthetic_segy, tmp_path):
     segy = synthetic_segy()
     src = segy.variant("headers-only.sgy", data=segy.path.read_bytes()[:3600])
     message = ingest_fails(src, tmp_path / "s.zarr", cubeslab.InvalidInputError, ValueError)
@@ -91,7 +91,7 @@ def cut_mid_trace(segy, trace: int, into: int = 123) -> Path:
     return segy.variant("cut.sgy", data=segy.path.read_bytes()[: segy.trace_offset(trace) + into])
 
 
-def test_a2_truncated_last_trace_is_refused_with_trace_count_inconsistent(synthetic_segy, tmp_path):
+def test_truncated_last_trace_is_refused_with_trace_count_inconsistent(synthetic_segy, tmp_path):
     segy = synthetic_segy()
     src = cut_mid_trace(segy, 17)
     size = src.stat().st_size
@@ -101,7 +101,7 @@ def test_a2_truncated_last_trace_is_refused_with_trace_count_inconsistent(synthe
     assert "allow_truncated" in message or "allow-truncated" in message
 
 
-def test_a2_allow_truncated_ingests_the_whole_traces_equal_to_segyio(synthetic_segy, tmp_path, ingest_cube):
+def test_allow_truncated_ingests_the_whole_traces_equal_to_segyio(synthetic_segy, tmp_path, ingest_cube):
     segy = synthetic_segy()
     whole = 17
     src = cut_mid_trace(segy, whole)
@@ -124,7 +124,7 @@ def test_a2_allow_truncated_ingests_the_whole_traces_equal_to_segyio(synthetic_s
                 assert np.isnan(cube[a, b]).all()
 
 
-def test_a2_allow_truncated_with_no_whole_trace_is_still_an_error(synthetic_segy, tmp_path):
+def test_allow_truncated_with_no_whole_trace_is_still_an_error(synthetic_segy, tmp_path):
     segy = synthetic_segy()
     src = cut_mid_trace(segy, 0, into=100)
     message = ingest_fails(
@@ -136,14 +136,14 @@ def test_a2_allow_truncated_with_no_whole_trace_is_still_an_error(synthetic_segy
 # -- A3: samples per trace -------------------------------------------------------------------------
 
 
-def test_a3_binary_sample_count_zero_uses_the_trace_header_count(synthetic_segy, ingest_cube):
+def test_binary_sample_count_zero_uses_the_trace_header_count(synthetic_segy, ingest_cube):
     segy = synthetic_segy()
     cube = ingest_cube(segy.patch("ns0.sgy", 3221, 0, 2))
     assert_cube_equals_survey(cube, segy)
 
 
 @pytest.mark.parametrize("binary_ns", [30, 65535, 10])
-def test_a3_binary_sample_count_not_fitting_the_file_is_repaired_with_a_warning(
+def test_binary_sample_count_not_fitting_the_file_is_repaired_with_a_warning(
     synthetic_segy, ingest_cube, binary_ns
 ):
     segy = synthetic_segy()
@@ -152,7 +152,7 @@ def test_a3_binary_sample_count_not_fitting_the_file_is_repaired_with_a_warning(
     assert any(names(w, 3221, 115, binary_ns) for w in cube.summary["warnings"]), cube.summary["warnings"]
 
 
-def test_a3_binary_sample_count_that_also_divides_the_file_is_not_silently_believed(synthetic_segy, tmp_path):
+def test_binary_sample_count_that_also_divides_the_file_is_not_silently_believed(synthetic_segy, tmp_path):
     """Binary header says 40 samples, every trace header says 20: 30 traces of 20 samples are also 24
     'traces' of 40 samples. The disagreement must be noticed: either the data is read right (with a
     warning naming both fields) or the error names bytes 3221 and 115 - not a misleading geometry error."""
@@ -172,7 +172,7 @@ def test_a3_binary_sample_count_that_also_divides_the_file_is_not_silently_belie
         assert any(names(w, 3221, 115) for w in summary["warnings"]), summary["warnings"]
 
 
-def test_a3_trace_header_sample_count_disagreeing_with_a_fitting_binary_count_reads_right(
+def test_trace_header_sample_count_disagreeing_with_a_fitting_binary_count_reads_right(
     synthetic_segy, ingest_cube
 ):
     segy = synthetic_segy()
@@ -180,7 +180,7 @@ def test_a3_trace_header_sample_count_disagreeing_with_a_fitting_binary_count_re
     assert_cube_equals_survey(cube, segy)
 
 
-def test_a3_no_sample_count_anywhere_is_refused_naming_both_fields(synthetic_segy, tmp_path):
+def test_no_sample_count_anywhere_is_refused_naming_both_fields(synthetic_segy, tmp_path):
     segy = synthetic_segy()
 
     def mutate(raw):
@@ -197,7 +197,7 @@ def test_a3_no_sample_count_anywhere_is_refused_naming_both_fields(synthetic_seg
 
 
 @pytest.mark.parametrize("code", [0, 17, 255])
-def test_a4_invalid_sample_format_code_is_refused_naming_byte_3225(synthetic_segy, tmp_path, code):
+def test_invalid_sample_format_code_is_refused_naming_byte_3225(synthetic_segy, tmp_path, code):
     segy = synthetic_segy()
     src = segy.patch(f"format{code}.sgy", 3225, code, 2)
     message = ingest_fails(src, tmp_path / "f.zarr", cubeslab.InvalidInputError, ValueError)
@@ -205,7 +205,7 @@ def test_a4_invalid_sample_format_code_is_refused_naming_byte_3225(synthetic_seg
     assert re.search(rf"\bis {code}\b", message), message
 
 
-def test_a4_native_dtype_of_an_invalid_format_code_is_a_clear_error(synthetic_segy, tmp_path):
+def test_native_dtype_of_an_invalid_format_code_is_a_clear_error(synthetic_segy, tmp_path):
     segy = synthetic_segy()
     src = segy.patch("format17.sgy", 3225, 17, 2)
     message = ingest_fails(src, tmp_path / "f.zarr", cubeslab.InvalidInputError, ValueError, dtype="native")
@@ -216,7 +216,7 @@ def test_a4_native_dtype_of_an_invalid_format_code_is_a_clear_error(synthetic_se
 
 
 @pytest.mark.parametrize("name", ["f3-lsb.sgy", "small-lsb.sgy"])
-def test_a5_little_endian_file_is_detected_and_equals_segyio(segy_dir, ingest_cube, name):
+def test_little_endian_file_is_detected_and_equals_segyio(segy_dir, ingest_cube, name):
     path = segy_dir / name
     cube = ingest_cube(path)  # endian="auto"
     with segyio.open(path, endian="little") as f:
@@ -229,7 +229,7 @@ def test_a5_little_endian_file_is_detected_and_equals_segyio(segy_dir, ingest_cu
     assert cube._file_header_attributes()["endianness"] == "little"
 
 
-def test_a5_forcing_the_wrong_byte_order_is_an_error_not_wrong_values(segy_dir, tmp_path):
+def test_forcing_the_wrong_byte_order_is_an_error_not_wrong_values(segy_dir, tmp_path):
     src = segy_dir / "f3-lsb.sgy"
     message = ingest_fails(src, tmp_path / "w.zarr", cubeslab.InvalidInputError, ValueError, endian="big")
     assert "3225" in message
@@ -248,7 +248,7 @@ def with_intervals(segy, binary: int, trace: int) -> Path:
 
 
 @pytest.mark.parametrize(("binary", "trace"), [(0, 0), (-4000, -4000), (0, -4000), (-4000, 0)])
-def test_a6_no_positive_sample_interval_is_refused_naming_byte_3217(synthetic_segy, tmp_path, binary, trace):
+def test_no_positive_sample_interval_is_refused_naming_byte_3217(synthetic_segy, tmp_path, binary, trace):
     segy = synthetic_segy()
     src = with_intervals(segy, binary, trace)
     message = ingest_fails(src, tmp_path / "dt.zarr", cubeslab.InvalidInputError, ValueError)
@@ -257,7 +257,7 @@ def test_a6_no_positive_sample_interval_is_refused_naming_byte_3217(synthetic_se
 
 
 @pytest.mark.parametrize("binary", [0, -2000])
-def test_a6_positive_trace_header_interval_is_used_when_the_binary_one_is_not(
+def test_positive_trace_header_interval_is_used_when_the_binary_one_is_not(
     synthetic_segy, ingest_cube, binary
 ):
     segy = synthetic_segy()
@@ -269,7 +269,7 @@ def test_a6_positive_trace_header_interval_is_used_when_the_binary_one_is_not(
     assert np.array_equal(cube[...], segy.volume())
 
 
-def test_a6_sample_interval_option_rescues_a_file_without_one(synthetic_segy, ingest_cube):
+def test_sample_interval_option_rescues_a_file_without_one(synthetic_segy, ingest_cube):
     segy = synthetic_segy()
     cube = ingest_cube(with_intervals(segy, 0, 0), sample_interval_us=2500)
     assert np.array_equal(cube.coords["time"], np.arange(segy.shape[2]) * 2.5)
@@ -291,7 +291,7 @@ ASCII_TEXT = "".join(
 
 
 @pytest.mark.parametrize("encoding", ["ascii", "ebcdic"])
-def test_a7_textual_header_decodes_in_either_encoding(synthetic_segy, ingest_cube, encoding):
+def test_textual_header_decodes_in_either_encoding(synthetic_segy, ingest_cube, encoding):
     segy = synthetic_segy()
     raw = ASCII_TEXT.encode("cp037" if encoding == "ebcdic" else "ascii")
     src = segy.variant(f"{encoding}.sgy", lambda b: b.__setitem__(slice(0, 3200), raw))
@@ -303,7 +303,7 @@ def test_a7_textual_header_decodes_in_either_encoding(synthetic_segy, ingest_cub
 
 
 @pytest.mark.parametrize("encoding", ["ascii", "ebcdic"])
-def test_a7_embedded_nul_bytes_become_spaces_and_nothing_else_changes(synthetic_segy, ingest_cube, encoding):
+def test_embedded_nul_bytes_become_spaces_and_nothing_else_changes(synthetic_segy, ingest_cube, encoding):
     segy = synthetic_segy()
     raw = bytearray(ASCII_TEXT.encode("cp037" if encoding == "ebcdic" else "ascii"))
     for at in (5, 100, 2000, 3199):
@@ -316,7 +316,7 @@ def test_a7_embedded_nul_bytes_become_spaces_and_nothing_else_changes(synthetic_
     assert cube._file_header_attributes()["textEncoding"] == encoding
 
 
-def test_a7_every_ebcdic_byte_decodes_as_code_page_037_or_a_space(synthetic_segy, ingest_cube):
+def test_every_ebcdic_byte_decodes_as_code_page_037_or_a_space(synthetic_segy, ingest_cube):
     segy = synthetic_segy()
     raw = ("C 1".encode("cp037") + bytes(range(256)) * 12)[:3200].ljust(3200, b"\x40")
     src = segy.variant("all-bytes.sgy", lambda b: b.__setitem__(slice(0, 3200), raw))
@@ -324,7 +324,7 @@ def test_a7_every_ebcdic_byte_decodes_as_code_page_037_or_a_space(synthetic_segy
     assert cube.text_header == text_oracle(raw, "ebcdic")
 
 
-def test_a7_raw_textual_header_is_kept_for_export(synthetic_segy, ingest_cube, tmp_path):
+def test_raw_textual_header_is_kept_for_export(synthetic_segy, ingest_cube, tmp_path):
     segy = synthetic_segy()
     raw = bytes(range(256)) * 12 + bytes(128)  # undecodable as text
     src = segy.variant("binary-text.sgy", lambda b: b.__setitem__(slice(0, 3200), raw))
@@ -333,7 +333,7 @@ def test_a7_raw_textual_header_is_kept_for_export(synthetic_segy, ingest_cube, t
     assert (tmp_path / "out.sgy").read_bytes() == src.read_bytes()
 
 
-def test_a7_huge_extended_header_count_is_refused_naming_byte_3505(synthetic_segy, tmp_path):
+def test_huge_extended_header_count_is_refused_naming_byte_3505(synthetic_segy, tmp_path):
     segy = synthetic_segy()
     src = segy.patch("ext30000.sgy", 3505, 30000, 2)
     message = ingest_fails(src, tmp_path / "x.zarr", cubeslab.InvalidInputError, ValueError)
@@ -358,7 +358,7 @@ HUGE_COUNT_UNDER_MEMORY_CAP = textwrap.dedent(
 )
 
 
-def test_a7_huge_extended_header_count_is_checked_before_allocating(synthetic_segy, tmp_path):
+def test_huge_extended_header_count_is_checked_before_allocating(synthetic_segy, tmp_path):
     segy = synthetic_segy()
     src = segy.patch("ext32767.sgy", 3505, 32767, 2)
     result = subprocess.run(
@@ -372,7 +372,7 @@ def test_a7_huge_extended_header_count_is_checked_before_allocating(synthetic_se
 
 
 @pytest.mark.parametrize("count", [-5, -2, -32768])
-def test_a7_negative_extended_header_count_is_refused_naming_byte_3505(synthetic_segy, tmp_path, count):
+def test_negative_extended_header_count_is_refused_naming_byte_3505(synthetic_segy, tmp_path, count):
     segy = synthetic_segy()
     src = segy.patch(f"ext{count}.sgy", 3505, count, 2)
     message = ingest_fails(src, tmp_path / "x.zarr", cubeslab.InvalidInputError, ValueError)
@@ -390,7 +390,7 @@ EXTENDED = "".join(f"C{i:2d} EXTENDED TEXTUAL HEADER".ljust(80) for i in range(1
 END_TEXT = "((SEG: EndText))".ljust(3200).encode("ascii")
 
 
-def test_a7_file_with_an_extended_textual_header_ingests_equal_to_segyio(synthetic_segy, ingest_cube):
+def test_file_with_an_extended_textual_header_ingests_equal_to_segyio(synthetic_segy, ingest_cube):
     segy = synthetic_segy()
     src = with_extended_headers(segy, 1, [EXTENDED])
     cube = ingest_cube(src)
@@ -400,20 +400,20 @@ def test_a7_file_with_an_extended_textual_header_ingests_equal_to_segyio(synthet
     assert_cube_equals_survey(cube, segy)
 
 
-def test_a7_variable_extended_headers_end_at_the_endtext_stanza(synthetic_segy, ingest_cube):
+def test_variable_extended_headers_end_at_the_endtext_stanza(synthetic_segy, ingest_cube):
     segy = synthetic_segy()
     cube = ingest_cube(with_extended_headers(segy, -1, [EXTENDED, END_TEXT]))
     assert_cube_equals_survey(cube, segy)
 
 
-def test_a7_variable_extended_headers_without_endtext_are_refused(synthetic_segy, tmp_path):
+def test_variable_extended_headers_without_endtext_are_refused(synthetic_segy, tmp_path):
     segy = synthetic_segy()
     src = with_extended_headers(segy, -1, [EXTENDED])
     message = ingest_fails(src, tmp_path / "x.zarr", cubeslab.InvalidInputError, ValueError)
     assert "3505" in message and "EndText" in message
 
 
-def test_a7_extended_textual_header_survives_export(synthetic_segy, ingest_cube, tmp_path):
+def test_extended_textual_header_survives_export(synthetic_segy, ingest_cube, tmp_path):
     """Export must write the extended textual headers after the binary header, as in the source."""
     segy = synthetic_segy()
     src = with_extended_headers(segy, 1, [EXTENDED])
@@ -431,7 +431,7 @@ def test_a7_extended_textual_header_survives_export(synthetic_segy, ingest_cube,
 # -- A8: extreme header values ---------------------------------------------------------------------
 
 
-def test_a8_inline_and_crossline_numbers_at_int32_limits(synthetic_segy, tmp_path):
+def test_inline_and_crossline_numbers_at_int32_limits(synthetic_segy, tmp_path):
     segy = synthetic_segy(2, 5, 20)
     inlines = [INT32_MAX, INT32_MIN]
     crosslines = [INT32_MIN, INT32_MIN + 1, 0, INT32_MAX - 1, INT32_MAX]
@@ -461,7 +461,7 @@ def test_a8_inline_and_crossline_numbers_at_int32_limits(synthetic_segy, tmp_pat
 
 
 @pytest.mark.parametrize("scalar", [0, 1, -1, 10000, -10000, 7, -3, 32767, -32768])
-def test_a8_cdp_coordinates_follow_any_coordinate_scalar(synthetic_segy, ingest_cube, scalar):
+def test_cdp_coordinates_follow_any_coordinate_scalar(synthetic_segy, ingest_cube, scalar):
     segy = synthetic_segy()
     xs = np.linspace(INT32_MIN, INT32_MAX, segy.n_traces).astype(np.int64)
 
@@ -491,7 +491,7 @@ def test_a8_cdp_coordinates_follow_any_coordinate_scalar(synthetic_segy, ingest_
 # -- A9: geometry ----------------------------------------------------------------------------------
 
 
-def test_a9a_duplicate_inline_crossline_pair_is_refused_naming_both_traces(synthetic_segy, tmp_path):
+def test_duplicate_inline_crossline_pair_is_refused_naming_both_traces(synthetic_segy, tmp_path):
     segy = synthetic_segy()
     first, second = 11, 23
     il, xl = int(segy.survey.inlines[first // 5]), int(segy.survey.crosslines[first % 5])
@@ -506,7 +506,7 @@ def test_a9a_duplicate_inline_crossline_pair_is_refused_naming_both_traces(synth
     assert "duplicate" in message
 
 
-def test_a9b_missing_traces_are_masked_and_filled(synthetic_segy, ingest_cube):
+def test_missing_traces_are_masked_and_filled(synthetic_segy, ingest_cube):
     segy = synthetic_segy()
     gone = [0, 7, 29]  # first, inner, last
     keep = [i for i in range(segy.n_traces) if i not in gone]
@@ -521,7 +521,7 @@ def test_a9b_missing_traces_are_masked_and_filled(synthetic_segy, ingest_cube):
     assert np.array_equal(data[expected_mask], volume[expected_mask])
 
 
-def test_a9b_small_hole_reports_its_missing_trace(segy_dir, ingest_cube):
+def test_small_hole_reports_its_missing_trace(segy_dir, ingest_cube):
     cube = ingest_cube(segy_dir / "small_hole.sgy")
     with segyio.open(segy_dir / "small_hole.sgy", ignore_geometry=True) as f:
         cells = {
@@ -542,7 +542,7 @@ LAYOUTS = {"default": {}, "small-shards": {"layout": "2x2x4/4x2x8"}}
 
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 @pytest.mark.parametrize("order", list(ORDERS))
-def test_a9c_trace_order_does_not_change_the_cube(synthetic_segy, ingest_cube, order, layout):
+def test_trace_order_does_not_change_the_cube(synthetic_segy, ingest_cube, order, layout):
     segy = synthetic_segy(7, 5, 20)
     cube = ingest_cube(segy.reorder(f"{order}.sgy", ORDERS[order](7, 5)), **LAYOUTS[layout])
     assert_cube_equals_survey(cube, segy)
@@ -551,7 +551,7 @@ def test_a9c_trace_order_does_not_change_the_cube(synthetic_segy, ingest_cube, o
         assert cube.summary["sorting"] == {"crossline-sorted": "crossline", "unsorted": "unsorted"}[order]
 
 
-def test_a9d_all_zero_inline_and_crossline_numbers_are_refused_with_a_hint(synthetic_segy, tmp_path):
+def test_all_zero_inline_and_crossline_numbers_are_refused_with_a_hint(synthetic_segy, tmp_path):
     segy = synthetic_segy()
 
     def mutate(raw):
@@ -565,7 +565,7 @@ def test_a9d_all_zero_inline_and_crossline_numbers_are_refused_with_a_hint(synth
     assert "--inline-byte" in message  # how to point at the right bytes
 
 
-def test_a9e_wrong_byte_positions_on_f3_are_refused_with_a_hint(segy_dir, tmp_path):
+def test_wrong_byte_positions_on_f3_are_refused_with_a_hint(segy_dir, tmp_path):
     src = segy_dir / "f3.sgy"
     message = ingest_fails(
         src, tmp_path / "w.zarr", cubeslab.GeometryError, ValueError, inline_byte=9, crossline_byte=13
@@ -574,7 +574,7 @@ def test_a9e_wrong_byte_positions_on_f3_are_refused_with_a_hint(segy_dir, tmp_pa
     assert "byte locations" in message
 
 
-def test_a9e_byte_positions_giving_a_sparse_grid_are_refused_with_a_hint(segy_dir, tmp_path):
+def test_byte_positions_giving_a_sparse_grid_are_refused_with_a_hint(segy_dir, tmp_path):
     src = segy_dir / "f3.sgy"  # CDP X / Y (181/185) differ in every trace: 414 traces on a 414 x 414 grid
     message = ingest_fails(
         src, tmp_path / "w.zarr", cubeslab.GeometryError, ValueError, inline_byte=181, crossline_byte=185
@@ -583,7 +583,7 @@ def test_a9e_byte_positions_giving_a_sparse_grid_are_refused_with_a_hint(segy_di
     assert "--inline-byte" in message
 
 
-def test_a9e_sparse_grid_of_a_small_file_is_refused_too(synthetic_segy, tmp_path):
+def test_sparse_grid_of_a_small_file_is_refused_too(synthetic_segy, tmp_path):
     """Bytes 1/5 (trace sequence numbers) put 30 traces on a 30 x 30 grid: 97% empty, a ratio of cells
     to traces of 30 (MDIO refuses above 10). A small file must not slip through the sparsity check."""
     segy = synthetic_segy()
@@ -595,7 +595,7 @@ def test_a9e_sparse_grid_of_a_small_file_is_refused_too(synthetic_segy, tmp_path
 
 
 @pytest.mark.parametrize("byte", [0, 238, 241, 10_000])
-def test_a9e_byte_position_outside_the_trace_header_is_refused(synthetic_segy, tmp_path, byte):
+def test_byte_position_outside_the_trace_header_is_refused(synthetic_segy, tmp_path, byte):
     segy = synthetic_segy()
     message = ingest_fails(
         segy.path, tmp_path / "w.zarr", cubeslab.GeometryError, ValueError, inline_byte=byte
@@ -604,7 +604,7 @@ def test_a9e_byte_position_outside_the_trace_header_is_refused(synthetic_segy, t
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (1, 7), (7, 1)], ids=["1x1", "single-inline", "single-crossline"])
-def test_a9f_degenerate_surveys_ingest_exactly(synthetic_segy, ingest_cube, shape):
+def test_degenerate_surveys_ingest_exactly(synthetic_segy, ingest_cube, shape):
     segy = synthetic_segy(*shape, 20)
     cube = ingest_cube(segy.path)
     assert cube.shape == (*shape, 20)
@@ -615,7 +615,7 @@ def test_a9f_degenerate_surveys_ingest_exactly(synthetic_segy, ingest_cube, shap
     assert np.array_equal(cube.time_slice[cube.coords["time"][5]], volume[..., 5])
 
 
-def test_a9g_prestack_file_gets_an_offset_dimension_equal_to_segyio(segy_dir, ingest_cube):
+def test_prestack_file_gets_an_offset_dimension_equal_to_segyio(segy_dir, ingest_cube):
     path = segy_dir / "small-ps.sgy"
     cube = ingest_cube(path)
     with segyio.open(path) as f:
@@ -625,20 +625,20 @@ def test_a9g_prestack_file_gets_an_offset_dimension_equal_to_segyio(segy_dir, in
     assert cube.attributes["attributes"]["gatherType"] == "cdp_gathers"
 
 
-def test_a9g_prestack_with_a_wrong_offset_byte_is_a_duplicate_error(segy_dir, tmp_path):
+def test_prestack_with_a_wrong_offset_byte_is_a_duplicate_error(segy_dir, tmp_path):
     src = segy_dir / "small-ps.sgy"
     message = ingest_fails(src, tmp_path / "p.zarr", cubeslab.GeometryError, ValueError, offset_byte=1)
     assert "duplicate" in message and "byte 1" in message
 
 
-def test_a9g_shot_gather_is_refused(segy_dir, tmp_path):
+def test_shot_gather_is_refused(segy_dir, tmp_path):
     message = ingest_fails(
         segy_dir / "shot-gather.sgy", tmp_path / "s.zarr", cubeslab.GeometryError, ValueError
     )
     assert "no 3D geometry" in message
 
 
-def test_a9g_seismic_unix_file_is_refused(segy_dir, tmp_path):
+def test_seismic_unix_file_is_refused(segy_dir, tmp_path):
     message = ingest_fails(segy_dir / "small.su", tmp_path / "s.zarr", cubeslab.InvalidInputError, ValueError)
     assert "Seismic Unix" in message and "3225" in message
 
@@ -670,7 +670,7 @@ def json_edit(change):
 
 
 @pytest.mark.parametrize("node", ["", "amplitude", "inline"], ids=["group", "amplitude", "inline"])
-def test_a14_invalid_json_metadata_is_an_invalid_input_error_naming_the_file(good_store, node):
+def test_invalid_json_metadata_is_an_invalid_input_error_naming_the_file(good_store, node):
     file = edit_metadata(good_store, node, lambda text: text[: len(text) // 2])
     with pytest.raises(cubeslab.InvalidInputError) as info:
         cubeslab.open(good_store)[...]
@@ -679,7 +679,7 @@ def test_a14_invalid_json_metadata_is_an_invalid_input_error_naming_the_file(goo
     assert "JSON" in str(info.value)
 
 
-def test_a14_metadata_that_is_not_a_json_object_is_an_invalid_input_error(good_store):
+def test_metadata_that_is_not_a_json_object_is_an_invalid_input_error(good_store):
     file = edit_metadata(good_store, "", lambda text: "[1, 2, 3]")
     with pytest.raises(cubeslab.InvalidInputError, match=re.escape(str(file))):
         cubeslab.open(good_store)
@@ -697,7 +697,7 @@ def test_a14_metadata_that_is_not_a_json_object_is_an_invalid_input_error(good_s
     ],
     ids=["unknown-codec", "zarr-v2", "not-an-array", "chunk-key-encoding", "negative-shape", "rank-mismatch"],
 )
-def test_a14_unsupported_or_impossible_array_metadata_is_refused(good_store, change, mentions):
+def test_unsupported_or_impossible_array_metadata_is_refused(good_store, change, mentions):
     file = edit_metadata(good_store, "amplitude", json_edit(change))
     with pytest.raises(cubeslab.InvalidInputError) as info:
         cubeslab.open(good_store)[...]
@@ -705,7 +705,7 @@ def test_a14_unsupported_or_impossible_array_metadata_is_refused(good_store, cha
     assert mentions in str(info.value)
 
 
-def test_a14_unsupported_dtype_written_by_zarr_python_is_refused(tmp_path):
+def test_unsupported_dtype_written_by_zarr_python_is_refused(tmp_path):
     path = tmp_path / "complex.zarr"
     zarr.create_array(path, shape=(4, 4), dtype="complex64", chunks=(2, 2))[...] = 1 + 2j
     with pytest.raises(cubeslab.InvalidInputError) as info:

@@ -43,7 +43,7 @@ def peak_rss_mib() -> float:
 
 
 @pytest.mark.parametrize("compress", [None, "zstd:3", "blosc-lz4", "zfp:rate=12"])
-def test_c1_bit_flips_in_100_random_chunks_are_all_detected_and_named(tmp_path, compress):
+def test_bit_flips_in_100_random_chunks_are_all_detected_and_named(tmp_path, compress):
     path, _ = store_of(tmp_path, compress)
     rng = np.random.default_rng(7)
     absent = 2**64 - 1  # chunks past the array's edge are not stored
@@ -78,7 +78,7 @@ def test_c1_bit_flips_in_100_random_chunks_are_all_detected_and_named(tmp_path, 
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_c1_chunks_checked_in_groups_ahead_of_the_copy_are_all_checked_and_copied(tmp_path, threads):
+def test_chunks_checked_in_groups_ahead_of_the_copy_are_all_checked_and_copied(tmp_path, threads):
     """A worker checks up to 512 KiB of raw chunks before it copies from them. Here 8 MiB in 256-byte
     chunks: on two threads each of the 8 runs of chunks holds two groups, so group boundaries fall
     inside the reads below. Every value must arrive, and a flip in the last chunk read is caught."""
@@ -102,7 +102,7 @@ def test_c1_chunks_checked_in_groups_ahead_of_the_copy_are_all_checked_and_copie
 
 
 @pytest.mark.parametrize("cut", [1, 3, 17, 600, 5000])
-def test_c2_a_shard_cut_short_by_any_amount_is_an_error(tmp_path, cut):
+def test_a_shard_cut_short_by_any_amount_is_an_error(tmp_path, cut):
     path, _ = store_of(tmp_path)
     shard = shard_files(path)[0]
     shard.write_bytes(shard.read_bytes()[:-cut])
@@ -112,7 +112,7 @@ def test_c2_a_shard_cut_short_by_any_amount_is_an_error(tmp_path, cut):
     assert not report["ok"] and report["arrays"]["."]["bad"]
 
 
-def test_c2_a_zero_filled_shard_is_an_error(tmp_path):
+def test_a_zero_filled_shard_is_an_error(tmp_path):
     path, _ = store_of(tmp_path, "zstd:1")
     shard = shard_files(path)[3]
     shard.write_bytes(bytes(shard.stat().st_size))
@@ -124,7 +124,7 @@ def test_c2_a_zero_filled_shard_is_an_error(tmp_path):
 
 
 @pytest.mark.parametrize("claim", [2**64 - 2, 2**40], ids=["nbytes-2^64-2", "nbytes-1TiB"])
-def test_c2_an_index_claiming_impossible_sizes_is_an_error_without_allocating_them(tmp_path, claim):
+def test_an_index_claiming_impossible_sizes_is_an_error_without_allocating_them(tmp_path, claim):
     path, _ = store_of(tmp_path)
     shard = shard_files(path)[1]
     raw = bytearray(shard.read_bytes())
@@ -149,7 +149,7 @@ def forge_index(shard, change) -> None:
     shard.write_bytes(bytes(raw))
 
 
-def test_c2_index_entries_sharing_bytes_are_an_error_not_another_chunks_values(tmp_path):
+def test_index_entries_sharing_bytes_are_an_error_not_another_chunks_values(tmp_path):
     # Two entries at the same bytes would each pass their checksum: chunk 3 would read as chunk 2.
     path, _ = store_of(tmp_path)
     shard = shard_files(path)[0]
@@ -163,7 +163,7 @@ def test_c2_index_entries_sharing_bytes_are_an_error_not_another_chunks_values(t
     assert not cubeslab.verify(path)["ok"]
 
 
-def test_c2_an_entry_pointing_into_the_index_is_an_error(tmp_path):
+def test_an_entry_pointing_into_the_index_is_an_error(tmp_path):
     path, _ = store_of(tmp_path)
     shard = shard_files(path)[0]
     size = shard.stat().st_size
@@ -216,7 +216,7 @@ def test_shards_whose_chunks_are_listed_out_of_file_order_still_read(tmp_path):
     ],
     ids=["chunk-shape-of-other-rank", "dtype-changed", "inner-chunks-not-dividing-shards"],
 )  # fmt: skip
-def test_c3_metadata_that_does_not_fit_the_data_is_an_error_on_open_or_read(tmp_path, damage):
+def test_metadata_that_does_not_fit_the_data_is_an_error_on_open_or_read(tmp_path, damage):
     path, _ = store_of(tmp_path)
     meta = path / "zarr.json"
     meta.write_text(json.dumps(damage(json.loads(meta.read_text()))))
@@ -228,7 +228,7 @@ def test_c3_metadata_that_does_not_fit_the_data_is_an_error_on_open_or_read(tmp_
 # -- C4 --------------------------------------------------------------------------------------------
 
 
-def test_c4_verify_checks_what_unverified_reads_skip(tmp_path):
+def test_verify_checks_what_unverified_reads_skip(tmp_path):
     path, _ = store_of(tmp_path)
     shard = shard_files(path)[0]
     raw = bytearray(shard.read_bytes())
@@ -264,7 +264,7 @@ def plant(shard, n: int, i: int, payload: bytes) -> None:
 
 
 @pytest.mark.parametrize("compress", ["zstd:3", "bitround:12"], ids=["engine-zstd", "zarrs-chain"])
-def test_c5_a_zstd_frame_claiming_a_terabyte_is_refused_with_bounded_memory(tmp_path, compress):
+def test_a_zstd_frame_claiming_a_terabyte_is_refused_with_bounded_memory(tmp_path, compress):
     path, _ = store_of(tmp_path, compress)
     shard = shard_files(path)[0]
     plant(shard, N_PER_SHARD, 0, zstd_bomb(2**40))
@@ -274,7 +274,7 @@ def test_c5_a_zstd_frame_claiming_a_terabyte_is_refused_with_bounded_memory(tmp_
     assert peak_rss_mib() - before < 200
 
 
-def test_c5_an_unsharded_zstd_chunk_claiming_a_terabyte_is_refused(tmp_path):
+def test_an_unsharded_zstd_chunk_claiming_a_terabyte_is_refused(tmp_path):
     data = np.arange(64 * 64, dtype=np.float32).reshape(64, 64)
     path = tmp_path / "u.zarr"
     cubeslab.Array.from_numpy(path, data, chunks=(32, 32), compress="zstd:1")
@@ -311,7 +311,7 @@ for attempt in ("held", "again"):
 
 
 @pytest.mark.parametrize("verify", [True, False], ids=["verified", "unverified"])
-def test_g9_a_shard_truncated_under_a_reader_is_an_error_not_sigbus(tmp_path, verify):
+def test_a_shard_truncated_under_a_reader_is_an_error_not_sigbus(tmp_path, verify):
     """A reader was killed by SIGBUS when a mapped shard was truncated in place by another process."""
     import subprocess
     import sys

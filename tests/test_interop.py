@@ -43,7 +43,7 @@ def f3_store(f3, tmp_path_factory):
     return store
 
 
-def test_f3_is_inline_sorted_so_segyio_cube_is_inline_crossline_time(f3):
+def test_is_inline_sorted_so_segyio_cube_is_inline_crossline_time(f3):
     assert f3["sorting"] == segyio.TraceSortingFormat.INLINE_SORTING
     assert f3["cube"].shape == (len(f3["ilines"]), len(f3["xlines"]), len(f3["samples"]))
 

@@ -71,7 +71,7 @@ def count_reads(monkeypatch, cube) -> list:
     return calls
 
 
-def test_f3_has_the_labels_these_tests_assume(f3):
+def test_has_the_labels_these_tests_assume(f3):
     cube, f = f3
     assert list(f.ilines) == list(range(111, 134)) == list(cube.coords["inline"])
     assert list(f.xlines) == list(range(875, 893)) == list(cube.coords["crossline"])
