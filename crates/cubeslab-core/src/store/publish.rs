@@ -164,11 +164,10 @@ fn is_empty_dir(path: &Path) -> bool {
     path.is_dir() && fs::read_dir(path).is_ok_and(|mut d| d.next().is_none())
 }
 
-/// Rename `new` to `target`, refusing to replace anything that appeared
-/// there meanwhile.
-fn rename_new(new: &Path, target: &Path) -> Result<()> {
+/// `renameat2(from, to, flags)`.
+fn renameat2(from: &Path, to: &Path, flags: libc::c_uint) -> std::io::Result<()> {
     let c = |p: &Path| CString::new(p.as_os_str().as_bytes()).expect("paths hold no NUL");
-    let (a, b) = (c(new), c(target));
+    let (a, b) = (c(from), c(to));
     // SAFETY: both are valid NUL-terminated paths for the call's duration.
     let done = unsafe {
         libc::renameat2(
@@ -176,13 +175,22 @@ fn rename_new(new: &Path, target: &Path) -> Result<()> {
             a.as_ptr(),
             libc::AT_FDCWD,
             b.as_ptr(),
-            libc::RENAME_NOREPLACE,
+            flags,
         )
     };
     if done == 0 {
-        return Ok(());
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
     }
-    let error = std::io::Error::last_os_error();
+}
+
+/// Rename `new` to `target`, refusing to replace anything that appeared
+/// there meanwhile.
+fn rename_new(new: &Path, target: &Path) -> Result<()> {
+    let Err(error) = renameat2(new, target, libc::RENAME_NOREPLACE) else {
+        return Ok(());
+    };
     match error.raw_os_error() {
         Some(libc::EEXIST) => Err(StoreError::AlreadyExists {
             path: target.to_path_buf(),
@@ -199,22 +207,9 @@ fn rename_new(new: &Path, target: &Path) -> Result<()> {
 /// Swap two paths atomically; where the filesystem cannot, move the old
 /// one aside first (a crash between the two renames leaves both on disk).
 fn exchange(new: &Path, old: &Path) -> Result<()> {
-    let c = |p: &Path| CString::new(p.as_os_str().as_bytes()).expect("paths hold no NUL");
-    let (a, b) = (c(new), c(old));
-    // SAFETY: both are valid NUL-terminated paths for the call's duration.
-    let done = unsafe {
-        libc::renameat2(
-            libc::AT_FDCWD,
-            a.as_ptr(),
-            libc::AT_FDCWD,
-            b.as_ptr(),
-            libc::RENAME_EXCHANGE,
-        )
-    };
-    if done == 0 {
+    let Err(error) = renameat2(new, old, libc::RENAME_EXCHANGE) else {
         return Ok(());
-    }
-    let error = std::io::Error::last_os_error();
+    };
     if !matches!(
         error.raw_os_error(),
         Some(libc::EINVAL) | Some(libc::ENOSYS)

@@ -133,7 +133,7 @@ impl ZarrArray {
 /// dimension are copied whole; when they are short (a chunk one sample
 /// deep), the copy walks the last two dimensions element by element with
 /// running offsets, as such a row would otherwise cost a call per element.
-fn copy_block(
+pub(super) fn copy_block(
     from: &[u8],
     from_shape: &[u64],
     corner: &[u64],

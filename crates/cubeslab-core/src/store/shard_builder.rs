@@ -8,14 +8,17 @@ use std::{borrow::Cow, num::NonZeroU64};
 use zarrs::array::{ArrayBytes, ArrayToBytesCodecTraits, CodecOptions};
 
 use super::{
-    checksum::crc32c, shard_codecs::InnerCodecs, write_atomic, zstd_chunk, Durability, StoreError,
-    ZarrArray,
+    checksum::crc32c, relayout::copy_block, shard_codecs::InnerCodecs, write_atomic, zstd_chunk,
+    Durability, StoreError, ZarrArray,
 };
 use crate::{
     compress::{ChunkErrors, ErrorStats},
     error::Result,
-    window::{strides, unravel, ChunkSpan, Placement, MAX_DIMS},
+    window::unravel,
 };
+
+/// Bytes reserved for a shard's identity block (its names are short).
+const IDENTITY_ROOM: usize = 256;
 
 /// Marks an absent inner chunk in a shard index.
 const ABSENT: u64 = u64::MAX;
@@ -59,8 +62,9 @@ impl ShardBuilder {
                 at
             }));
         }
-        // Room for the index too, so finishing the shard never reallocates.
-        let mut data = Vec::with_capacity(next + slots.len() * 16 + 4);
+        // Room for the identity block and the index too, so finishing the
+        // shard never reallocates (and copies) it.
+        let mut data = Vec::with_capacity(next + IDENTITY_ROOM + slots.len() * 16 + 4);
         let template = fill.repeat(elems);
         for slot in &slots {
             if slot.is_some() {
@@ -105,33 +109,19 @@ impl ShardBuilder {
         let shard_shape: Vec<u64> = (0..nd)
             .map(|d| self.inner_shape[d] * self.chunks_per_shard[d])
             .collect();
-        let (src, dst, steps) = (
-            strides(&shard_shape),
-            strides(&self.inner_shape),
-            [1u64; MAX_DIMS],
-        );
-        let placement = Placement {
-            src_strides: &src,
-            dst_strides: &dst,
-            steps: &steps,
-            ndim: nd,
-            elem,
-        };
         for (i, slot) in self.slots.iter().enumerate() {
             let Some(at) = *slot else { continue };
             let pos = unravel(i as u64, &self.chunks_per_shard);
-            let spans: Vec<ChunkSpan> = (0..nd)
-                .map(|d| ChunkSpan {
-                    chunk: 0,
-                    first: pos[d] * self.inner_shape[d],
-                    count: self.inner_shape[d],
-                    out_first: 0,
-                })
-                .collect();
-            let chunk = &mut self.data[at..at + self.chunk_bytes];
-            // SAFETY: `data` holds the whole shard (checked by the caller) and
-            // `chunk` one whole inner chunk.
-            unsafe { placement.copy(&spans, data, chunk.as_mut_ptr()) };
+            let corner: Vec<u64> = (0..nd).map(|d| pos[d] * self.inner_shape[d]).collect();
+            copy_block(
+                data,
+                &shard_shape,
+                &corner,
+                &mut self.data[at..at + self.chunk_bytes],
+                &self.inner_shape,
+                &self.inner_shape,
+                elem,
+            );
         }
     }
 
@@ -218,7 +208,9 @@ impl ZarrArray {
                 checksum,
                 crc,
             } => {
-                let mut out = Vec::with_capacity(builder.data.len() + builder.slots.len() * 16 + 4);
+                let mut out = Vec::with_capacity(
+                    builder.data.len() + IDENTITY_ROOM + builder.slots.len() * 16 + 4,
+                );
                 for slot in &builder.slots {
                     match *slot {
                         Some(at) => {
