@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _engine
-from .errors import InvalidInputError, SelectionError
+from .errors import SelectionError
 from .profiles import find_profile
 
 
@@ -132,45 +132,23 @@ class Array:
     ):
         self.path = os.fspath(path)
         self.settings = settings or ReadSettings()
-        self._engine = _engine.ZarrArray(self.path)
+        self.copies = [os.fspath(c) for c in copies]
+        self._engine = _engine.ZarrArray(
+            self.path,
+            self.copies,
+            find_profile(self.path) if self.copies else None,
+            self.settings.threads,
+            self.settings.in_flight,
+            self.settings.verify,
+        )
         self.shape: tuple[int, ...] = tuple(self._engine.shape)
         self.dtype = np.dtype(self._engine.dtype)
         self.metadata: dict = json.loads(self._engine.metadata_json)
-        self.copies = [os.fspath(c) for c in copies]
-        self._copy_engines = [_engine.ZarrArray(c) for c in self.copies]
-        for c, e in zip(self.copies, self._copy_engines, strict=True):
-            if tuple(e.shape) != self.shape or np.dtype(e.dtype) != self.dtype:
-                raise InvalidInputError(f"{c}: a copy of {self.path} must have its shape and dtype")
-        self._model = None
-        self._routes: dict[tuple, int] = {}
-
-    def _route(self, starts, stops, steps):
-        """The engine handle to read this window from (self, or the copy predicted fastest)."""
-        if not self._copy_engines:
-            return self._engine
-        key = tuple(len(range(a, b, s)) for a, b, s in zip(starts, stops, steps, strict=True)) + tuple(steps)
-        choice = self._routes.get(key)
-        if choice is None:
-            if self._model is None:
-                options = {
-                    "threads": self.settings.threads,
-                    "in_flight": self.settings.in_flight,
-                    "verify": self.settings.verify,
-                }
-                profile = find_profile(self.path)
-                if profile is not None:
-                    options["profile"] = profile
-                options = {k: v for k, v in options.items() if v is not None}
-                self._model = _engine.CostModel([self.path, *self.copies], json.dumps(options))
-            choice = self._model.fastest(starts, stops, steps)
-            self._routes[key] = choice
-        return self._engine if choice == 0 else self._copy_engines[choice - 1]
 
     def source_for(self, window=()) -> str:
         """Path of the array (this one or a copy) a read of ``window`` goes to."""
         (starts, stops, steps), _, _ = normalize_key(window, self.shape)
-        handle = self._route(starts, stops, steps)
-        return self.path if handle is self._engine else self.copies[self._copy_engines.index(handle)]
+        return [self.path, *self.copies][self._engine.route(starts, stops, steps)]
 
     @classmethod
     def create(
@@ -272,7 +250,7 @@ class Array:
                 f"out must be a C-contiguous {self.dtype} array of shape {shape}; got {out.dtype} {out.shape}"
             )
         if out.size:
-            self._route(starts, stops, steps).read_into(
+            self._engine.read_into(
                 starts,
                 stops,
                 steps,

@@ -11,6 +11,7 @@
 //! * [`ingest`]: SEG-Y → cube store, streaming within a memory bound.
 //! * [`export`]: cube store → SEG-Y.
 //! * [`plan`]: device profiles, the cost model and the layout optimizer.
+//! * [`views`]: a volume and its orientation copies read as one, each read routed to the fastest.
 //! * [`verify`]: re-read every chunk with checksums; compare a store with its SEG-Y source.
 //! * [`config`]: threads and requests in flight.
 //! * [`progress`]: a long job's phase and count, watched from another thread; the request to stop.
@@ -31,6 +32,7 @@ pub mod segy;
 mod share;
 pub mod store;
 pub mod verify;
+pub mod views;
 pub mod window;
 
 pub use error::{Error, ErrorKind};

@@ -18,59 +18,90 @@ use cubeslab_core::{
     ingest::Ingest as CoreIngest,
     progress::Progress as CoreProgress,
     store::{ArraySpec, ReadOptions, ZarrArray as CoreArray},
+    views::ArrayWithViews,
     window::{DimRange, Window},
 };
 use pyo3::{buffer::PyBuffer, prelude::*};
 
 use errors::engine;
 
-/// An open Zarr v3 array.
+/// An open Zarr v3 array, with the orientation copies its reads may go to.
 #[pyclass(frozen)]
 struct ZarrArray {
-    inner: CoreArray,
+    inner: ArrayWithViews,
 }
 
 #[pymethods]
 impl ZarrArray {
+    /// Open `path` for reading, with `copies` of it in other layouts; each
+    /// read goes to the one predicted fastest on `profile` (JSON text;
+    /// default the typical machine) with these read settings.
     #[new]
-    fn open(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
+    #[pyo3(signature = (path, copies=Vec::new(), profile=None, threads=None, in_flight=None, verify=true))]
+    fn open(
+        py: Python<'_>,
+        path: PathBuf,
+        copies: Vec<PathBuf>,
+        profile: Option<&str>,
+        threads: Option<usize>,
+        in_flight: Option<usize>,
+        verify: bool,
+    ) -> PyResult<Self> {
+        let profile = options::device_profile(profile)?;
+        let options = ReadOptions {
+            parallelism: Parallelism::resolve(threads, in_flight),
+            verify,
+        };
         Ok(Self {
-            inner: engine(py, || CoreArray::open_to_read(&path))?,
+            inner: engine(py, || {
+                ArrayWithViews::open(&path, &copies, profile, &options)
+            })?,
         })
     }
 
-    /// Create an array from a JSON spec and return it open.
+    /// Create an array from a JSON spec.
     #[staticmethod]
-    fn create(py: Python<'_>, path: PathBuf, spec: &str) -> PyResult<Self> {
+    fn create(py: Python<'_>, path: PathBuf, spec: &str) -> PyResult<()> {
         let spec: ArraySpec = options::array_spec(spec)?;
-        Ok(Self {
-            inner: engine(py, || CoreArray::create(&path, &spec))?,
-        })
+        engine(py, || CoreArray::create(&path, &spec).map(drop))
+    }
+
+    /// Index of the array (0 the volume, then the copies) a read of the
+    /// window goes to.
+    fn route(
+        &self,
+        py: Python<'_>,
+        starts: Vec<u64>,
+        stops: Vec<u64>,
+        steps: Vec<u64>,
+    ) -> PyResult<usize> {
+        let window = window(&starts, &stops, &steps)?;
+        engine(py, || self.inner.route(&window))
     }
 
     #[getter]
     fn shape(&self) -> Vec<u64> {
-        self.inner.shape().to_vec()
+        self.inner.volume().shape().to_vec()
     }
 
     #[getter]
     fn dtype(&self) -> &'static str {
-        self.inner.dtype().name()
+        self.inner.volume().dtype().name()
     }
 
     #[getter]
     fn chunk_shape(&self) -> Vec<u64> {
-        self.inner.chunk_shape().to_vec()
+        self.inner.volume().chunk_shape().to_vec()
     }
 
     #[getter]
     fn inner_chunk_shape(&self) -> Option<Vec<u64>> {
-        self.inner.inner_chunk_shape().map(<[u64]>::to_vec)
+        self.inner.volume().inner_chunk_shape().map(<[u64]>::to_vec)
     }
 
     #[getter]
     fn metadata_json(&self) -> String {
-        self.inner.metadata().to_string()
+        self.inner.volume().metadata().to_string()
     }
 
     /// Read the window (start, stop, step per dimension) into `out`, a
@@ -119,11 +150,16 @@ impl ZarrArray {
             return Err(crate::errors::invalid_input("data must be C-contiguous"));
         }
         let (ptr, len) = (data.buf_ptr() as usize, data.len_bytes());
+        if self.inner.arrays().len() > 1 {
+            return Err(crate::errors::invalid_input(
+                "this array has orientation copies, which a write would leave behind; write the store anew",
+            ));
+        }
         let parallelism = Parallelism::resolve(threads, None);
         engine(py, move || {
             // SAFETY: `data` keeps the buffer alive for the call; it is only read.
             let slice = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
-            self.inner.write_array(slice, parallelism)
+            self.inner.volume().write_array(slice, parallelism)
         })
     }
 }

@@ -138,7 +138,12 @@ pub fn array_spec(text: &str) -> PyResult<ArraySpec> {
 
 /// `"profile"`: a profile's JSON text; absent: the typical machine.
 pub fn profile(m: &Map<String, Value>) -> PyResult<DeviceProfile> {
-    match m.get("profile").and_then(Value::as_str) {
+    device_profile(m.get("profile").and_then(Value::as_str))
+}
+
+/// A profile's JSON text; `None`: the typical machine.
+pub fn device_profile(text: Option<&str>) -> PyResult<DeviceProfile> {
+    match text {
         None => Ok(DeviceProfile::typical()),
         Some(text) => DeviceProfile::from_json(text)
             .map_err(|e| invalid_input(format!("device profile: {e}"))),

@@ -1,5 +1,5 @@
 //! Bindings of the layout planner: profiles, plans, and the cost model
-//! over stored arrays (which routes reads among orientation copies).
+//! over stored arrays.
 
 use std::path::PathBuf;
 
@@ -9,7 +9,7 @@ use cubeslab_core::{
     dtype::DType,
     plan::{
         chunk_codec, measure, predict, stored_array, AccessMix, Cache, CacheState, DeviceProfile,
-        Planner, ReadSetup, StateWeights, StoredArray, Strategy,
+        Planner, ReadSetup, StoredArray, Strategy,
     },
     store::ZarrArray as CoreArray,
     Error,
@@ -201,8 +201,7 @@ pub fn plan_layout(
     Ok(serde_json::to_string(&kept).expect("plans serialise"))
 }
 
-/// The cost model over stored arrays that hold the same data (a volume
-/// and its orientation copies): predicts reads, and names the fastest copy.
+/// The cost model over stored arrays: predicts their reads.
 #[pyclass(frozen)]
 pub struct CostModel {
     arrays: Vec<StoredArray>,
@@ -260,25 +259,5 @@ impl CostModel {
         let cache = if cold { Cache::Cold } else { Cache::Warm };
         let p = predict(array, &window, &self.setup, cache, &self.profile);
         Ok(serde_json::to_string(&p).expect("predictions serialise"))
-    }
-
-    /// Index of the array predicted fastest for the window: cold plus warm
-    /// time, weighed as the planner's default objective weighs them.
-    fn fastest(&self, starts: Vec<u64>, stops: Vec<u64>, steps: Vec<u64>) -> PyResult<usize> {
-        let window = crate::window(&starts, &stops, &steps)?;
-        let weights = StateWeights::of(CacheState::Both, &self.profile, &self.setup);
-        let mut best = (f64::INFINITY, 0);
-        for (i, array) in self.arrays.iter().enumerate() {
-            window
-                .validate(&array.shape)
-                .map_err(|e| value_error(e.to_string()))?;
-            let (warm, cold) =
-                cubeslab_core::plan::predict_both(array, &window, &self.setup, &self.profile);
-            let t = weights.apply(warm.seconds, cold.seconds);
-            if t < best.0 {
-                best = (t, i);
-            }
-        }
-        Ok(best.1)
     }
 }
