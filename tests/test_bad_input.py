@@ -812,7 +812,7 @@ def interrupted_store(synthetic_segy, tmp_path):
     segy = synthetic_segy()
     store = tmp_path / "interrupted.zarr"
     options = {"layout": "2x2x4/2x2x4", "memory_limit": 9 << 20, "threads": 1}
-    job = _engine.Ingest(str(segy.path), str(store), json.dumps(options))
+    job = _engine.Ingest(str(segy.path), str(store), _engine.IngestOptions(**options))
     assert job.total_tasks > 1
     assert job.step(1) == job.total_tasks - 1
     del job

@@ -128,7 +128,9 @@ def test_units_are_recorded_on_the_vertical_axis_and_the_coordinates(segy_dir, t
 
 def test_a_resumed_ingest_records_no_statistics_it_did_not_gather(survey, tmp_path):
     store = tmp_path / "r.zarr"
-    job = cubeslab._engine.Ingest(str(survey), str(store), json.dumps({"layout": "8x8x40/8x8x120"}))
+    job = cubeslab._engine.Ingest(
+        str(survey), str(store), cubeslab._engine.IngestOptions(**{"layout": "8x8x40/8x8x120"})
+    )
     job.step(1)
     del job  # stopped after one task: the store stays incomplete
     summary = cubeslab.ingest(survey, store, layout="8x8x40/8x8x120", resume=True)

@@ -44,7 +44,7 @@ def test_an_overwrite_stopped_midway_leaves_the_old_store_whole_and_readable(sur
     root, old, new = surveys
     store = fresh_old_store(surveys, tmp_path)
     options = {"overwrite": True, "layout": "12x10x40/12x10x400", "threads": 1}
-    job = _engine.Ingest(str(root / "new.sgy"), str(store), json.dumps(options))
+    job = _engine.Ingest(str(root / "new.sgy"), str(store), _engine.IngestOptions(**options))
     job.step(3)
     with cubeslab.open(store) as cube:  # while the new one is being written
         np.testing.assert_array_equal(cube[...], old)

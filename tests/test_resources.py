@@ -78,7 +78,7 @@ HOLD = textwrap.dedent(
     import json, sys, time
     from cubeslab import _engine
     options = {"layout": "8x8x8/8x8x24", "threads": 1}
-    job = _engine.Ingest(sys.argv[1], sys.argv[2], json.dumps(options))
+    job = _engine.Ingest(sys.argv[1], sys.argv[2], _engine.IngestOptions(**options))
     job.step(1)
     print("holding", flush=True)
     time.sleep(120)

@@ -40,7 +40,7 @@ def assert_same_survey(store: Path, reference) -> None:
 @pytest.mark.parametrize("steps_done", [0, 1, 3, 8])
 def test_an_ingest_stopped_between_steps_resumes_to_the_uninterrupted_result(tmp_path, reference, steps_done):
     store = tmp_path / "f3.zarr"
-    job = _engine.Ingest(str(SEGY), str(store), json.dumps({**LAYOUT, "threads": 1}))
+    job = _engine.Ingest(str(SEGY), str(store), _engine.IngestOptions(**{**LAYOUT, "threads": 1}))
     for _ in range(steps_done):
         job.step(1)
     del job  # stopped: never finished
@@ -55,7 +55,7 @@ KILLED = textwrap.dedent(
     import json, sys
     from cubeslab import _engine
     options = {"layout": "8x8x8/8x8x24", "threads": 1}
-    job = _engine.Ingest(sys.argv[1], sys.argv[2], json.dumps(options))
+    job = _engine.Ingest(sys.argv[1], sys.argv[2], _engine.IngestOptions(**options))
     while job.step(1):
         print(job.done_tasks, flush=True)
     """
@@ -86,7 +86,7 @@ def test_an_ingest_killed_mid_way_resumes_to_the_uninterrupted_result(tmp_path, 
 
 def test_resume_with_other_options_is_refused_and_changes_nothing(tmp_path):
     store = tmp_path / "f3.zarr"
-    job = _engine.Ingest(str(SEGY), str(store), json.dumps({**LAYOUT, "threads": 1}))
+    job = _engine.Ingest(str(SEGY), str(store), _engine.IngestOptions(**{**LAYOUT, "threads": 1}))
     job.step(2)
     del job
     before = sorted(p.relative_to(store) for p in store.rglob("*"))
@@ -133,7 +133,7 @@ def test_a_resume_keeps_the_layouts_the_stopped_ingest_chose_though_the_profile_
     assert picks[0] != picks[1], "the two profiles must plan differently for this test to mean anything"
     store = tmp_path / "s.zarr"
     options = {"profile": (tmp_path / "measured.json").read_text(), "threads": 1, "views": ["time"]}
-    job = _engine.Ingest(str(src), str(store), json.dumps(options))
+    job = _engine.Ingest(str(src), str(store), _engine.IngestOptions(**options))
     job.step(1)
     del job
     staging = store.with_name(f".{store.name}.cubeslab-new")
@@ -158,7 +158,7 @@ def test_a_source_rewritten_in_place_with_the_same_size_is_refused_on_resume(tmp
     src = tmp_path / "f3.sgy"
     src.write_bytes(SEGY.read_bytes())
     store = tmp_path / "f3.zarr"
-    job = _engine.Ingest(str(src), str(store), json.dumps({**LAYOUT, "threads": 1}))
+    job = _engine.Ingest(str(src), str(store), _engine.IngestOptions(**{**LAYOUT, "threads": 1}))
     job.step(1)
     del job
     before = src.stat()
@@ -179,7 +179,7 @@ def test_a_resumed_lossy_ingest_records_the_error_of_the_whole_volume(tmp_path, 
     is 44.22), or nothing when it rewrote none."""
     store = tmp_path / "z.zarr"
     lossy = {**LAYOUT, "compress": "zfp:tolerance=8"}
-    job = _engine.Ingest(str(SEGY), str(store), json.dumps({**lossy, "threads": 1}))
+    job = _engine.Ingest(str(SEGY), str(store), _engine.IngestOptions(**{**lossy, "threads": 1}))
     for _ in range(steps_done):
         job.step(1)
     del job
@@ -195,7 +195,7 @@ def test_a_resumed_lossy_ingest_records_the_error_of_the_whole_volume(tmp_path, 
 def test_the_arrays_of_an_unfinished_ingest_are_refused_as_the_store_is(tmp_path):
     """cubeslab.Array(store / "amplitude") read an unfinished store's missing shards as NaN."""
     store = tmp_path / "f3.zarr"
-    job = _engine.Ingest(str(SEGY), str(store), json.dumps({**LAYOUT, "threads": 1}))
+    job = _engine.Ingest(str(SEGY), str(store), _engine.IngestOptions(**{**LAYOUT, "threads": 1}))
     job.step(2)
     del job
     for name in ("amplitude", "trace_mask", "cdp_x"):
@@ -210,7 +210,7 @@ def test_other_tools_cannot_open_an_unfinished_ingest_as_data(tmp_path):
     import zarr
 
     store = tmp_path / "f3.zarr"
-    job = _engine.Ingest(str(SEGY), str(store), json.dumps({**LAYOUT, "threads": 1}))
+    job = _engine.Ingest(str(SEGY), str(store), _engine.IngestOptions(**{**LAYOUT, "threads": 1}))
     job.step(2)
     del job
     with pytest.raises(FileNotFoundError):

@@ -19,7 +19,8 @@ def stub_items() -> dict[str, ast.AST]:
 
 def stub_parameters(function: ast.FunctionDef) -> list[str]:
     names = [a.arg for a in function.args.args]
-    return names[1:] if names and names[0] == "self" else names
+    names = names[1:] if names and names[0] == "self" else names
+    return names + [a.arg for a in function.args.kwonlyargs]
 
 
 def module_parameters(obj) -> list[str]:

@@ -31,7 +31,8 @@ from rich.table import Table
 from rich.text import Text
 
 from . import defaults, plan_cli
-from .compression import COMPRESSION_HELP, readers
+from .compression import readers
+from .defaults import HELP
 from .errors import CubeslabError, IncompleteStoreError, IngestWarning, SelectionError
 from .ingest import Phase
 from .plan import check_access, check_compress, check_dtype
@@ -87,6 +88,15 @@ def parse_size(text: str) -> int:
     return int(value)
 
 
+def size_text(n: int) -> str:
+    """Bytes in the largest binary unit that divides them: 1073741824 → '1GiB'."""
+    for unit in ("TiB", "GiB", "MiB", "KiB"):
+        factor = SIZE_UNITS[unit.lower()]
+        if n % factor == 0:
+            return f"{n // factor}{unit}"
+    return str(n)
+
+
 def size_option(text: str) -> int:
     """Typer parser of a size option: a bad value is a usage error naming the option."""
     try:
@@ -106,21 +116,21 @@ class Endian(StrEnum):
     little = "little"
 
 
+DEFAULT_ENDIAN = Endian(defaults.ENDIAN)
+
+
 @app.command()
 def ingest(
     source: Annotated[Path, typer.Argument(help="SEG-Y file")],
     store: Annotated[Path, typer.Argument(help="Zarr store to create (a folder)")],
-    overwrite: Annotated[bool, typer.Option(help="Replace an existing store")] = False,
-    resume: Annotated[bool, typer.Option(help="Continue a stopped ingest (same source and options)")] = False,
-    durable: Annotated[
-        bool, typer.Option(help="Flush the store to the device before marking it complete (power-cut safe)")
-    ] = False,
+    overwrite: Annotated[bool, typer.Option(help=HELP["overwrite"])] = False,
+    resume: Annotated[bool, typer.Option(help=HELP["resume"])] = False,
+    durable: Annotated[bool, typer.Option(help=HELP["durable"])] = False,
     dtype: Annotated[
-        str,
-        typer.Option(callback=plan_cli.checked(check_dtype), help="float32, another numpy type, or 'native'"),
-    ] = "float32",
+        str, typer.Option(callback=plan_cli.checked(check_dtype), help=HELP["dtype"])
+    ] = defaults.DTYPE,
     compress: Annotated[
-        str, typer.Option(callback=plan_cli.checked(check_compress), help=COMPRESSION_HELP)
+        str, typer.Option(callback=plan_cli.checked(check_compress), help=HELP["compress"])
     ] = defaults.COMPRESS,
     max_error: Annotated[
         str | None,
@@ -129,33 +139,19 @@ def ingest(
     layout: plan_cli.LayoutOption = defaults.LAYOUT,
     access: plan_cli.AccessOption = None,
     views: Annotated[
-        str | None,
-        typer.Option(
-            callback=plan_cli.checked(check_access),
-            help="Orientation copies to write too, e.g. inline,crossline,time",
-        ),
+        str | None, typer.Option(callback=plan_cli.checked(check_access), help=HELP["views"])
     ] = None,
-    profile: Annotated[Path | None, typer.Option(help="Device profile (default: this disk's)")] = None,
+    profile: Annotated[Path | None, typer.Option(help=HELP["profile"])] = None,
     memory_limit: Annotated[
-        int, typer.Option(parser=size_option, metavar="SIZE", help="Bound on ingest buffers, e.g. 1GiB")
-    ] = "1GiB",  # type: ignore[assignment]
-    threads: Annotated[int | None, typer.Option(help="Worker threads (default: all cores)")] = None,
-    endian: Annotated[Endian, typer.Option(help="Byte order of the SEG-Y file")] = Endian.auto,
-    inline_byte: Annotated[
-        int, typer.Option(help="Trace header byte of the inline number")
-    ] = defaults.INLINE_BYTE,
-    crossline_byte: Annotated[
-        int, typer.Option(help="Trace header byte of the crossline number")
-    ] = defaults.CROSSLINE_BYTE,
-    offset_byte: Annotated[
-        int, typer.Option(help="Trace header byte of the offset (pre-stack)")
-    ] = defaults.OFFSET_BYTE,
-    allow_truncated: Annotated[
-        bool, typer.Option(help="Ingest the whole traces of a cut-short file")
-    ] = False,
-    sample_interval: Annotated[
-        float | None, typer.Option(help="Sample interval in µs, if headers lack it")
-    ] = None,
+        int, typer.Option(parser=size_option, metavar="SIZE", help=HELP["memory_limit"])
+    ] = size_text(defaults.MEMORY_LIMIT),  # type: ignore[assignment]
+    threads: Annotated[int | None, typer.Option(help=HELP["threads"])] = None,
+    endian: Annotated[Endian, typer.Option(help=HELP["endian"])] = DEFAULT_ENDIAN,
+    inline_byte: Annotated[int, typer.Option(help=HELP["inline_byte"])] = defaults.INLINE_BYTE,
+    crossline_byte: Annotated[int, typer.Option(help=HELP["crossline_byte"])] = defaults.CROSSLINE_BYTE,
+    offset_byte: Annotated[int, typer.Option(help=HELP["offset_byte"])] = defaults.OFFSET_BYTE,
+    allow_truncated: Annotated[bool, typer.Option(help=HELP["allow_truncated"])] = False,
+    sample_interval: Annotated[float | None, typer.Option(help=HELP["sample_interval_us"])] = None,
     depth: Annotated[bool, typer.Option(help="The vertical axis is depth, not time")] = False,
 ) -> None:
     """Reorganise a SEG-Y file into a sharded Zarr v3 cube store."""
@@ -165,7 +161,7 @@ def ingest(
         warnings.simplefilter("always", IngestWarning)
         summary = run_ingest(
             source, store, overwrite=overwrite, resume=resume, durable=durable,
-            dtype=None if dtype == "float32" else dtype,
+            dtype=dtype,
             compress=compress, max_error=max_error, layout=layout, access=access,
             views=[v for v in (views or "").split(",") if v.strip()], profile=profile,
             memory_limit=memory_limit, threads=threads, endian=endian.value,
@@ -241,13 +237,13 @@ def store_size(path: Path) -> int:
 
 
 def store_report(store: Path) -> dict:
-    from .cube import _read_node
+    from .cube import store_contents
 
     try:
-        node = _read_node(store)
+        contents = store_contents(store, to_read=False)
     except IncompleteStoreError as unfinished:  # still being written under its staging name
         return {"store": str(store), "state": "incomplete", "hint": str(unfinished)}
-    state = node.get("attributes", {}).get("cubeslab", {}).get("state", "foreign (not written by cubeslab)")
+    state = contents["state"]
     report: dict = {"store": str(store), "state": state}
     if state not in ("complete", "foreign (not written by cubeslab)"):
         report["hint"] = (
@@ -324,16 +320,10 @@ def error_summary(errors: dict) -> str:
 def info(
     path: Annotated[Path, typer.Argument(help="Cube store, or a SEG-Y file to describe before ingesting")],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
-    endian: Annotated[Endian, typer.Option(help="SEG-Y byte order")] = Endian.auto,
-    inline_byte: Annotated[
-        int, typer.Option(help="SEG-Y trace header byte of the inline number")
-    ] = defaults.INLINE_BYTE,
-    crossline_byte: Annotated[
-        int, typer.Option(help="SEG-Y trace header byte of the crossline number")
-    ] = defaults.CROSSLINE_BYTE,
-    offset_byte: Annotated[
-        int, typer.Option(help="SEG-Y trace header byte of the offset")
-    ] = defaults.OFFSET_BYTE,
+    endian: Annotated[Endian, typer.Option(help=HELP["endian"])] = DEFAULT_ENDIAN,
+    inline_byte: Annotated[int, typer.Option(help=HELP["inline_byte"])] = defaults.INLINE_BYTE,
+    crossline_byte: Annotated[int, typer.Option(help=HELP["crossline_byte"])] = defaults.CROSSLINE_BYTE,
+    offset_byte: Annotated[int, typer.Option(help=HELP["offset_byte"])] = defaults.OFFSET_BYTE,
 ) -> None:
     """Geometry, layout, size, compression ratio and completeness of a store (or what a SEG-Y file holds)."""
     if path.is_file():

@@ -5,14 +5,11 @@ chunk also gets a crc32c there.
 
 from __future__ import annotations
 
+from .defaults import HELP
 from .errors import InvalidInputError
 
-COMPRESSION_HELP = (
-    "none, zstd[:LEVEL], gzip[:LEVEL], blosc-lz4[:LEVEL], blosc-zstd[:LEVEL][,shuffle=byte|bit|none], "
-    "bitround:KEEPBITS, zfp:tolerance=T, zfp:precision=P, zfp:rate=R, zfp:reversible, "
-    "zfp:snr=DB, zfp:max-error=E[%]"
-)
-"""What ``--compress`` takes."""
+COMPRESSION_HELP: str = HELP["compress"]
+"""What ``--compress`` takes, in the engine's words."""
 
 
 def with_max_error(compress: str | None, max_error: str | float | None) -> str | None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import _engine
+from . import _engine, schema
 from .array import Array, ReadSettings
 from .errors import (
     InvalidInputError,
@@ -18,15 +18,15 @@ from .errors import (
     StoreChangedError,
 )
 from .mdio import header_field, header_keys, struct_headers
+from .schema import store_contents
 from .trace_fields import FIELD_BY_BYTE, TRACE_FIELDS
 
 VERTICAL_NAMES = ("time", "depth", "sample")
 
 
-def _read_node(path: Path, *, to_read: bool = False) -> dict:
-    """A node's ``zarr.json``; ``to_read``: refused if it is a store whose ingest did not finish."""
-    text = _engine.read_node_to_read(str(path)) if to_read else _engine.read_node(str(path))
-    node = json.loads(text)
+def _read_node(path: Path) -> dict:
+    """A node's ``zarr.json``."""
+    node = json.loads(_engine.read_node(str(path)))
     if not isinstance(node, dict):
         file = path / "zarr.json"
         raise InvalidInputError(f"{file}: invalid metadata: not a JSON object but a {type(node).__name__}")
@@ -331,11 +331,12 @@ class Headers:
 
     def keys(self) -> list[str]:
         mdio = struct_headers(self._cube.path)
-        return list(dict.fromkeys(["cdp_x", "cdp_y", *(TRACE_FIELDS if mdio is None else header_keys(mdio))]))
+        fields = TRACE_FIELDS if mdio is None else header_keys(mdio)
+        return list(dict.fromkeys([schema.CDP_X, schema.CDP_Y, *fields]))
 
     def __getitem__(self, field) -> np.ndarray:
         cube = self._cube
-        if field in ("cdp_x", "cdp_y"):
+        if field in (schema.CDP_X, schema.CDP_Y):
             return cube._array(field)[...]
         mdio = struct_headers(cube.path)
         if mdio is not None:  # an MDIO store: its "headers" struct array, by MDIO or segyio name
@@ -350,7 +351,7 @@ class Headers:
             if int(field) not in FIELD_BY_BYTE:
                 raise LabelError(f"no trace header field starts at byte {field}")
             byte, size = FIELD_BY_BYTE[int(field)]
-        raw = cube._array("raw_headers")
+        raw = cube._array(schema.RAW_HEADERS)
         endian = ">" if raw.attributes.get("endianness", "big") == "big" else "<"
         data = raw[..., byte - 1 : byte - 1 + size]
         return np.ascontiguousarray(data).view(f"{endian}i{size}")[..., 0].astype(np.int32)
@@ -378,28 +379,16 @@ class Cube:
     def __init__(self, path: str | os.PathLike, settings: ReadSettings | None = None):
         self.path = Path(path)
         self.settings = settings or ReadSettings()
-        node = _read_node(self.path, to_read=True)
-        self._arrays: dict[str, Array] = {}
-        if node.get("node_type") == "array":
-            self.attributes: dict = {}
-            self.amplitude = Array(self.path, self.settings)
-        else:
-            self.attributes = node.get("attributes", {})
-            name = self.attributes.get("attributes", {}).get("defaultVariableName", "amplitude")
-            views = self.attributes.get("cubeslab", {}).get("views", {})
-            copies = [self.path / view["array"] for view in views.values()]
-            self.amplitude = Array(self.path / name, self.settings, copies)
-            if _generation(self.amplitude) != self.attributes.get("cubeslab", {}).get("generation"):
-                raise StoreChangedError(
-                    f"{self.path}: the store was replaced while it was being opened (another ingest "
-                    "overwrote it); open it again"
-                )
-            self._arrays[name] = self.amplitude
+        contents = store_contents(self.path)
+        self.attributes: dict = contents["attributes"]
+        self.amplitude = Array(contents["main"], self.settings, contents["copies"])
+        is_group = contents["node_type"] == "group"
+        self._arrays: dict[str, Array] = {Path(contents["main"]).name: self.amplitude} if is_group else {}
         self.dims: list[str] = list(self.amplitude.dimension_names or [f"dim_{i}" for i in range(self.ndim)])
         self.coords: dict[str, np.ndarray] = {}
         for dim, n in zip(self.dims, self.shape, strict=True):
             coord = self.path / dim
-            is_survey = node.get("node_type") == "group" and (coord / "zarr.json").is_file()
+            is_survey = is_group and (coord / "zarr.json").is_file()
             self.coords[dim] = self._array(dim)[...] if is_survey else np.arange(n)
             if self.coords[dim].shape != (n,):
                 raise InvalidInputError(
@@ -497,12 +486,12 @@ class Cube:
     @property
     def trace_mask(self) -> np.ndarray:
         """True where a trace exists; all True for a plain array."""
-        if (self.path / "trace_mask" / "zarr.json").is_file():
-            return self._array("trace_mask")[...]
+        if (self.path / schema.TRACE_MASK / "zarr.json").is_file():
+            return self._array(schema.TRACE_MASK)[...]
         return np.ones(self.shape[:-1], dtype=bool)
 
     def _file_header_attributes(self) -> dict:
-        node = self.path / "segy_file_header"
+        node = self.path / schema.FILE_HEADER
         return _read_node(node).get("attributes", {}) if (node / "zarr.json").is_file() else {}
 
     @property

@@ -1,19 +1,22 @@
-"""Option defaults as the engine defines them (its option types, in Rust): the Python API and the
-command line take theirs from here, so each is written once."""
+"""Option defaults and help, as the engine's option types define them (in Rust): the Python API
+and the command line take theirs from here, so each is written once."""
 
 from __future__ import annotations
 
-import json
-
 from . import _engine
 
-INGEST: dict = json.loads(_engine.ingest_defaults())
+INGEST = _engine.IngestOptions()
+"""An ingest's options with every field at its default."""
 
-INLINE_BYTE: int = INGEST["inline_byte"]
-CROSSLINE_BYTE: int = INGEST["crossline_byte"]
-OFFSET_BYTE: int = INGEST["offset_byte"]
-LAYOUT: str = INGEST["layout"]
-COMPRESS: str = INGEST["compress"]
-VERTICAL: str = INGEST["vertical"]
-ENDIAN: str = INGEST["endian"]
-MEMORY_LIMIT: int = INGEST["memory_limit"]
+HELP: dict[str, str] = _engine.IngestOptions.help()
+"""A sentence of help for each ingest option, by name."""
+
+INLINE_BYTE: int = INGEST.inline_byte
+CROSSLINE_BYTE: int = INGEST.crossline_byte
+OFFSET_BYTE: int = INGEST.offset_byte
+LAYOUT: str = INGEST.layout
+COMPRESS: str = INGEST.compress
+DTYPE: str = INGEST.dtype
+VERTICAL: str = INGEST.vertical
+ENDIAN: str = INGEST.endian
+MEMORY_LIMIT: int = INGEST.memory_limit

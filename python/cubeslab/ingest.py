@@ -161,35 +161,19 @@ def ingest(
 
     if dtype not in (None, "native"):
         dtype = np.dtype(dtype).name
-    compress = with_max_error(compress, max_error)
-    options = {
-        "overwrite": overwrite,
-        "resume": resume,
-        "durable": durable,
-        "dtype": dtype,
-        "layout": layout,
-        "access": access,
-        "views": list(views or []),
-        "compress": compress,
-        "threads": threads,
-        "endian": endian,
-        "inline_byte": inline_byte,
-        "crossline_byte": crossline_byte,
-        "offset_byte": offset_byte,
-        "allow_truncated": allow_truncated,
-        "sample_interval_us": sample_interval_us,
-        "vertical": vertical,
-    }
-    if memory_limit is not None:
-        options["memory_limit"] = int(memory_limit)
     source_bytes = os.path.getsize(source) if os.path.isfile(source) else 0
-    profile_text = measure_first(store, profile, source_bytes, progress)
-    if profile_text is not None:
-        options["profile"] = profile_text
+    options = _engine.IngestOptions(
+        overwrite=overwrite, resume=resume, durable=durable, dtype=dtype, layout=layout, access=access,
+        views=list(views or []), compress=with_max_error(compress, max_error), threads=threads,
+        endian=endian, inline_byte=inline_byte, crossline_byte=crossline_byte, offset_byte=offset_byte,
+        allow_truncated=allow_truncated, sample_interval_us=sample_interval_us, vertical=vertical,
+        memory_limit=None if memory_limit is None else int(memory_limit),
+        profile=measure_first(store, profile, source_bytes, progress),
+    )  # fmt: skip
     step = 2 * (threads or _engine.default_parallelism()[0])
 
     def work(handle) -> str:
-        job = _engine.Ingest(os.fspath(source), os.fspath(store), json.dumps(options), handle)
+        job = _engine.Ingest(os.fspath(source), os.fspath(store), options, handle)
         while job.step(step) > 0:
             pass
         return job.finish()
@@ -217,8 +201,8 @@ def export(
 
     if mdio.is_mdio_export_source(store):
         return mdio.export_segy(store, output, format=format, overwrite=overwrite, threads=threads)
-    options = {"format": format, "overwrite": overwrite, "threads": threads}
-    return _engine.export(os.fspath(store), os.fspath(output), json.dumps(options))
+    options = _engine.ExportOptions(format=format, overwrite=overwrite, threads=threads)
+    return _engine.export(os.fspath(store), os.fspath(output), options)
 
 
 def describe_segy(
@@ -232,11 +216,8 @@ def describe_segy(
 ) -> dict:
     """What a SEG-Y file holds — headers, sample format, geometry — from a parallel header scan,
     without ingesting it."""
-    options = {
-        "endian": endian,
-        "inline_byte": inline_byte,
-        "crossline_byte": crossline_byte,
-        "offset_byte": offset_byte,
-        "threads": threads,
-    }
-    return json.loads(_engine.segy_info(os.fspath(source), json.dumps(options)))
+    options = _engine.IngestOptions(
+        endian=endian, inline_byte=inline_byte, crossline_byte=crossline_byte, offset_byte=offset_byte,
+        threads=threads,
+    )  # fmt: skip
+    return json.loads(_engine.segy_info(os.fspath(source), options))

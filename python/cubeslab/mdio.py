@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import schema
 from .errors import (
     CubeslabIOError,
     InvalidInputError,
@@ -179,7 +180,8 @@ _SEGYIO_BY_BYTE = {byte: name for name, (byte, _) in TRACE_FIELDS.items()}
 def struct_headers(store: str | os.PathLike) -> ForeignArray | None:
     """MDIO's ``headers`` array of a store, or None if it has none (or keeps cubeslab's ``raw_headers``)."""
     store = Path(store)
-    if (store / "raw_headers" / "zarr.json").is_file() or not (store / "headers" / "zarr.json").is_file():
+    ours = (store / schema.RAW_HEADERS / "zarr.json").is_file()
+    if ours or not (store / "headers" / "zarr.json").is_file():
         return None
     array = ForeignArray(store / "headers")
     return array if array.dtype.names else None
@@ -341,7 +343,7 @@ def is_mdio_export_source(store: str | os.PathLike) -> bool:
     """Whether ``export`` must build the SEG-Y headers of ``store`` here: an MDIO store (``struct``
     trace headers, named binary header fields) rather than one cubeslab wrote."""
     store = Path(store)
-    return struct_headers(store) is not None and not (store / "raw_headers" / "zarr.json").is_file()
+    return struct_headers(store) is not None and not (store / schema.RAW_HEADERS / "zarr.json").is_file()
 
 
 def export_segy(
@@ -369,9 +371,8 @@ def export_segy(
     headers = struct_headers(store)
     if headers is None:
         raise StoreNotFoundError(f"{store}: no MDIO trace headers (headers array) to export")
-    group = json.loads((store / "zarr.json").read_bytes()).get("attributes", {})
-    variable = (group.get("attributes") or {}).get("defaultVariableName", "amplitude")
-    holder = store / "segy_file_header" / "zarr.json"
+    main = Path(schema.store_contents(store, to_read=False)["main"])
+    holder = store / schema.FILE_HEADER / "zarr.json"
     attributes = json.loads(holder.read_bytes()).get("attributes", {}) if holder.is_file() else {}
     binary = attributes.get("binaryHeader")
     if not isinstance(binary, dict) or "data_sample_format" not in binary:
@@ -384,15 +385,17 @@ def export_segy(
         raise CubeslabIOError(f"{output}: cannot write beside it: {error.strerror or error}") from None
     try:
         (scratch / "zarr.json").write_text(json.dumps({"zarr_format": 3, "node_type": "group"}))
-        (scratch / "amplitude").symlink_to((store / variable).absolute(), target_is_directory=True)
-        if (store / "trace_mask" / "zarr.json").is_file():
-            (scratch / "trace_mask").symlink_to((store / "trace_mask").absolute(), target_is_directory=True)
+        (scratch / schema.AMPLITUDE).symlink_to(main.absolute(), target_is_directory=True)
+        mask = schema.TRACE_MASK
+        if (store / mask / "zarr.json").is_file():
+            (scratch / mask).symlink_to((store / mask).absolute(), target_is_directory=True)
         else:
-            Array.from_numpy(scratch / "trace_mask", np.ones(headers.shape, bool), chunks=headers.shape)
+            Array.from_numpy(scratch / mask, np.ones(headers.shape, bool), chunks=headers.shape)
         per_line = max(1, (8 << 20) // max(1, raw[0].nbytes))
-        Array.from_numpy(scratch / "raw_headers", raw, chunks=(min(per_line, raw.shape[0]), *raw.shape[1:]))
+        chunks = (min(per_line, raw.shape[0]), *raw.shape[1:])
+        Array.from_numpy(scratch / schema.RAW_HEADERS, raw, chunks=chunks)
         Array.create(
-            scratch / "segy_file_header",
+            scratch / schema.FILE_HEADER,
             (),
             "uint8",
             chunks=(),
@@ -403,7 +406,7 @@ def export_segy(
                 "sampleFormat": int(binary["data_sample_format"]),
             },
         )
-        options = {"format": format, "overwrite": overwrite, "threads": threads}
-        return _engine.export(os.fspath(scratch), os.fspath(output), json.dumps(options))
+        options = _engine.ExportOptions(format=format, overwrite=overwrite, threads=threads)
+        return _engine.export(os.fspath(scratch), os.fspath(output), options)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

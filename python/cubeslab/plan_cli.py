@@ -13,6 +13,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from . import defaults
+from .defaults import HELP
 from .plan import check_access, check_layout
 
 console = Console()
@@ -38,7 +40,7 @@ LayoutOption = Annotated[
     str,
     typer.Option(
         callback=checked(check_layout),
-        help="auto, cube:N, pyrus-formula[:KIB,RATIO,ASYM], AxBxC or AxBxC/DxExF",
+        help=HELP["layout"],
     ),
 ]
 """``--layout``, as ingest and plan take it."""
@@ -47,7 +49,7 @@ AccessOption = Annotated[
     str | None,
     typer.Option(
         callback=checked(check_access),
-        help="Reads to plan the layout for, e.g. inline,crossline,time=2,trace",
+        help=HELP["access"],
     ),
 ]
 """``--access``, as ingest and plan take it."""
@@ -183,7 +185,7 @@ def plan_command(
         str | None, typer.Option(help="Array shape instead of a source, e.g. 600,800,1000")
     ] = None,
     dtype: Annotated[str, typer.Option(help="Element type")] = "float32",
-    layout: LayoutOption = "auto",
+    layout: LayoutOption = defaults.LAYOUT,
     access: AccessOption = None,
     compress: Annotated[
         str | None, typer.Option(help="Compression the store will use [default: none, or a store's own]")

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 from . import _engine
 from .foreign import recheck_unreadable
+from .schema import store_contents
 
 
 def verify(
@@ -27,26 +27,23 @@ def verify(
     with the byte order and header bytes the ingest recorded), ``against`` holds the error
     statistics; a store whose compression is lossless must match its source exactly.
     """
-    options: dict = {"threads": threads}
-    report = json.loads(_engine.verify_store(os.fspath(store), json.dumps(options)))
+    report = json.loads(_engine.verify_store(os.fspath(store), threads))
     if report.get("unreadable"):  # data types the engine does not read, as MDIO's struct headers
         recheck_unreadable(report)
     if against is not None:
-        group = json.loads(Path(store, "zarr.json").read_text())
-        recorded = group.get("attributes", {}).get("cubeslab", {})
+        recorded = store_contents(store, to_read=False)["attributes"].get("cubeslab", {})
         fingerprint = recorded.get("fingerprint", {})
-        source_options = {
-            key: fingerprint[key]
-            for key in ("inline_byte", "crossline_byte", "offset_byte")
-            if key in fingerprint
-        }
-        source_options["endian"] = fingerprint.get("endianness", "auto")
-        source_options["threads"] = threads
-        if memory_limit is not None:
-            source_options["memory_limit"] = int(memory_limit)
-        errors = json.loads(
-            _engine.compare_with_source(os.fspath(store), os.fspath(against), json.dumps(source_options))
+        source_options = _engine.IngestOptions(
+            **{
+                key: fingerprint[key]
+                for key in ("inline_byte", "crossline_byte", "offset_byte")
+                if key in fingerprint
+            },
+            endian=fingerprint.get("endianness", "auto"),
+            threads=threads,
+            memory_limit=None if memory_limit is None else int(memory_limit),
         )
+        errors = json.loads(_engine.compare_with_source(os.fspath(store), os.fspath(against), source_options))
         errors["source"] = os.fspath(against)
         lossy = recorded.get("compression", {}).get("lossy", False)
         errors["lossy"] = lossy

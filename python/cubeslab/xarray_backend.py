@@ -39,13 +39,14 @@ import xarray as xr
 from xarray.backends import BackendArray, BackendEntrypoint
 from xarray.core import indexing
 
+from . import schema
 from .array import Array
 from .cube import Cube
 from .cube import open as open_cube
 
 # Variables over the trace dimensions, besides the amplitudes: the first is data, the rest coordinates.
-TRACE_VARIABLES = ("trace_mask", "cdp_x", "cdp_y")
-TRACE_COORDINATES = ("cdp_x", "cdp_y")
+TRACE_VARIABLES = (schema.TRACE_MASK, schema.CDP_X, schema.CDP_Y)
+TRACE_COORDINATES = (schema.CDP_X, schema.CDP_Y)
 # Attributes that describe the Zarr encoding, not the values (xarray's Zarr engine moves them out too).
 ENCODING_ATTRIBUTES = ("coordinates", "_FillValue")
 
@@ -163,7 +164,7 @@ def survey_dataset(cube: Cube, drop_variables: Iterable[str] = ()) -> xr.Dataset
                 attributes = {**attributes, "units": units}
         coords[dim] = xr.Variable((dim,), cube.coords[dim], attrs=_with_units(attributes))
     data_vars: dict[str, xr.Variable] = {}
-    name = Path(cube.amplitude.path).name if is_group else "amplitude"
+    name = Path(cube.amplitude.path).name if is_group else schema.AMPLITUDE
     if name not in dropped:
         data_vars[name] = _variable(cube.amplitude, cube.dims)
     for variable in TRACE_VARIABLES if is_group else ():

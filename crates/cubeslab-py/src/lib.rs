@@ -17,13 +17,14 @@ use cubeslab_core::{
     export::export_segy,
     ingest::Ingest as CoreIngest,
     progress::Progress as CoreProgress,
-    store::{ArraySpec, ReadOptions, ZarrArray as CoreArray},
+    store::{ArraySpec, ReadOptions, StoreContents, ZarrArray as CoreArray},
     views::ArrayWithViews,
     window::{DimRange, Window},
 };
 use pyo3::{buffer::PyBuffer, prelude::*};
 
 use errors::engine;
+use options::{ExportOptions, IngestOptions};
 
 /// An open Zarr v3 array, with the orientation copies its reads may go to.
 #[pyclass(frozen)]
@@ -239,14 +240,14 @@ impl Ingest {
         py: Python<'_>,
         source: PathBuf,
         store: PathBuf,
-        options: &str,
+        options: &IngestOptions,
         progress: Option<&Progress>,
     ) -> PyResult<Self> {
-        let options = options::ingest_options(options)?;
+        let options = &options.engine;
         let progress = progress.map_or_else(CoreProgress::default, |p| p.inner.clone());
         Ok(Self {
             inner: Some(engine(py, || {
-                CoreIngest::start(&source, &store, &options, &progress)
+                CoreIngest::start(&source, &store, options, &progress)
             })?),
         })
     }
@@ -279,15 +280,19 @@ impl Ingest {
 
 /// Export a store to SEG-Y; returns the number of traces written.
 #[pyfunction]
-fn export(py: Python<'_>, store: PathBuf, output: PathBuf, options: &str) -> PyResult<u64> {
-    let options = options::export_options(options)?;
-    engine(py, || export_segy(&store, &output, &options))
+fn export(
+    py: Python<'_>,
+    store: PathBuf,
+    output: PathBuf,
+    options: &ExportOptions,
+) -> PyResult<u64> {
+    engine(py, || export_segy(&store, &output, &options.engine))
 }
 
 /// Describe a SEG-Y file (headers and geometry) as JSON, without ingesting it.
 #[pyfunction]
-fn segy_info(py: Python<'_>, path: PathBuf, options: &str) -> PyResult<String> {
-    let options = options::ingest_options(options)?;
+fn segy_info(py: Python<'_>, path: PathBuf, options: &IngestOptions) -> PyResult<String> {
+    let options = &options.engine;
     let described = engine(py, || {
         cubeslab_core::segy::describe(&path, &options.segy, &options.scan, options.parallelism)
     })?;
@@ -302,36 +307,29 @@ fn read_node(py: Python<'_>, path: PathBuf) -> PyResult<String> {
     Ok(node.to_string())
 }
 
-/// A node's `zarr.json` as JSON text, for reading: a group whose ingest did
-/// not finish is an `IncompleteStoreError`, in the engine's words.
+/// What the store at `path` holds (state, attributes, main array, its
+/// copies) as JSON; `to_read`: refused unless it may be read.
 #[pyfunction]
-fn read_node_to_read(py: Python<'_>, path: PathBuf) -> PyResult<String> {
-    let node = engine(py, || {
-        let node = cubeslab_core::store::read_metadata(&path)?;
-        if node.get("node_type").and_then(serde_json::Value::as_str) == Some("group") {
-            cubeslab_core::store::Group::open(&path)?.require_readable()?;
+#[pyo3(signature = (path, to_read=true))]
+fn store_contents(py: Python<'_>, path: PathBuf, to_read: bool) -> PyResult<String> {
+    let contents = engine(py, || {
+        if to_read {
+            StoreContents::open_to_read(&path)
+        } else {
+            StoreContents::read(&path)
         }
-        Ok(node)
     })?;
-    Ok(node.to_string())
+    Ok(contents.to_json().to_string())
 }
 
-/// The defaults of the ingest options, as the engine defines them: the CLI
-/// and the Python API take theirs from here.
+/// The names a survey store's arrays have, by role (`amplitude`,
+/// `trace_mask`, `raw_headers`, `file_header`, `cdp_x`, `cdp_y`).
 #[pyfunction]
-fn ingest_defaults() -> String {
-    let options = cubeslab_core::ingest::IngestOptions::default();
-    serde_json::json!({
-        "inline_byte": options.scan.inline_byte,
-        "crossline_byte": options.scan.crossline_byte,
-        "offset_byte": options.scan.offset_byte,
-        "memory_limit": options.memory_limit,
-        "layout": options.layout.name(),
-        "compress": options.compression.name(),
-        "vertical": options.vertical,
-        "endian": "auto",
-    })
-    .to_string()
+fn survey_arrays() -> std::collections::HashMap<&'static str, &'static str> {
+    cubeslab_core::ingest::SURVEY_ARRAYS
+        .iter()
+        .copied()
+        .collect()
 }
 
 /// Default parallelism as (threads, in_flight).
@@ -361,11 +359,13 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ZarrArray>()?;
     m.add_class::<Ingest>()?;
     m.add_class::<Progress>()?;
+    m.add_class::<IngestOptions>()?;
+    m.add_class::<ExportOptions>()?;
     m.add_function(wrap_pyfunction!(export, m)?)?;
     m.add_function(wrap_pyfunction!(segy_info, m)?)?;
     m.add_function(wrap_pyfunction!(read_node, m)?)?;
-    m.add_function(wrap_pyfunction!(ingest_defaults, m)?)?;
-    m.add_function(wrap_pyfunction!(read_node_to_read, m)?)?;
+    m.add_function(wrap_pyfunction!(store_contents, m)?)?;
+    m.add_function(wrap_pyfunction!(survey_arrays, m)?)?;
     m.add_function(wrap_pyfunction!(errors::error_classes, m)?)?;
     m.add_function(wrap_pyfunction!(default_parallelism, m)?)?;
     m.add_function(wrap_pyfunction!(parallelism_limits, m)?)?;

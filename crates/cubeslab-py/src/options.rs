@@ -1,44 +1,23 @@
-//! JSON option documents from Python → engine option structs.
+//! Options from Python → the engine's option structs: typed objects for
+//! ingest and export, JSON documents (every key checked) for the rest.
+
+use std::collections::HashMap;
 
 use cubeslab_core::{
     compress::Compression,
     config::Parallelism,
     dtype::DType,
-    export::ExportOptions,
-    ingest::{AmplitudeType, IngestOptions},
+    export::ExportOptions as CoreExportOptions,
+    ingest::{AmplitudeType, IngestOptions as CoreIngestOptions, OPTION_HELP},
     plan::{chunk_codec, DeviceProfile, Strategy},
     segy::{Endian, SampleFormat, ScanOptions, SegyOptions},
     store::ArraySpec,
 };
-use pyo3::PyResult;
+use pyo3::prelude::*;
 
 use crate::errors::invalid_input;
 use serde_json::{Map, Value};
 
-/// Keys an ingest (and a SEG-Y description, and a comparison with the source) takes.
-const INGEST_KEYS: &[&str] = &[
-    "endian",
-    "allow_truncated",
-    "sample_interval_us",
-    "inline_byte",
-    "crossline_byte",
-    "offset_byte",
-    "dtype",
-    "layout",
-    "access",
-    "profile",
-    "compress",
-    "views",
-    "memory_limit",
-    "threads",
-    "in_flight",
-    "overwrite",
-    "durable",
-    "resume",
-    "vertical",
-];
-/// Keys an export takes.
-const EXPORT_KEYS: &[&str] = &["format", "overwrite", "threads", "in_flight"];
 /// Keys a new array's description takes.
 const ARRAY_KEYS: &[&str] = &[
     "shape",
@@ -77,14 +56,6 @@ fn dtype(v: &Value) -> PyResult<DType> {
     v.as_str()
         .and_then(DType::from_name)
         .ok_or_else(|| invalid_input(format!("unsupported dtype {v}")))
-}
-
-fn usize_opt(m: &Map<String, Value>, key: &str) -> Option<usize> {
-    m.get(key).and_then(Value::as_u64).map(|v| v as usize)
-}
-
-fn parallelism(m: &Map<String, Value>) -> Parallelism {
-    Parallelism::resolve(usize_opt(m, "threads"), usize_opt(m, "in_flight"))
 }
 
 /// The `compress` name of an option document (`none` when absent).
@@ -150,91 +121,212 @@ pub fn device_profile(text: Option<&str>) -> PyResult<DeviceProfile> {
     }
 }
 
-fn endian(m: &Map<String, Value>) -> PyResult<Option<Endian>> {
-    match m.get("endian").and_then(Value::as_str) {
-        None | Some("auto") => Ok(None),
-        Some("big") => Ok(Some(Endian::Big)),
-        Some("little") => Ok(Some(Endian::Little)),
-        Some(other) => Err(invalid_input(format!(
-            "endian must be auto, big or little, not {other}"
-        ))),
+/// The options of an ingest (and of describing a SEG-Y file, and of
+/// comparing a store with it), typed. A field not given takes the engine's
+/// default; a value the engine cannot use is an `InvalidInputError` here.
+#[pyclass(frozen, module = "cubeslab._engine")]
+pub struct IngestOptions {
+    #[pyo3(get)]
+    endian: String,
+    #[pyo3(get)]
+    allow_truncated: bool,
+    #[pyo3(get)]
+    sample_interval_us: Option<f64>,
+    #[pyo3(get)]
+    inline_byte: usize,
+    #[pyo3(get)]
+    crossline_byte: usize,
+    #[pyo3(get)]
+    offset_byte: usize,
+    #[pyo3(get)]
+    dtype: String,
+    #[pyo3(get)]
+    layout: String,
+    #[pyo3(get)]
+    access: Option<String>,
+    #[pyo3(get)]
+    profile: Option<String>,
+    #[pyo3(get)]
+    compress: String,
+    #[pyo3(get)]
+    views: Vec<String>,
+    #[pyo3(get)]
+    memory_limit: u64,
+    #[pyo3(get)]
+    threads: Option<usize>,
+    #[pyo3(get)]
+    in_flight: Option<usize>,
+    #[pyo3(get)]
+    overwrite: bool,
+    #[pyo3(get)]
+    durable: bool,
+    #[pyo3(get)]
+    resume: bool,
+    #[pyo3(get)]
+    vertical: String,
+    /// The same, as the engine takes them.
+    pub engine: CoreIngestOptions,
+}
+
+#[pymethods]
+impl IngestOptions {
+    #[new]
+    #[pyo3(signature = (
+        *, endian=None, allow_truncated=false, sample_interval_us=None, inline_byte=None,
+        crossline_byte=None, offset_byte=None, dtype=None, layout=None, access=None, profile=None,
+        compress=None, views=Vec::new(), memory_limit=None, threads=None, in_flight=None,
+        overwrite=false, durable=false, resume=false, vertical=None,
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        endian: Option<String>,
+        allow_truncated: bool,
+        sample_interval_us: Option<f64>,
+        inline_byte: Option<usize>,
+        crossline_byte: Option<usize>,
+        offset_byte: Option<usize>,
+        dtype: Option<String>,
+        layout: Option<String>,
+        access: Option<String>,
+        profile: Option<String>,
+        compress: Option<String>,
+        views: Vec<String>,
+        memory_limit: Option<u64>,
+        threads: Option<usize>,
+        in_flight: Option<usize>,
+        overwrite: bool,
+        durable: bool,
+        resume: bool,
+        vertical: Option<String>,
+    ) -> PyResult<Self> {
+        let defaults = CoreIngestOptions::default();
+        let endian = endian.unwrap_or_else(|| "auto".into());
+        let dtype = dtype.unwrap_or_else(|| DType::Float32.name().into());
+        let layout = layout.unwrap_or_else(|| defaults.layout.name());
+        let compress = compress.unwrap_or_else(|| defaults.compression.name());
+        let device = device_profile(profile.as_deref())?;
+        let scan = ScanOptions {
+            inline_byte: inline_byte.unwrap_or(defaults.scan.inline_byte),
+            crossline_byte: crossline_byte.unwrap_or(defaults.scan.crossline_byte),
+            offset_byte: offset_byte.unwrap_or(defaults.scan.offset_byte),
+        };
+        let engine = CoreIngestOptions {
+            segy: SegyOptions {
+                endian: match endian.as_str() {
+                    "auto" => None,
+                    "big" => Some(Endian::Big),
+                    "little" => Some(Endian::Little),
+                    other => {
+                        return Err(invalid_input(format!(
+                            "endian must be auto, big or little, not {other}"
+                        )))
+                    }
+                },
+                allow_truncated,
+                sample_interval_us,
+            },
+            scan: scan.clone(),
+            dtype: match dtype.as_str() {
+                "native" => AmplitudeType::Native,
+                "float32" => AmplitudeType::Float32,
+                name => AmplitudeType::Given(
+                    DType::from_name(name)
+                        .ok_or_else(|| invalid_input(format!("unsupported dtype {name}")))?,
+                ),
+            },
+            layout: Strategy::parse(&layout).map_err(invalid_input)?,
+            access: access.clone(),
+            codec: chunk_codec(&device, Some(&compress)),
+            profile: device,
+            views: views.clone(),
+            compression: Compression::parse(&compress).map_err(invalid_input)?,
+            memory_limit: memory_limit.unwrap_or(defaults.memory_limit),
+            parallelism: Parallelism::resolve(threads, in_flight),
+            overwrite,
+            durable,
+            resume,
+            vertical: vertical.clone().unwrap_or(defaults.vertical),
+        };
+        Ok(Self {
+            endian,
+            allow_truncated,
+            sample_interval_us,
+            inline_byte: scan.inline_byte,
+            crossline_byte: scan.crossline_byte,
+            offset_byte: scan.offset_byte,
+            dtype,
+            layout,
+            access,
+            profile,
+            compress,
+            views,
+            memory_limit: engine.memory_limit,
+            threads,
+            in_flight,
+            overwrite,
+            durable,
+            resume,
+            vertical: engine.vertical.clone(),
+            engine,
+        })
+    }
+
+    /// A sentence of help for each option, by name.
+    #[staticmethod]
+    fn help() -> HashMap<&'static str, &'static str> {
+        OPTION_HELP.iter().copied().collect()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "IngestOptions(layout={:?}, compress={:?}, dtype={:?}, views={:?}, memory_limit={}, ...)",
+            self.layout, self.compress, self.dtype, self.views, self.memory_limit
+        )
     }
 }
 
-/// Ingest options; every key optional.
-pub fn ingest_options(text: &str) -> PyResult<IngestOptions> {
-    let m = parse(text, INGEST_KEYS)?;
-    let defaults = IngestOptions::default();
-    let scan_defaults = ScanOptions::default();
-    let layout = match m.get("layout").and_then(Value::as_str) {
-        Some(name) => Strategy::parse(name).map_err(invalid_input)?,
-        None => Strategy::Auto,
-    };
-    let profile = profile(&m)?;
-    let codec = chunk_codec(&profile, m.get("compress").and_then(Value::as_str));
-    Ok(IngestOptions {
-        segy: SegyOptions {
-            endian: endian(&m)?,
-            allow_truncated: m
-                .get("allow_truncated")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
-            sample_interval_us: m.get("sample_interval_us").and_then(Value::as_f64),
-        },
-        scan: ScanOptions {
-            inline_byte: usize_opt(&m, "inline_byte").unwrap_or(scan_defaults.inline_byte),
-            crossline_byte: usize_opt(&m, "crossline_byte").unwrap_or(scan_defaults.crossline_byte),
-            offset_byte: usize_opt(&m, "offset_byte").unwrap_or(scan_defaults.offset_byte),
-        },
-        dtype: match m.get("dtype") {
-            None | Some(Value::Null) => AmplitudeType::Float32,
-            Some(Value::String(s)) if s == "native" => AmplitudeType::Native,
-            Some(v) => AmplitudeType::Given(dtype(v)?),
-        },
-        layout,
-        access: m.get("access").and_then(Value::as_str).map(str::to_string),
-        profile,
-        codec,
-        views: m
-            .get("views")
-            .and_then(Value::as_array)
-            .map(|v| {
-                v.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default(),
-        compression: compression(&m)?,
-        memory_limit: m
-            .get("memory_limit")
-            .and_then(Value::as_u64)
-            .unwrap_or(defaults.memory_limit),
-        parallelism: parallelism(&m),
-        overwrite: m.get("overwrite").and_then(Value::as_bool).unwrap_or(false),
-        durable: m.get("durable").and_then(Value::as_bool).unwrap_or(false),
-        resume: m.get("resume").and_then(Value::as_bool).unwrap_or(false),
-        vertical: m
-            .get("vertical")
-            .and_then(Value::as_str)
-            .unwrap_or("time")
-            .to_string(),
-    })
+/// The options of an export to SEG-Y, typed.
+#[pyclass(frozen, module = "cubeslab._engine")]
+pub struct ExportOptions {
+    #[pyo3(get)]
+    format: Option<i64>,
+    #[pyo3(get)]
+    overwrite: bool,
+    #[pyo3(get)]
+    threads: Option<usize>,
+    #[pyo3(get)]
+    in_flight: Option<usize>,
+    /// The same, as the engine takes them.
+    pub engine: CoreExportOptions,
 }
 
-/// Export options; every key optional.
-pub fn export_options(text: &str) -> PyResult<ExportOptions> {
-    let m = parse(text, EXPORT_KEYS)?;
-    let format = match m.get("format").and_then(Value::as_i64) {
-        None => None,
-        Some(code) => Some(
-            SampleFormat::from_code(code)
-                .ok_or_else(|| invalid_input(format!("unknown SEG-Y sample format {code}")))?,
-        ),
-    };
-    Ok(ExportOptions {
-        format,
-        overwrite: m.get("overwrite").and_then(Value::as_bool).unwrap_or(false),
-        parallelism: parallelism(&m),
-    })
+#[pymethods]
+impl ExportOptions {
+    #[new]
+    #[pyo3(signature = (*, format=None, overwrite=false, threads=None, in_flight=None))]
+    fn new(
+        format: Option<i64>,
+        overwrite: bool,
+        threads: Option<usize>,
+        in_flight: Option<usize>,
+    ) -> PyResult<Self> {
+        let sample_format = match format {
+            None => None,
+            Some(code) => Some(
+                SampleFormat::from_code(code)
+                    .ok_or_else(|| invalid_input(format!("unknown SEG-Y sample format {code}")))?,
+            ),
+        };
+        Ok(Self {
+            format,
+            overwrite,
+            threads,
+            in_flight,
+            engine: CoreExportOptions {
+                format: sample_format,
+                overwrite,
+                parallelism: Parallelism::resolve(threads, in_flight),
+            },
+        })
+    }
 }

@@ -11,27 +11,32 @@ use cubeslab_core::{
 };
 use pyo3::{buffer::PyBuffer, prelude::*};
 
-use crate::{errors::engine, options};
+use crate::{errors::engine, options::IngestOptions};
 
 /// Re-read every chunk of the store with checksums; the findings as JSON.
-/// `options`: `threads`, `in_flight`.
 #[pyfunction]
-pub fn verify_store(py: Python<'_>, store: PathBuf, options: &str) -> PyResult<String> {
-    let parallelism = options::ingest_options(options)?.parallelism;
+#[pyo3(signature = (store, threads=None, in_flight=None))]
+pub fn verify_store(
+    py: Python<'_>,
+    store: PathBuf,
+    threads: Option<usize>,
+    in_flight: Option<usize>,
+) -> PyResult<String> {
+    let parallelism = Parallelism::resolve(threads, in_flight);
     let check = engine(py, || check_store(&store, parallelism))?;
     Ok(check.to_json().to_string())
 }
 
 /// Compare the store's amplitudes with the SEG-Y file's samples; the errors
-/// as JSON. `options`: as for ingest (byte order, header bytes, threads, memory_limit).
+/// as JSON. `options`: byte order, header bytes, threads and memory_limit are used.
 #[pyfunction]
 pub fn compare_with_source(
     py: Python<'_>,
     store: PathBuf,
     source: PathBuf,
-    options: &str,
+    options: &IngestOptions,
 ) -> PyResult<String> {
-    let o = options::ingest_options(options)?;
+    let o = &options.engine;
     let comparison = engine(py, || {
         compare_with_segy(
             &store,

@@ -21,7 +21,7 @@ use crate::{
     plan::{Access, AccessMix, CacheState, Evaluated, Layout, Planner, ReadSetup, Strategy},
     progress::{Progress, Unit},
     segy::{Geometry, SegyFile},
-    store::{ArraySpec, StoreError},
+    store::{ArraySpec, StoreError, CUBESLAB_ATTR, VIEWS_ATTR, VIEW_ARRAY_KEY},
 };
 
 /// The store an ingest will write.
@@ -181,12 +181,12 @@ impl Design {
                 json!(t.error.count / layout.inner.iter().product::<u64>().max(1));
             attributes["cubeslab"]["compression"]["tuned_on_sample"] = on_sample;
         }
-        attributes["cubeslab"]["views"] = views
+        attributes[CUBESLAB_ATTR][VIEWS_ATTR] = views
             .iter()
             .map(|v| {
                 (
                     v.access.clone(),
-                    json!({"array": v.array, "layout": v.plan.layout.describe(), "predicted_ms": predicted_ms(&v.plan)}),
+                    json!({VIEW_ARRAY_KEY: v.array, "layout": v.plan.layout.describe(), "predicted_ms": predicted_ms(&v.plan)}),
                 )
             })
             .collect::<Map<String, Value>>()

@@ -17,6 +17,7 @@
 
 mod compare;
 mod design;
+mod options;
 mod rebuild;
 mod stats;
 mod survey;
@@ -25,23 +26,25 @@ mod task;
 
 pub use crate::plan::Layout;
 pub use compare::compare_with_source;
+pub use options::{AmplitudeType, IngestOptions, DEFAULT_MEMORY_LIMIT, OPTION_HELP};
 pub(crate) use rebuild::rebuild_shards;
 pub use stats::AmplitudeStats;
-pub use survey::{SurveyNames, AMPLITUDE, FILE_HEADER, RAW_HEADERS, TRACE_MASK};
+pub use survey::{
+    SurveyNames, AMPLITUDE, CDP_X, CDP_Y, FILE_HEADER, RAW_HEADERS, SURVEY_ARRAYS, TRACE_MASK,
+};
 
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 use serde_json::{json, Map, Value};
 
-use crate::compress::{ChunkErrors, Compression};
+use crate::compress::ChunkErrors;
 use crate::{
     config::Parallelism,
-    dtype::DType,
     error::Result,
-    plan::{dir_bytes, ChunkCodec, DeviceProfile, Strategy},
+    plan::{dir_bytes, Strategy},
     progress::{Progress, Unit},
-    segy::{Geometry, ScanOptions, SegyFile, SegyOptions},
+    segy::{Geometry, SegyFile},
     store::{sync_tree, Durability, Group, Publication, StoreLock, ZarrArray},
 };
 use design::Design;
@@ -49,86 +52,6 @@ use survey::RecordedLayouts;
 use target::Target;
 pub use task::task_budget;
 use task::{IngestTask, TaskArrays};
-
-/// Default bound on the memory an ingest holds for trace and shard buffers.
-pub const DEFAULT_MEMORY_LIMIT: u64 = 1 << 30;
-
-/// The element type the amplitudes are stored as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AmplitudeType {
-    /// float32, the default: exact for the common formats, what tools expect.
-    Float32,
-    /// The type that holds the source's sample format exactly (int16 for format 3, ...).
-    Native,
-    /// A type the caller names.
-    Given(DType),
-}
-
-/// How to ingest.
-#[derive(Debug, Clone)]
-pub struct IngestOptions {
-    /// How to read the SEG-Y file.
-    pub segy: SegyOptions,
-    /// Where the geometry keys are.
-    pub scan: ScanOptions,
-    /// Element type of the amplitude array.
-    pub dtype: AmplitudeType,
-    /// How the chunk and shard shapes are chosen.
-    pub layout: Strategy,
-    /// Reads the layout is planned for (`inline,time=2`, see [`AccessMix::parse`]);
-    /// `None`: [`AccessMix::default_for`] the survey's dimensions.
-    pub access: Option<String>,
-    /// The machine the layout is planned for.
-    pub profile: DeviceProfile,
-    /// How the amplitude chunks are costed (follows `compression`).
-    pub codec: ChunkCodec,
-    /// Orientation copies to write besides the amplitude array, one per
-    /// access name (`inline`, `crossline`, `time`, ...), each laid out for
-    /// that access alone; readers route each read to the fastest copy.
-    pub views: Vec<String>,
-    /// How amplitude chunks are compressed; error targets (`zfp:snr=40`)
-    /// are tuned on a sample of the survey first.
-    pub compression: Compression,
-    /// Bound on buffer memory in bytes.
-    pub memory_limit: u64,
-    /// Threads (requests in flight do not apply to ingest).
-    pub parallelism: Parallelism,
-    /// Replace an existing store.
-    pub overwrite: bool,
-    /// Flush every file and folder of the store to the device (fsync)
-    /// before marking it complete, and the marker after: a power cut then
-    /// leaves a store marked incomplete, or a whole one. Without it the
-    /// kernel writes back in its own time, and a power cut soon after the
-    /// ingest may lose data of a store already marked complete.
-    pub durable: bool,
-    /// Continue an ingest that stopped: keep the shards it finished, write
-    /// the rest. Starts afresh if there is no store yet.
-    pub resume: bool,
-    /// Name of the vertical axis: "time" or "depth".
-    pub vertical: String,
-}
-
-impl Default for IngestOptions {
-    fn default() -> Self {
-        Self {
-            segy: SegyOptions::default(),
-            scan: ScanOptions::default(),
-            dtype: AmplitudeType::Float32,
-            layout: Strategy::Auto,
-            access: None,
-            profile: DeviceProfile::typical(),
-            codec: ChunkCodec::Raw { crc: true },
-            views: Vec::new(),
-            compression: Compression::None,
-            memory_limit: DEFAULT_MEMORY_LIMIT,
-            parallelism: Parallelism::default(),
-            overwrite: false,
-            durable: false,
-            resume: false,
-            vertical: "time".into(),
-        }
-    }
-}
 
 /// An ingest in progress.
 pub struct Ingest {

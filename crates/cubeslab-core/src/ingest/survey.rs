@@ -13,7 +13,9 @@ use crate::{
     error::Result,
     plan::Strategy,
     segy::{binary_header_fields, Endian, Geometry, SegyFile, TextEncoding},
-    store::{ArraySpec, Group, StoreError, StoreLock, StoreState, ZarrArray},
+    store::{
+        ArraySpec, Group, StoreError, StoreLock, StoreState, ZarrArray, MAIN_ARRAY_ATTR, VIEWS_ATTR,
+    },
 };
 
 /// The seismic data.
@@ -24,6 +26,21 @@ pub const TRACE_MASK: &str = "trace_mask";
 pub const RAW_HEADERS: &str = "raw_headers";
 /// Holds the textual and binary file headers as attributes.
 pub const FILE_HEADER: &str = "segy_file_header";
+/// The x of each trace's CDP, in the survey's length unit.
+pub const CDP_X: &str = "cdp_x";
+/// The y of each trace's CDP.
+pub const CDP_Y: &str = "cdp_y";
+
+/// The names of a survey store's arrays, by role: the schema readers in
+/// other languages take from here.
+pub const SURVEY_ARRAYS: &[(&str, &str)] = &[
+    ("amplitude", AMPLITUDE),
+    ("trace_mask", TRACE_MASK),
+    ("raw_headers", RAW_HEADERS),
+    ("file_header", FILE_HEADER),
+    ("cdp_x", CDP_X),
+    ("cdp_y", CDP_Y),
+];
 
 /// Dimension names of a survey.
 #[derive(Debug, Clone)]
@@ -84,7 +101,7 @@ pub(super) fn group_attributes(
         json!({
             "surveyType": "3D",
             "gatherType": if prestack { "cdp_gathers" } else { "stacked" },
-            "defaultVariableName": AMPLITUDE,
+            MAIN_ARRAY_ATTR: AMPLITUDE,
         }),
     );
     attributes.insert(
@@ -197,7 +214,7 @@ pub(super) fn recorded_layouts(store: &Path) -> Result<RecordedLayouts> {
         .and_then(Value::as_str)
         .and_then(|text| Strategy::parse(text).ok());
     let views = recorded
-        .and_then(|c| c.get("views"))
+        .and_then(|c| c.get(VIEWS_ATTR))
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
@@ -304,13 +321,13 @@ pub(super) fn create_arrays(
     let arrays = TaskArrays {
         trace_mask: per_trace(TRACE_MASK, DType::Bool, None, json!({}))?,
         cdp_x: per_trace(
-            "cdp_x",
+            CDP_X,
             DType::Float64,
             None,
             json!({"unitsV1": {"length": length}}),
         )?,
         cdp_y: per_trace(
-            "cdp_y",
+            CDP_Y,
             DType::Float64,
             None,
             json!({"unitsV1": {"length": length}}),

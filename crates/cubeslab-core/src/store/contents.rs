@@ -1,0 +1,134 @@
+//! What a store holds, as a reader opens it: its state, its attributes, the
+//! array reads go to and that array's orientation copies. The attribute
+//! names that say so are defined here, for the writers too.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Map, Value};
+
+use super::{
+    group::CUBESLAB_ATTR, read_metadata, recorded_generation, Group, StoreError, StoreState,
+};
+use crate::error::Result;
+
+/// The group attribute (MDIO's, under `attributes`) naming the main array.
+pub const MAIN_ARRAY_ATTR: &str = "defaultVariableName";
+/// The main array of a group that does not name one (MDIO v1 stores).
+pub const MAIN_ARRAY_FALLBACK: &str = "amplitude";
+/// Where, inside the group's `cubeslab` attributes, the orientation copies
+/// are listed: `{access: {"array": name, ...}}`.
+pub const VIEWS_ATTR: &str = "views";
+/// The key of a copy's array name in its entry.
+pub const VIEW_ARRAY_KEY: &str = "array";
+
+/// A store (a group, or a lone array) as a reader sees it.
+#[derive(Debug, Clone)]
+pub struct StoreContents {
+    /// The store's folder.
+    pub path: PathBuf,
+    /// Whether the store is a group (or a lone array).
+    pub is_group: bool,
+    /// Whether it may be read.
+    pub state: StoreState,
+    /// The group's attributes (empty for a lone array).
+    pub attributes: Map<String, Value>,
+    /// The array reads go to.
+    pub main: PathBuf,
+    /// The main array's orientation copies.
+    pub copies: Vec<PathBuf>,
+}
+
+impl StoreContents {
+    /// Read what the store at `path` holds, whatever its state.
+    pub fn read(path: &Path) -> Result<Self> {
+        let node = read_metadata(path)?;
+        if node.get("node_type").and_then(Value::as_str) != Some("group") {
+            return Ok(Self {
+                path: path.to_path_buf(),
+                is_group: false,
+                state: StoreState::Foreign,
+                attributes: Map::new(),
+                main: path.to_path_buf(),
+                copies: Vec::new(),
+            });
+        }
+        let group = Group::open(path)?;
+        let main = group
+            .attributes
+            .get("attributes")
+            .and_then(|a| a.get(MAIN_ARRAY_ATTR))
+            .and_then(Value::as_str)
+            .unwrap_or(MAIN_ARRAY_FALLBACK);
+        let copies = group
+            .attributes
+            .get(CUBESLAB_ATTR)
+            .and_then(|c| c.get(VIEWS_ATTR))
+            .and_then(Value::as_object)
+            .map(|views| {
+                views
+                    .values()
+                    .filter_map(|v| v.get(VIEW_ARRAY_KEY).and_then(Value::as_str))
+                    .map(|name| path.join(name))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(Self {
+            path: path.to_path_buf(),
+            is_group: true,
+            state: group.state(),
+            main: path.join(main),
+            copies,
+            attributes: group.attributes,
+        })
+    }
+
+    /// What the store at `path` holds, refused unless it may be read: an
+    /// ingest that did not finish, or a main array from another generation
+    /// than the group (the store was swapped while being opened).
+    pub fn open_to_read(path: &Path) -> Result<Self> {
+        let contents = Self::read(path)?;
+        if let StoreState::Incomplete(state) = &contents.state {
+            return Err(StoreError::Incomplete {
+                path: path.to_path_buf(),
+                state: state.clone(),
+            }
+            .into());
+        }
+        if contents.is_group {
+            let main = read_metadata(&contents.main)?;
+            let main_generation = main
+                .get("attributes")
+                .and_then(Value::as_object)
+                .and_then(recorded_generation);
+            if main_generation != recorded_generation(&contents.attributes) {
+                return Err(StoreError::Changed {
+                    path: path.to_path_buf(),
+                }
+                .into());
+            }
+        }
+        Ok(contents)
+    }
+
+    /// The state as words: `complete`, the incomplete state's name, or
+    /// `foreign (not written by cubeslab)`.
+    pub fn state_name(&self) -> String {
+        match &self.state {
+            StoreState::Complete => "complete".into(),
+            StoreState::Incomplete(state) => state.clone(),
+            StoreState::Foreign => "foreign (not written by cubeslab)".into(),
+        }
+    }
+
+    /// The contents as JSON, for a caller in another language.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "path": self.path,
+            "node_type": if self.is_group { "group" } else { "array" },
+            "state": self.state_name(),
+            "attributes": self.attributes,
+            "main": self.main,
+            "copies": self.copies,
+        })
+    }
+}

@@ -1,0 +1,25 @@
+"""What a store holds and what its arrays are called, as the engine (which writes them) defines them."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from . import _engine
+
+_ARRAYS = _engine.survey_arrays()
+
+AMPLITUDE: str = _ARRAYS["amplitude"]
+TRACE_MASK: str = _ARRAYS["trace_mask"]
+RAW_HEADERS: str = _ARRAYS["raw_headers"]
+FILE_HEADER: str = _ARRAYS["file_header"]
+CDP_X: str = _ARRAYS["cdp_x"]
+CDP_Y: str = _ARRAYS["cdp_y"]
+
+
+def store_contents(path: str | os.PathLike, *, to_read: bool = True) -> dict:
+    """What a store holds, as the engine reads it: ``node_type``, ``state``, ``attributes``
+    (a group's), ``main`` (the array reads go to) and ``copies`` (its orientation copies).
+    ``to_read``: refused (:class:`IncompleteStoreError`, :class:`StoreChangedError`) unless
+    the store may be read."""
+    return json.loads(_engine.store_contents(os.fspath(path), to_read))
