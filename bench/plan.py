@@ -143,7 +143,7 @@ def cold_time(path: Path, key, runs: int) -> dict:
 
 def predictions(path: Path, entry: dict, profile: str) -> dict:
     """The cost model's warm and cold time of each access, for the store as written."""
-    model = _engine.CostModel([str(path)], json.dumps({"profile": profile}))
+    model = _engine.CostModel([str(path)], profile=profile)
     out = {}
     for a in entry["accesses"]:
         starts = [lo for lo, _ in a["window"]]
@@ -441,7 +441,7 @@ def plane_bounds(array: Path, shape, planes: dict, profile: str, disk_Bps: float
     chunks the plane touches, each read whole to check its crc32c, at the profile's checksum rate
     on all threads (memory bandwidth, near enough: the check is what moves those bytes). Cold: the
     bytes the read requests from the device, at the disk's sequential rate."""
-    model = _engine.CostModel([str(array)], json.dumps({"profile": profile}))
+    model = _engine.CostModel([str(array)], profile=profile)
     rates = json.loads(profile)
     crc_Bps = rates["memory"]["crc"] * rates["threads"]
     out = {}

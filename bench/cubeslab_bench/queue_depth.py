@@ -54,13 +54,14 @@ def run(r: StudyRun, p: dict) -> None:
 def measure_cells(directory, p: dict) -> dict:
     """One pass over the (request size x in flight) grid: sizes, depths and bytes/s per cell."""
     sample = np.zeros((4, 4, 16), np.float32)  # the profile's codec part is not used here
-    options = {"codecs": [], "file_bytes": p["file_bytes"], "cell_seconds": p["cell_seconds"]}
     text = _engine.measure_profile(
         os.fspath(directory),
-        json.dumps(options),
         sample.reshape(-1).view(np.uint8),
         list(sample.shape),
         "float32",
+        codecs=[],
+        file_bytes=p["file_bytes"],
+        cell_seconds=p["cell_seconds"],
     )
     return json.loads(text)["io"]
 

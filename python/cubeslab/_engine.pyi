@@ -149,7 +149,15 @@ class Ingest:
     def finish(self) -> str: ...
 
 class CostModel:
-    def __init__(self, paths: list[_Path], options: str) -> None: ...
+    def __init__(
+        self,
+        paths: list[_Path],
+        *,
+        profile: str | None = None,
+        threads: int | None = None,
+        in_flight: int | None = None,
+        verify: bool = True,
+    ) -> None: ...
     def predict(
         self, index: int, starts: list[int], stops: list[int], steps: list[int], cold: bool
     ) -> str: ...
@@ -164,12 +172,37 @@ def default_parallelism() -> tuple[int, int]: ...
 def parallelism_limits() -> tuple[int, int]: ...
 def dtypes() -> list[str]: ...
 def measure_profile(
-    dir: _Path, options: str, sample: _Buffer, shape: tuple[int, int, int] | list[int], dtype: str
+    dir: _Path,
+    sample: _Buffer,
+    shape: tuple[int, int, int] | list[int],
+    dtype: str,
+    *,
+    codecs: list[str] | None = None,
+    file_bytes: int | None = None,
+    cell_seconds: float | None = None,
+    threads: int | None = None,
+    sizes: list[int] | None = None,
+    depths: list[int] | None = None,
 ) -> str: ...
 def check_layout(layout: str) -> None: ...
 def check_access(access: str) -> None: ...
 def check_compress(compress: str) -> None: ...
-def plan_layout(shape: list[int], dtype: str, options: str) -> str: ...
+def plan_layout(
+    shape: list[int],
+    dtype: str,
+    *,
+    layout: str | None = None,
+    access: str | None = None,
+    compress: str | None = None,
+    profile: str | None = None,
+    threads: int | None = None,
+    in_flight: int | None = None,
+    verify: bool = True,
+    state: str | None = None,
+    top: int | None = None,
+    memory_limit: int | None = None,
+) -> str: ...
+def plan_defaults() -> tuple[str, int]: ...
 def verify_store(store: _Path, threads: int | None = None, in_flight: int | None = None) -> str: ...
 def compare_with_source(store: _Path, source: _Path, options: IngestOptions) -> str: ...
 def codec_trial(name: str, chunks: _Buffer, chunk_shape: list[int], dtype: str) -> str: ...

@@ -20,3 +20,6 @@ DTYPE: str = INGEST.dtype
 VERTICAL: str = INGEST.vertical
 ENDIAN: str = INGEST.endian
 MEMORY_LIMIT: int = INGEST.memory_limit
+
+PLAN_STATE, PLAN_TOP = _engine.plan_defaults()
+"""The cache state a plan is made for, and how many plans it returns, unless told."""

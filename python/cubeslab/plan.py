@@ -18,14 +18,14 @@ from typing import Any
 
 import numpy as np
 
-from . import _engine
+from . import _engine, defaults
 from .errors import InvalidInputError
 from .profiles import auto_profile_enabled, find_profile, profile_path
 
 PROFILE_CODECS = ("zstd:1", "zstd:3", "gzip:5", "blosc-lz4:5", "blosc-zstd:5", "zfp:rate=8", "zfp:rate=4")
 """Codecs a profile times (names as ``--compress`` takes them)."""
 
-QUICK = {"file_bytes": 128 << 20, "cell_seconds": 0.03}
+QUICK_FILE_BYTES, QUICK_CELL_SECONDS = 128 << 20, 0.03
 """Settings of ``--quick``: a smaller scratch file and shorter cells (about 10 s on a 2-core VM)."""
 
 AUTO_PROFILE_MIN_BYTES = 256 << 20
@@ -51,13 +51,15 @@ def measure_profile(
     if not directory.is_dir():
         raise InvalidInputError(f"{directory}: not a directory to profile")
     sample = SyntheticSurvey(64, 64, 256, seed=3).block(0, 64)
-    options: dict = {"codecs": list(PROFILE_CODECS)}
-    if quick:
-        options.update(QUICK)
-    if threads is not None:
-        options["threads"] = threads
     text = _engine.measure_profile(
-        os.fspath(directory), json.dumps(options), sample.reshape(-1).view(np.uint8), [64, 64, 256], "float32"
+        os.fspath(directory),
+        sample.reshape(-1).view(np.uint8),
+        [64, 64, 256],
+        "float32",
+        codecs=list(PROFILE_CODECS),
+        threads=threads,
+        file_bytes=QUICK_FILE_BYTES if quick else None,
+        cell_seconds=QUICK_CELL_SECONDS if quick else None,
     )
     profile = json.loads(text)
     # What a read call costs as users make it: from Python, with the key
@@ -149,7 +151,7 @@ def plan(
     shape,
     dtype="float32",
     *,
-    layout: str = "auto",
+    layout: str = defaults.LAYOUT,
     access: str | None = None,
     compress: str | None = None,
     profile: str | os.PathLike | None = None,
@@ -157,8 +159,8 @@ def plan(
     threads: int | None = None,
     in_flight: int | None = None,
     verify: bool = True,
-    state: str = "both",
-    top: int = 5,
+    state: str = defaults.PLAN_STATE,
+    top: int = defaults.PLAN_TOP,
 ) -> list[dict]:
     """Plan a layout for an array; the pick first, then runners-up (``layout="auto"`` only).
 
@@ -178,21 +180,20 @@ def plan(
     access: reads to plan for, e.g. ``"inline,crossline,time"`` (the default in
     3-D), ``"time=2,trace"``, ``"spectra:5,ion-images:25,box:5x5x1000"``.
     """
-    options = {
-        "layout": layout,
-        "access": access,
-        "compress": compress,
-        "threads": threads,
-        "in_flight": in_flight,
-        "verify": verify,
-        "state": state,
-        "top": top,
-    }
-    text = find_profile(near, profile)
-    if text is not None:
-        options["profile"] = text
-    options = {k: v for k, v in options.items() if v is not None}
-    return json.loads(_engine.plan_layout([int(n) for n in shape], np.dtype(dtype).name, json.dumps(options)))
+    text = _engine.plan_layout(
+        [int(n) for n in shape],
+        np.dtype(dtype).name,
+        layout=layout,
+        access=access,
+        compress=compress,
+        profile=find_profile(near, profile),
+        threads=threads,
+        in_flight=in_flight,
+        verify=verify,
+        state=state,
+        top=top,
+    )
+    return json.loads(text)
 
 
 def plan_store(
@@ -202,8 +203,8 @@ def plan_store(
     access: str | None = None,
     compress: str | None = None,
     profile: str | os.PathLike | None = None,
-    state: str = "both",
-    top: int = 5,
+    state: str = defaults.PLAN_STATE,
+    top: int = defaults.PLAN_TOP,
 ) -> dict:
     """Plan a layout for a store's volume and set it beside the layouts the store has.
 

@@ -198,8 +198,8 @@ def plan_command(
         typer.Option(
             help="Objective counts both reads (warm weighed by memory over disk rate), or warm or cold"
         ),
-    ] = "both",
-    top: Annotated[int, typer.Option(help="Layouts to show")] = 5,
+    ] = defaults.PLAN_STATE,
+    top: Annotated[int, typer.Option(help="Layouts to show")] = defaults.PLAN_TOP,
     explain: Annotated[bool, typer.Option(help="Show each access's requests, bytes and work")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:

@@ -373,6 +373,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<plan::CostModel>()?;
     m.add_function(wrap_pyfunction!(plan::measure_profile, m)?)?;
     m.add_function(wrap_pyfunction!(plan::plan_layout, m)?)?;
+    m.add_function(wrap_pyfunction!(plan::plan_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(plan::check_layout, m)?)?;
     m.add_function(wrap_pyfunction!(plan::check_access, m)?)?;
     m.add_function(wrap_pyfunction!(plan::check_compress, m)?)?;

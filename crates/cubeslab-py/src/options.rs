@@ -32,7 +32,7 @@ const ARRAY_KEYS: &[&str] = &[
 
 /// A JSON object of options, every key one of `accepted`: a misspelled
 /// option is an error, never silently ignored.
-pub fn parse(text: &str, accepted: &[&str]) -> PyResult<Map<String, Value>> {
+fn parse(text: &str, accepted: &[&str]) -> PyResult<Map<String, Value>> {
     let m = match serde_json::from_str(text) {
         Ok(Value::Object(m)) => m,
         _ => return Err(invalid_input("options must be a JSON object")),
@@ -59,7 +59,7 @@ fn dtype(v: &Value) -> PyResult<DType> {
 }
 
 /// The `compress` name of an option document (`none` when absent).
-pub fn compression(m: &Map<String, Value>) -> PyResult<Compression> {
+fn compression(m: &Map<String, Value>) -> PyResult<Compression> {
     match m.get("compress").and_then(Value::as_str) {
         None => Ok(Compression::None),
         Some(name) => Compression::parse(name).map_err(invalid_input),
@@ -105,11 +105,6 @@ pub fn array_spec(text: &str) -> PyResult<ArraySpec> {
         dtype: dt,
         generation: None,
     })
-}
-
-/// `"profile"`: a profile's JSON text; absent: the typical machine.
-pub fn profile(m: &Map<String, Value>) -> PyResult<DeviceProfile> {
-    device_profile(m.get("profile").and_then(Value::as_str))
 }
 
 /// A profile's JSON text; `None`: the typical machine.

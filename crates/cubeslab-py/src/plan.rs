@@ -8,14 +8,13 @@ use cubeslab_core::{
     config::Parallelism,
     dtype::DType,
     plan::{
-        chunk_codec, measure, predict, stored_array, AccessMix, Cache, CacheState, DeviceProfile,
-        Planner, ReadSetup, StoredArray, Strategy,
+        measure, predict, stored_array, AccessMix, Cache, DeviceProfile, PlanRequest, ReadSetup,
+        StoredArray, Strategy,
     },
     store::ZarrArray as CoreArray,
     Error,
 };
 use pyo3::{buffer::PyBuffer, prelude::*};
-use serde_json::{Map, Value};
 
 use crate::{
     errors::{engine, invalid_input},
@@ -26,75 +25,62 @@ fn value_error(message: impl Into<String>) -> PyErr {
     invalid_input(message.into())
 }
 
-fn setup(m: &Map<String, Value>) -> ReadSetup {
-    let p = Parallelism::resolve(
-        m.get("threads").and_then(Value::as_u64).map(|v| v as usize),
-        m.get("in_flight")
-            .and_then(Value::as_u64)
-            .map(|v| v as usize),
-    );
+fn read_setup(threads: Option<usize>, in_flight: Option<usize>, verify: bool) -> ReadSetup {
+    let p = Parallelism::resolve(threads, in_flight);
     ReadSetup {
         threads: p.threads,
         in_flight: p.in_flight,
-        verify: m.get("verify").and_then(Value::as_bool).unwrap_or(true),
+        verify,
     }
 }
 
-/// Keys a profile measurement takes.
-const MEASURE_KEYS: &[&str] = &["file_bytes", "cell_seconds", "threads", "codecs"];
-/// Keys a plan takes.
-const PLAN_KEYS: &[&str] = &[
-    "layout",
-    "access",
-    "profile",
-    "compress",
-    "threads",
-    "in_flight",
-    "verify",
-    "state",
-    "top",
-    "memory_limit",
-];
-/// Keys the cost model takes.
-const COST_KEYS: &[&str] = &["profile", "threads", "in_flight", "verify"];
-
 /// Measure the machine under `dir`; returns the profile as JSON.
-/// `sample` is a C-order array of `shape` and `dtype` used for the codecs.
+/// `sample` is a C-order array of `shape` and `dtype` used for the codecs;
+/// `codecs` the `--compress` names to measure; the rest, when given,
+/// replace the measurement's own sizes and durations.
 #[pyfunction]
+#[pyo3(signature = (
+    dir, sample, shape, dtype, *, codecs=None, file_bytes=None, cell_seconds=None, threads=None,
+    sizes=None, depths=None,
+))]
+#[allow(clippy::too_many_arguments)]
 pub fn measure_profile(
     py: Python<'_>,
     dir: PathBuf,
-    options: &str,
     sample: PyBuffer<u8>,
     shape: [u64; 3],
     dtype: &str,
+    codecs: Option<Vec<String>>,
+    file_bytes: Option<u64>,
+    cell_seconds: Option<f64>,
+    threads: Option<usize>,
+    sizes: Option<Vec<u64>>,
+    depths: Option<Vec<u64>>,
 ) -> PyResult<String> {
-    let m = options::parse(options, MEASURE_KEYS)?;
     let mut opts = measure::MeasureOptions::new(&dir);
-    if let Some(v) = m.get("file_bytes").and_then(Value::as_u64) {
+    if let Some(v) = file_bytes {
         opts.file_bytes = v;
     }
-    if let Some(v) = m.get("cell_seconds").and_then(Value::as_f64) {
+    if let Some(v) = cell_seconds {
         opts.cell_seconds = v;
     }
-    for (key, target) in [("sizes", &mut opts.sizes), ("depths", &mut opts.depths)] {
-        if let Some(list) = m.get(key).and_then(Value::as_array) {
-            *target = list
-                .iter()
-                .filter_map(Value::as_u64)
-                .filter(|&v| v > 0)
-                .collect();
-            if target.is_empty() {
+    for (key, given, target) in [
+        ("sizes", sizes, &mut opts.sizes),
+        ("depths", depths, &mut opts.depths),
+    ] {
+        if let Some(mut list) = given {
+            if list.is_empty() || list.contains(&0) {
                 return Err(value_error(format!("{key} must list positive integers")));
             }
-            target.sort_unstable();
+            list.sort_unstable();
+            *target = list;
         }
     }
-    opts.threads = setup(&m).threads;
-    if let Some(codecs) = m.get("codecs").and_then(Value::as_array) {
+    opts.threads = Parallelism::resolve(threads, None).threads;
+    if let Some(codecs) = codecs {
         opts.codecs = codecs
             .iter()
-            .map(|name| Compression::parse(name.as_str().unwrap_or("?")).map_err(value_error))
+            .map(|name| Compression::parse(name).map_err(value_error))
             .collect::<PyResult<_>>()?;
     }
     let dtype =
@@ -143,62 +129,55 @@ pub fn check_compress(compress: &str) -> PyResult<()> {
         .map_err(value_error)
 }
 
-/// Plan a layout for an array of `shape` and `dtype`. Options: `layout`
-/// (strategy name), `access`, `compress`, `profile` (JSON text), `threads`,
-/// `in_flight`, `verify`, `state` (`cold`, `warm`, `both`), `top`.
-/// Returns the chosen layout first, then runners-up, as JSON.
+/// Plan a layout for an array of `shape` and `dtype` (see
+/// [`cubeslab_core::plan::PlanRequest`]); the chosen layout first, then
+/// runners-up, as JSON.
 #[pyfunction]
+#[pyo3(signature = (
+    shape, dtype, *, layout=None, access=None, compress=None, profile=None, threads=None,
+    in_flight=None, verify=true, state=None, top=None, memory_limit=None,
+))]
+#[allow(clippy::too_many_arguments)]
 pub fn plan_layout(
     py: Python<'_>,
     shape: Vec<u64>,
     dtype: &str,
-    options: &str,
+    layout: Option<String>,
+    access: Option<String>,
+    compress: Option<String>,
+    profile: Option<&str>,
+    threads: Option<usize>,
+    in_flight: Option<usize>,
+    verify: bool,
+    state: Option<String>,
+    top: Option<usize>,
+    memory_limit: Option<u64>,
 ) -> PyResult<String> {
-    let m = options::parse(options, PLAN_KEYS)?;
     let dtype =
         DType::from_name(dtype).ok_or_else(|| value_error(format!("unsupported dtype {dtype}")))?;
-    if shape.is_empty() || shape.contains(&0) {
-        return Err(value_error("shape must have positive sides"));
-    }
-    let strategy = match m.get("layout").and_then(Value::as_str) {
-        None => Strategy::Auto,
-        Some(name) => Strategy::parse(name).map_err(value_error)?,
-    };
-    let profile = options::profile(&m)?;
-    let mix = match m.get("access").and_then(Value::as_str) {
-        None => AccessMix::default_for(shape.len()),
-        Some(text) => AccessMix::parse(text, shape.len()).map_err(value_error)?,
-    };
-    let state = match m.get("state").and_then(Value::as_str).unwrap_or("both") {
-        "cold" => CacheState::Cold,
-        "warm" => CacheState::Warm,
-        "both" => CacheState::Both,
-        other => {
-            return Err(value_error(format!(
-                "state must be cold, warm or both, not {other}"
-            )))
-        }
-    };
-    let planner = Planner {
-        codec: chunk_codec(&profile, m.get("compress").and_then(Value::as_str)),
-        profile,
-        mix,
-        setup: setup(&m),
+    let request = PlanRequest {
+        layout,
+        access,
+        compress,
+        profile: options::device_profile(profile)?,
+        setup: read_setup(threads, in_flight, verify),
         state,
-        block: options::compression(&m)?.block_side(),
-        ingest_task_limit: cubeslab_core::ingest::task_budget(
-            m.get("memory_limit")
-                .and_then(Value::as_u64)
-                .unwrap_or(cubeslab_core::ingest::DEFAULT_MEMORY_LIMIT),
-            setup(&m).threads,
-        ),
+        memory_limit,
+        top,
     };
-    let top = m.get("top").and_then(Value::as_u64).unwrap_or(5) as usize;
-    let ranked = py
-        .detach(|| strategy.choose(&shape, dtype.size(), &planner))
+    let kept = py
+        .detach(|| cubeslab_core::plan::plan_layout(&shape, dtype, &request))
         .map_err(value_error)?;
-    let kept: Vec<_> = ranked.into_iter().take(top.max(1)).collect();
     Ok(serde_json::to_string(&kept).expect("plans serialise"))
+}
+
+/// The plan defaults: (cache state, plans returned).
+#[pyfunction]
+pub fn plan_defaults() -> (&'static str, usize) {
+    (
+        cubeslab_core::plan::DEFAULT_STATE.name(),
+        cubeslab_core::plan::DEFAULT_TOP,
+    )
 }
 
 /// The cost model over stored arrays: predicts their reads.
@@ -211,11 +190,19 @@ pub struct CostModel {
 
 #[pymethods]
 impl CostModel {
-    /// Options: `profile` (JSON text), `threads`, `in_flight`, `verify`.
+    /// The arrays at `paths`, costed on `profile` (JSON text; default the
+    /// typical machine) for reads made with these settings.
     #[new]
-    fn new(py: Python<'_>, paths: Vec<PathBuf>, options: &str) -> PyResult<Self> {
-        let m = options::parse(options, COST_KEYS)?;
-        let profile = options::profile(&m)?;
+    #[pyo3(signature = (paths, *, profile=None, threads=None, in_flight=None, verify=true))]
+    fn new(
+        py: Python<'_>,
+        paths: Vec<PathBuf>,
+        profile: Option<&str>,
+        threads: Option<usize>,
+        in_flight: Option<usize>,
+        verify: bool,
+    ) -> PyResult<Self> {
+        let profile = options::device_profile(profile)?;
         let arrays = engine(py, || {
             paths
                 .iter()
@@ -234,7 +221,7 @@ impl CostModel {
         })?;
         Ok(Self {
             arrays,
-            setup: setup(&m),
+            setup: read_setup(threads, in_flight, verify),
             profile,
         })
     }
