@@ -8,8 +8,8 @@ use cubeslab_core::{
     config::Parallelism,
     dtype::DType,
     plan::{
-        measure, predict, stored_array, AccessMix, Cache, DeviceProfile, PlanRequest, ReadSetup,
-        StoredArray, Strategy,
+        measure, predict, stored_array, AccessMix, Cache, DeviceProfile, ReadSetup, StoredArray,
+        Strategy,
     },
     store::ZarrArray as CoreArray,
     Error,
@@ -130,7 +130,7 @@ pub fn check_compress(compress: &str) -> PyResult<()> {
 }
 
 /// Plan a layout for an array of `shape` and `dtype` (see
-/// [`cubeslab_core::plan::PlanRequest`]); the chosen layout first, then
+/// [`cubeslab_core::ingest::PlanRequest`]); the chosen layout first, then
 /// runners-up, as JSON.
 #[pyfunction]
 #[pyo3(signature = (
@@ -155,7 +155,7 @@ pub fn plan_layout(
 ) -> PyResult<String> {
     let dtype =
         DType::from_name(dtype).ok_or_else(|| value_error(format!("unsupported dtype {dtype}")))?;
-    let request = PlanRequest {
+    let request = cubeslab_core::ingest::PlanRequest {
         layout,
         access,
         compress,
@@ -166,7 +166,7 @@ pub fn plan_layout(
         top,
     };
     let kept = py
-        .detach(|| cubeslab_core::plan::plan_layout(&shape, dtype, &request))
+        .detach(|| cubeslab_core::ingest::plan_layout(&shape, dtype, &request))
         .map_err(value_error)?;
     Ok(serde_json::to_string(&kept).expect("plans serialise"))
 }

@@ -18,6 +18,7 @@
 mod compare;
 mod design;
 mod options;
+mod planning;
 mod rebuild;
 mod stats;
 mod survey;
@@ -27,6 +28,7 @@ mod task;
 pub use crate::plan::Layout;
 pub use compare::compare_with_source;
 pub use options::{AmplitudeType, IngestOptions, DEFAULT_MEMORY_LIMIT, OPTION_HELP};
+pub use planning::{plan_layout, PlanRequest};
 pub(crate) use rebuild::rebuild_shards;
 pub use stats::AmplitudeStats;
 pub use survey::{

@@ -7,7 +7,6 @@
 //! * [`cost`]: the predicted time of any read under any layout.
 //! * [`layout`]: chunk and shard shapes, shard rules, the Pyrus chunk-shape formula.
 //! * [`optimize`]: the search for the layout whose slowest access is fastest.
-//! * [`request`]: a plan asked for by name (strategy, accesses, compression, cache state).
 //! * [`stored`]: an existing array as the model sees it.
 //! * [`strategy`]: `--layout` names: `auto`, `cube:N`, `pyrus-formula`, shapes.
 
@@ -17,16 +16,14 @@ pub mod layout;
 pub mod measure;
 pub mod optimize;
 pub mod profile;
-pub mod request;
 pub mod stored;
 pub mod strategy;
 
 pub use access::{Access, AccessMix};
 pub use cost::{predict, predict_both, Cache, ChunkCodec, Prediction, ReadSetup, StoredArray};
 pub use layout::{Layout, PyrusFormula};
-pub use optimize::{CacheState, Evaluated, Planner, StateWeights};
+pub use optimize::{CacheState, Evaluated, Planner, StateWeights, DEFAULT_STATE, DEFAULT_TOP};
 pub use profile::DeviceProfile;
-pub use request::{plan_layout, PlanRequest, DEFAULT_STATE, DEFAULT_TOP};
 pub use stored::{dir_bytes, stored_array};
 pub use strategy::Strategy;
 

@@ -51,6 +51,32 @@ pub enum CacheState {
     Both,
 }
 
+/// How many plans a request returns unless it says (the pick and four runners-up).
+pub const DEFAULT_TOP: usize = 5;
+/// The cache state a request plans for unless it says.
+pub const DEFAULT_STATE: CacheState = CacheState::Both;
+
+impl CacheState {
+    /// The name [`CacheState::parse`] reads.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Cold => "cold",
+            Self::Warm => "warm",
+            Self::Both => "both",
+        }
+    }
+
+    /// `cold`, `warm` or `both`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text {
+            "cold" => Ok(Self::Cold),
+            "warm" => Ok(Self::Warm),
+            "both" => Ok(Self::Both),
+            other => Err(format!("state must be cold, warm or both, not {other}")),
+        }
+    }
+}
+
 /// What a second of each cache state counts for in the objective.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct StateWeights {

@@ -1,15 +1,16 @@
-//! A plan asked for by name: the strategy, accesses, compression and cache
-//! state as a caller writes them, turned into a [`Planner`] and ranked.
+//! The layout an ingest would choose for an array, asked for by name: the
+//! strategy, accesses, compression and cache state as a caller writes them,
+//! within the ingest's memory bound (what `cubeslab plan` shows).
 
-use super::{
-    chunk_codec, AccessMix, CacheState, DeviceProfile, Evaluated, Planner, ReadSetup, Strategy,
+use super::{task_budget, DEFAULT_MEMORY_LIMIT};
+use crate::{
+    compress::Compression,
+    dtype::DType,
+    plan::{
+        chunk_codec, AccessMix, CacheState, DeviceProfile, Evaluated, Planner, ReadSetup, Strategy,
+        DEFAULT_STATE, DEFAULT_TOP,
+    },
 };
-use crate::{compress::Compression, dtype::DType, ingest};
-
-/// How many plans a request returns unless it says (the pick and four runners-up).
-pub const DEFAULT_TOP: usize = 5;
-/// The cache state a request plans for unless it says.
-pub const DEFAULT_STATE: CacheState = CacheState::Both;
 
 /// What a caller asks the planner for.
 #[derive(Debug, Clone)]
@@ -30,27 +31,6 @@ pub struct PlanRequest {
     pub memory_limit: Option<u64>,
     /// Plans to return, the pick first; `None`: [`DEFAULT_TOP`].
     pub top: Option<usize>,
-}
-
-impl CacheState {
-    /// The name [`CacheState::parse`] reads.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Cold => "cold",
-            Self::Warm => "warm",
-            Self::Both => "both",
-        }
-    }
-
-    /// `cold`, `warm` or `both`.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        match text {
-            "cold" => Ok(Self::Cold),
-            "warm" => Ok(Self::Warm),
-            "both" => Ok(Self::Both),
-            other => Err(format!("state must be cold, warm or both, not {other}")),
-        }
-    }
 }
 
 /// Plan a layout for an array of `shape` and `dtype`: the pick first, then
@@ -85,8 +65,8 @@ pub fn plan_layout(
             Some(text) => CacheState::parse(text)?,
         },
         block: compression.block_side(),
-        ingest_task_limit: ingest::task_budget(
-            request.memory_limit.unwrap_or(ingest::DEFAULT_MEMORY_LIMIT),
+        ingest_task_limit: task_budget(
+            request.memory_limit.unwrap_or(DEFAULT_MEMORY_LIMIT),
             request.setup.threads,
         ),
     };
