@@ -147,6 +147,7 @@ def test_report_renders_every_table_and_plot_in_chromium(tiny):
     ).stdout  # fmt: skip
     plots = sum(len(d["plots"]) for d in docs)
     assert f'data-plots-decoded="{plots}"' in dom and f'data-plots="{plots}"' in dom
+    assert '<section id="summary">' in dom and dom.index('id="summary"') < dom.index('id="pyrus"')
     for doc in docs:
         assert f'<section id="{doc["study"]}">' in dom
         for t in doc["tables"]:
@@ -160,6 +161,55 @@ def test_report_renders_every_table_and_plot_in_chromium(tiny):
     pixels = matplotlib.image.imread(shot)
     assert pixels.shape[:2] == (2400, 1280)
     assert pixels[..., :3].std() > 0.05  # text, tables and plots, not a blank page
+
+
+def test_the_summary_picks_the_fastest_tool_per_need_from_the_tables():
+    from cubeslab_bench import summary
+
+    reads = {
+        "title": "Reads, cold (ms)",
+        "columns": [
+            "access",
+            "bound",
+            "cubeslab",
+            "cubeslab + views",
+            "segyio",
+            "zfp",
+            "fastest peer ÷ cubeslab",
+        ],
+        "rows": [
+            ["inline", "0.5", "14 (11–15)", "4.3 (2.7–7.9)", "4.6 (2.9–5.0)", "18 (13–19)", "0.33x"],
+            ["trace", "0.001", "2.8 (2.4–4.0)", "1.4 (1.3–1.7)", "0.27 (0.25–0.37)", "0.5", "0.10x"],
+        ],
+    }
+    warm = {
+        **reads,
+        "title": "Reads, warm (ms)",
+        "rows": [["inline", "0.1", "1.2", "0.49", "0.51", "0.004", "—"]],
+    }
+    doc = {"study": "peers", "tables": [warm, reads], "results": {"tools": {"zfp": {"own_cache": True}}}}
+    rows = {r[0]: r for r in summary.rows([doc])}
+    assert rows["inline of a 3-D survey, cold"][1:] == [
+        "cubeslab + views",
+        "cubeslab + views 4.3 ms",
+        "segyio 4.6 ms",
+        f"{4.6 / 4.3:.2g}x",
+    ]
+    assert rows["trace of a 3-D survey, cold"][1] == "segyio"
+    # A tool answering warm repeats from its own process memory is left out of the warm rows.
+    assert rows["inline of a 3-D survey, warm"][1:4] == [
+        "cubeslab + views",
+        "cubeslab + views 0.49 ms",
+        "segyio 0.51 ms",
+    ]
+    html = summary.render([doc])
+    assert "fastest in 2 of 3" in html and "(zfp)" in html
+
+
+def test_small_ratios_keep_two_significant_digits():
+    from cubeslab_bench.study import ratio
+
+    assert (ratio(0.0042), ratio(0.05), ratio(3.14159)) == ("0.0042x", "0.05x", "3.1x")
 
 
 def test_cli_runs_a_study(tmp_path):

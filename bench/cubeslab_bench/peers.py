@@ -244,7 +244,9 @@ def plot(r: StudyRun, found: dict, keys: dict) -> None:
         ax.set_yscale("log")
         ax.set_title(f"{state} reads")
         ax.set_ylabel("ms (median, min–max)")
-    axes[1].legend(fontsize=7, ncol=2)
+        ax.tick_params(labelleft=True)  # shared scale, labelled on both sides
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(found), fontsize=8, bbox_to_anchor=(0.5, -0.06))
     fig.suptitle("The same survey read by each tool")
     r.plot(fig, "reads", "Median read times per access and tool (log scale), warm (left) and cold (right); "
            "whiskers: min–max of the runs.")  # fmt: skip

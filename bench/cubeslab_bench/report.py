@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from . import machine as machine_info
+from . import summary
 
 COLD_METHOD = (
     "Cold: before each timed run every file of the tool's data is evicted from the page cache with "
@@ -149,7 +150,9 @@ def build(folder: Path, order: list[str]) -> Path:
         "<h1>cubeslab benchmark report</h1>",
         f'<p class="meta">Built {time.strftime("%Y-%m-%d %H:%M:%S %Z")} from {len(docs)} study run(s) '
         f"in this folder. {html.escape(COLD_METHOD)}</p>",
-        f"<ul>{contents}<li><a href='#machine'>Machine</a></li></ul>",
+        f"<ul><li><a href='#summary'>Summary: what to pick</a></li>{contents}"
+        "<li><a href='#machine'>Machine</a></li></ul>",
+        summary.render(docs),
         *(_study(folder, d) for d in docs),
         _machine(docs[-1]),
         RENDER_CHECK,

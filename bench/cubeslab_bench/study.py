@@ -137,7 +137,7 @@ def mib(n: float | None) -> str:
 
 
 def ratio(x: float | None) -> str:
-    return "—" if x is None else f"{x:.1f}x" if x >= 1 else f"{x:.2f}x"
+    return "—" if x is None else f"{x:.1f}x" if x >= 1 else f"{x:.2g}x"
 
 
 def number(digits: int = 3):
