@@ -8,7 +8,7 @@ use cubeslab_core::{
     config::Parallelism,
     dtype::DType,
     export::ExportOptions as CoreExportOptions,
-    ingest::{AmplitudeType, IngestOptions as CoreIngestOptions, OPTION_HELP},
+    ingest::{option_help, AmplitudeType, IngestOptions as CoreIngestOptions},
     plan::{chunk_codec, DeviceProfile, Strategy},
     segy::{Endian, SampleFormat, ScanOptions, SegyOptions},
     store::ArraySpec,
@@ -268,8 +268,8 @@ impl IngestOptions {
 
     /// A sentence of help for each option, by name.
     #[staticmethod]
-    fn help() -> HashMap<&'static str, &'static str> {
-        OPTION_HELP.iter().copied().collect()
+    fn help() -> HashMap<&'static str, String> {
+        option_help().into_iter().collect()
     }
 
     fn __repr__(&self) -> String {

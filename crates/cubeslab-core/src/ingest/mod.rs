@@ -27,7 +27,8 @@ mod task;
 
 pub use crate::plan::Layout;
 pub use compare::compare_with_source;
-pub use options::{AmplitudeType, IngestOptions, DEFAULT_MEMORY_LIMIT, OPTION_HELP};
+pub use options::option_help;
+pub use options::{AmplitudeType, IngestOptions, DEFAULT_MEMORY_LIMIT};
 pub use planning::{plan_layout, PlanRequest};
 pub(crate) use rebuild::rebuild_shards;
 pub use stats::AmplitudeStats;

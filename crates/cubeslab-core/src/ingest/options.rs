@@ -2,10 +2,10 @@
 //! of help for each, which the command line and the Python API show.
 
 use crate::{
-    compress::Compression,
+    compress::{Compression, COMPRESSION_NAMES},
     config::Parallelism,
     dtype::DType,
-    plan::{ChunkCodec, DeviceProfile, Strategy},
+    plan::{ChunkCodec, DeviceProfile, Strategy, LAYOUT_NAMES},
     segy::{ScanOptions, SegyOptions},
 };
 
@@ -91,24 +91,42 @@ impl Default for IngestOptions {
 
 /// Help for each option, by the name the Python API and the command line
 /// give it (the command line with dashes).
-pub const OPTION_HELP: &[(&str, &str)] = &[
-    ("endian", "Byte order of the SEG-Y file: auto, big or little"),
-    ("allow_truncated", "Ingest the whole traces of a cut-short file"),
-    ("sample_interval_us", "Sample interval in µs, if the headers lack it"),
-    ("inline_byte", "Trace header byte of the inline number"),
-    ("crossline_byte", "Trace header byte of the crossline number"),
-    ("offset_byte", "Trace header byte of the offset (pre-stack)"),
-    ("dtype", "Element type of the amplitudes: float32, another numpy type, or 'native' (the source's own)"),
-    ("layout", "How chunks and shards are shaped: auto, cube:N, pyrus-formula[:KIB,RATIO,ASYM], AxBxC or AxBxC/DxExF"),
-    ("access", "Reads to plan the layout for, e.g. inline,crossline,time=2,trace (default: every plane)"),
-    ("profile", "Device profile to plan for (default: this disk's, else a typical machine)"),
-    ("compress", "none, zstd[:LEVEL], gzip[:LEVEL], blosc-lz4[:LEVEL], blosc-zstd[:LEVEL][,shuffle=byte|bit|none], bitround:KEEPBITS, zfp:tolerance=T, zfp:precision=P, zfp:rate=R, zfp:reversible, zfp:snr=DB, zfp:max-error=E[%]"),
-    ("views", "Orientation copies to write too, e.g. inline,crossline,time; reads go to the fastest"),
-    ("memory_limit", "Bound on the ingest's buffers, e.g. 1GiB"),
-    ("threads", "Worker threads (default: all cores)"),
-    ("in_flight", "Requests handed to the kernel ahead of the workers"),
-    ("overwrite", "Replace an existing store"),
-    ("durable", "Flush the store to the device before marking it complete (power-cut safe)"),
-    ("resume", "Continue a stopped ingest (same source and options)"),
-    ("vertical", "Name of the vertical axis: time or depth"),
-];
+pub fn option_help() -> Vec<(&'static str, String)> {
+    [
+        ("endian", "Byte order of the SEG-Y file: auto, big or little".to_string()),
+        ("allow_truncated", "Ingest the whole traces of a cut-short file".into()),
+        ("sample_interval_us", "Sample interval in µs, if the headers lack it".into()),
+        ("inline_byte", "Trace header byte of the inline number".into()),
+        ("crossline_byte", "Trace header byte of the crossline number".into()),
+        ("offset_byte", "Trace header byte of the offset (pre-stack)".into()),
+        (
+            "dtype",
+            "Element type of the amplitudes: float32, another numpy type, or 'native' (the source's own)".into(),
+        ),
+        ("layout", format!("How chunks and shards are shaped: {LAYOUT_NAMES}")),
+        (
+            "access",
+            "Reads to plan the layout for, e.g. inline,crossline,time=2,trace (default: every plane)".into(),
+        ),
+        (
+            "profile",
+            "Device profile to plan for (default: this disk's, else a typical machine)".into(),
+        ),
+        ("compress", format!("How chunks are compressed: {COMPRESSION_NAMES}")),
+        (
+            "views",
+            "Orientation copies to write too, e.g. inline,crossline,time; reads go to the fastest".into(),
+        ),
+        ("memory_limit", "Bound on the ingest's buffers, e.g. 1GiB".into()),
+        ("threads", "Worker threads (default: all cores)".into()),
+        ("in_flight", "Requests handed to the kernel ahead of the workers".into()),
+        ("overwrite", "Replace an existing store".into()),
+        (
+            "durable",
+            "Flush the store to the device before marking it complete (power-cut safe)".into(),
+        ),
+        ("resume", "Continue a stopped ingest (same source and options)".into()),
+        ("vertical", "Name of the vertical axis: time or depth".into()),
+    ]
+    .into()
+}

@@ -25,7 +25,7 @@ pub use layout::{Layout, PyrusFormula};
 pub use optimize::{CacheState, Evaluated, Planner, StateWeights, DEFAULT_STATE, DEFAULT_TOP};
 pub use profile::DeviceProfile;
 pub use stored::{dir_bytes, stored_array};
-pub use strategy::Strategy;
+pub use strategy::{Strategy, LAYOUT_NAMES};
 
 use crate::compress::Compression;
 

@@ -20,6 +20,11 @@ pub enum Strategy {
     Explicit(Layout),
 }
 
+/// What `--layout` takes, for messages and help.
+pub const LAYOUT_NAMES: &str =
+    "auto, cube:N, pyrus-formula[:KIB,RATIO,ASYMMETRY], AxBxC (chunks) or \
+AxBxC/DxExF (chunks/shards)";
+
 impl Strategy {
     /// Parse `auto`, `cube:N`, `pyrus-formula[:KIB,RATIO,ASYM]`, `AxBxC`
     /// (inner chunks) or `AxBxC/DxExF` (inner chunks / shards).
@@ -76,10 +81,7 @@ impl Strategy {
                 })),
             };
         }
-        Err(format!(
-            "unknown layout {text:?}: use auto, cube:N, pyrus-formula[:KIB,RATIO,ASYMMETRY], \
-             AxBxC (chunks) or AxBxC/DxExF (chunks/shards)"
-        ))
+        Err(format!("unknown layout {text:?}: use {LAYOUT_NAMES}"))
     }
 
     /// The name `parse` takes back.

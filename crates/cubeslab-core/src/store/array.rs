@@ -1,15 +1,12 @@
 //! A Zarr v3 array: open or create it, read any window into a caller's
-//! buffer in parallel, write whole chunks atomically.
+//! buffer in parallel (writes: `array_write.rs`).
 
 use std::{
-    borrow::Cow,
     collections::HashMap,
-    num::NonZeroU64,
     path::{Path, PathBuf},
     sync::{Arc, Mutex},
 };
 
-use rayon::prelude::*;
 use serde_json::Value;
 use zarrs::{
     array::{Array, ArrayBytes, ArrayMetadata, ArraySubset, CodecOptions},
@@ -23,7 +20,7 @@ use super::{
     metadata::{metadata_error, read_metadata, u64_list},
     shard::ShardFile,
     shard_codecs::Sharding,
-    write_atomic, write_json_atomic, ArraySpec, Durability, StoreError,
+    write_json_atomic, ArraySpec, Durability, StoreError,
 };
 use crate::{
     config::Parallelism,
@@ -65,7 +62,7 @@ pub struct ZarrArray {
     pub(super) sharded: Option<Sharding>,
     /// The compressor unsharded chunks start with (checked against bombs).
     outer: Outer,
-    shards: Mutex<HashMap<Vec<u64>, Arc<ShardFile>>>,
+    pub(super) shards: Mutex<HashMap<Vec<u64>, Arc<ShardFile>>>,
     /// The generation of the store that wrote the array, if it recorded one:
     /// then every shard carries its identity, and every shard was written.
     generation: Option<u64>,
@@ -297,113 +294,6 @@ impl ZarrArray {
             .zip(&self.chunk_shape)
             .map(|(n, c)| n.div_ceil(*c))
             .collect()
-    }
-
-    /// Encode one whole chunk (shard) from native-endian C-order bytes of the
-    /// full chunk shape and write it atomically.
-    pub fn write_chunk(&self, indices: &[u64], data: &[u8]) -> Result<()> {
-        use zarrs::array::ArrayToBytesCodecTraits;
-        let key = self.array.chunk_key(indices);
-        let codec_error = |message: String| -> Error {
-            StoreError::Codec {
-                array: self.dir.clone(),
-                key: key.as_str().to_string(),
-                message,
-            }
-            .into()
-        };
-        let chunk_shape: Vec<NonZeroU64> = self
-            .chunk_shape
-            .iter()
-            .map(|&c| NonZeroU64::new(c).expect("chunk sides are positive"))
-            .collect();
-        let expected = self.chunk_shape.iter().product::<u64>() as usize * self.dtype.size();
-        if data.len() != expected {
-            return Err(SelectionError::BufferSize {
-                expected,
-                got: data.len(),
-            }
-            .into());
-        }
-        if self.sharded.is_some() {
-            // The engine writes its shards itself (with their identity).
-            let mut builder = self.shard_builder(indices)?;
-            builder.fill_from(data);
-            self.write_shard(builder)?;
-            return Ok(());
-        }
-        let options = CodecOptions::default().with_concurrent_target(1);
-        let encoded = self
-            .array
-            .codecs()
-            .encode(
-                ArrayBytes::new_flen(Cow::Borrowed(data)),
-                &chunk_shape,
-                self.array.data_type(),
-                self.array.fill_value(),
-                &options,
-            )
-            .map_err(|e| codec_error(e.to_string()))?;
-        write_atomic(&self.dir.join(key.as_str()), &encoded, Durability::Cached)?;
-        self.shards
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(indices);
-        Ok(())
-    }
-
-    /// Write the whole array from `data` (native-endian C-order bytes of
-    /// the array's shape), every chunk encoded and written in parallel.
-    pub fn write_array(&self, data: &[u8], parallelism: Parallelism) -> Result<()> {
-        let elem = self.dtype.size();
-        let expected = self.shape.iter().product::<u64>() as usize * elem;
-        if data.len() != expected {
-            return Err(SelectionError::BufferSize {
-                expected,
-                got: data.len(),
-            }
-            .into());
-        }
-        let grid = self.chunk_grid_shape();
-        let n_chunks: u64 = grid.iter().product();
-        let nd = self.shape.len();
-        let chunk_elems = self.chunk_shape.iter().product::<u64>() as usize;
-        let (src, dst, steps) = (
-            strides(&self.shape),
-            strides(&self.chunk_shape),
-            [1u64; MAX_DIMS],
-        );
-        let placement = Placement {
-            src_strides: &src,
-            dst_strides: &dst,
-            steps: &steps,
-            ndim: nd,
-            elem,
-        };
-        let write_one = |c: u64| -> Result<()> {
-            let idx = unravel(c, &grid);
-            let spans: Vec<ChunkSpan> = (0..nd)
-                .map(|d| {
-                    let start = idx[d] * self.chunk_shape[d];
-                    ChunkSpan {
-                        chunk: 0,
-                        first: start,
-                        count: self.chunk_shape[d].min(self.shape[d] - start),
-                        out_first: 0,
-                    }
-                })
-                .collect();
-            let mut chunk = self.fill.repeat(chunk_elems);
-            // SAFETY: `chunk` holds a whole chunk; the spans lie inside `data`.
-            unsafe { placement.copy(&spans, data, chunk.as_mut_ptr()) };
-            self.write_chunk(&idx[..nd], &chunk)
-        };
-        if parallelism.on_caller() {
-            return (0..n_chunks).try_for_each(write_one);
-        }
-        parallelism
-            .pool()
-            .install(|| (0..n_chunks).into_par_iter().try_for_each(write_one))
     }
 
     /// Read `window` into `out` (native-endian C-order bytes of the window's shape).

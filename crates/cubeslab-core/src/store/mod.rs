@@ -9,6 +9,7 @@
 //! MDIO's unsharded blosc arrays) is read through `zarrs` itself.
 
 mod array;
+mod array_write;
 mod atomic;
 mod checksum;
 mod claims;
