@@ -18,6 +18,12 @@ def median(cell) -> float | None:
         return None
 
 
+def medians(cells: dict) -> dict[str, float]:
+    """The cells' medians, by key, without the cells that hold none."""
+    found = {key: median(cell) for key, cell in cells.items()}
+    return {key: value for key, value in found.items() if value is not None}
+
+
 def _table(doc: dict, prefix: str) -> dict | None:
     return next((t for t in doc["tables"] if t["title"].startswith(prefix)), None)
 
@@ -41,8 +47,7 @@ def seismic_reads(doc: dict) -> list[list[str]]:
         columns = table["columns"]
         tools = [c for c in columns if c not in ("access", "bound") and "÷" not in c]
         for row in table["rows"]:
-            times = {t: median(row[columns.index(t)]) for t in tools}
-            times = {t: v for t, v in times.items() if v is not None}
+            times = medians({t: row[columns.index(t)] for t in tools})
             ours = {t: v for t, v in times.items() if t in CUBESLAB}
             others = {
                 t: v
@@ -83,19 +88,20 @@ def seismic_ingest(doc: dict) -> list[list[str]]:
         and "from SEG-Y" not in str(by_tool[t][1])
         and not str(by_tool[t][1]).startswith("written from memory")
     }
-    if rate.get("cubeslab") is None or not converters:
+    ours = rate.get("cubeslab")
+    if ours is None or not converters:
         return []
     best = max(converters, key=converters.__getitem__)
     out = [
         [
             "SEG-Y to a sliceable store (ingest)",
-            "cubeslab" if rate["cubeslab"] >= converters[best] else best,
-            f"cubeslab {rate['cubeslab']:.0f} MB/s",
+            "cubeslab" if ours >= converters[best] else best,
+            f"cubeslab {ours:.0f} MB/s",
             f"{best} {converters[best]:.0f} MB/s",
-            f"{rate['cubeslab'] / converters[best]:.2g}x",
+            f"{ours / converters[best]:.2g}x",
         ]
     ]
-    size = {t: median(r[columns.index("÷ raw volume")]) for t, r in by_tool.items()}
+    size = medians({t: r[columns.index("÷ raw volume")] for t, r in by_tool.items()})
     if size.get("cubeslab + views") is not None and size.get("cubeslab") is not None:
         out.append(
             [
@@ -117,8 +123,7 @@ def msi_selections(doc: dict) -> list[list[str]]:
     rows = []
     for access in ("z-slices", "spectra", "subcube"):
         column = columns.index(f"{access} ms")
-        times = {r[0]: median(r[column]) for r in table["rows"]}
-        times = {t: v for t, v in times.items() if v is not None}
+        times = medians({r[0]: r[column] for r in table["rows"]})
         ours = {t: v for t, v in times.items() if t.startswith("cubeslab")}
         others = {t: v for t, v in times.items() if not t.startswith("cubeslab")}
         if not ours or not others:
@@ -142,10 +147,10 @@ def layout_formula(doc: dict) -> list[list[str]]:
     if table is None:
         return []
     columns = table["columns"]
-    slowest = {r[0]: median(r[columns.index("slowest cold")]) for r in table["rows"]}
+    slowest = medians({r[0]: r[columns.index("slowest cold")] for r in table["rows"]})
     planner = next((t for t in slowest if "planner" in t), None)
     formula = next((t for t in slowest if "published formula" in t and t.startswith("cubeslab")), None)
-    if planner is None or formula is None or not slowest[planner] or slowest[formula] is None:
+    if planner is None or formula is None or not slowest[planner]:
         return []
     return [
         [
@@ -167,8 +172,8 @@ def hdf5_formats(doc: dict) -> list[list[str]]:
     out = []
     for part in ours.split(";"):
         what, _, span = part.partition(": cubeslab ")
-        numbers = [median(x) for x in span.replace("x", "").split("–")]
-        if not what.strip() or None in numbers or not numbers:
+        numbers = list(medians(dict(enumerate(span.replace("x", "").split("–")))).values())
+        if not what.strip() or not numbers:
             continue
         slower = min(numbers) > 1  # cubeslab's time over HDF5's
         out.append(
