@@ -7,6 +7,7 @@
 
 from . import errors
 from .array import Array, ReadSettings, warn_over_limits_in_environment
+from .create import create
 from .cube import Cube, open
 from .errors import *  # noqa: F403 - the exception classes are part of the top-level API
 from .ingest import describe_segy, export, ingest
@@ -21,6 +22,7 @@ __all__ = [
     "Cube",
     "ReadSettings",
     "__version__",
+    "create",
     "describe_segy",
     "export",
     "ingest",

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _engine
-from .errors import SelectionError
+from .errors import InvalidInputError, SelectionError
 from .profiles import find_profile
+from .sizes import parse_size
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,13 @@ def normalize_key(key, shape: Sequence[int]) -> tuple[Window, list[int], list[in
     return (starts, stops, steps), drop, reverse
 
 
+def zarr_fill_value(value):
+    """A fill value as Zarr v3 metadata writes it: non-finite floats by name."""
+    if isinstance(value, float) and not np.isfinite(value):
+        return "NaN" if np.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    return value
+
+
 class Array:
     """A Zarr v3 array on disk, read in parallel straight into numpy arrays.
 
@@ -122,6 +130,11 @@ class Array:
     ``copies``: arrays holding the same data in other layouts (orientation
     copies written by ``ingest --views``). Each read goes to the one the cost
     model predicts fastest for its window.
+
+    ``cache`` (bytes, or a size such as ``"512MiB"``) opens the array for window
+    writes (``a[10, :, 5:] = values``) through a write-back cache of decoded
+    chunks bounded by it; :meth:`flush`, :meth:`close` or leaving a ``with``
+    block writes the changes to disk.
     """
 
     def __init__(
@@ -129,10 +142,15 @@ class Array:
         path: str | os.PathLike,
         settings: ReadSettings | None = None,
         copies: Sequence[str | os.PathLike] = (),
+        cache: int | str | None = None,
     ):
         self.path = os.fspath(path)
         self.settings = settings or ReadSettings()
         self.copies = [os.fspath(c) for c in copies]
+        limit = parse_size(cache) if isinstance(cache, str) else cache
+        if limit is not None and limit <= 0:
+            raise InvalidInputError(f"cache={cache!r}: the write cache needs a positive number of bytes")
+        self.writable = limit is not None
         self._engine = _engine.ZarrArray(
             self.path,
             self.copies,
@@ -140,6 +158,7 @@ class Array:
             self.settings.threads,
             self.settings.in_flight,
             self.settings.verify,
+            limit,
         )
         self.shape: tuple[int, ...] = tuple(self._engine.shape)
         self.dtype = np.dtype(self._engine.dtype)
@@ -162,6 +181,7 @@ class Array:
         compress: str | None = None,
         dimension_names: Sequence[str] | None = None,
         attributes: dict | None = None,
+        fill_value=None,
     ) -> Array:
         """Create an empty array. With ``shards``, chunks are inner chunks inside shards."""
         dtype = np.dtype(dtype)
@@ -175,6 +195,8 @@ class Array:
         }
         if dimension_names is not None:
             spec["dimension_names"] = list(dimension_names)
+        if fill_value is not None:
+            spec["fill_value"] = zarr_fill_value(np.asarray(fill_value, dtype=dtype).item())
         _engine.ZarrArray.create(os.fspath(path), json.dumps(spec))
         return cls(path)
 
@@ -185,12 +207,64 @@ class Array:
         array.write(data)
         return array
 
-    def write(self, data: np.ndarray) -> None:
-        """Write the whole array (every chunk, in parallel)."""
-        data = np.ascontiguousarray(data, dtype=self.dtype)
-        if data.shape != self.shape:
-            raise SelectionError(f"data shape {data.shape} differs from the array's {self.shape}")
-        self._engine.write_array(data.reshape(-1).view(np.uint8), self.settings.threads)
+    def write(self, window, values=None, *, casting: str = "same_kind") -> None:
+        """Write ``values`` into ``window`` (a basic index, as for reading); ``write(values)``
+        writes the whole array. Values broadcast to the window's shape (a scalar fills it).
+
+        An array opened for writing (``cache=``) writes through its cache; one opened to
+        read can only be written whole, every chunk in parallel. ``casting``: as numpy's,
+        ``"same_kind"`` by default, so floats do not silently go into an integer array
+        (pass ``"unsafe"`` to allow it).
+        """
+        if values is None:
+            window, values = (), window
+        values = np.asarray(values)
+        if not np.can_cast(values.dtype, self.dtype, casting=casting):  # type: ignore[arg-type]
+            raise InvalidInputError(
+                f"{self.path}: writing {values.dtype} values into a {self.dtype} array would change "
+                f"them; convert them first, or pass casting='unsafe'"
+            )
+        (starts, stops, steps), drop, reverse = normalize_key(window, self.shape)
+        full_shape = tuple(len(range(a, b, s)) for a, b, s in zip(starts, stops, steps, strict=True))
+        shape = tuple(n for d, n in enumerate(full_shape) if d not in drop)
+        try:
+            data = np.broadcast_to(values, shape)
+        except ValueError:
+            raise SelectionError(
+                f"values of shape {values.shape} do not fit the window's shape {shape}"
+            ) from None
+        data = np.ascontiguousarray(data.reshape(full_shape), dtype=self.dtype)
+        if reverse:
+            data = np.ascontiguousarray(np.flip(data, axis=tuple(reverse)))
+        if data.size == 0:
+            return
+        if not self.writable and full_shape == self.shape and all(s == 1 for s in steps):
+            self._engine.write_array(data.reshape(-1).view(np.uint8), self.settings.threads)
+            return
+        self._engine.write(starts, stops, steps, data.reshape(-1).view(np.uint8))
+
+    def __setitem__(self, key, values) -> None:
+        self.write(key, values)
+
+    def flush(self) -> None:
+        """Write every change still in the cache to disk."""
+        if self.writable:
+            self._engine.flush()
+
+    def close(self) -> None:
+        """Flush; the array stays open for reading."""
+        self.flush()
+
+    def __enter__(self) -> Array:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def cache_info(self) -> dict:
+        """What the write cache did: ``hits``, ``misses``, ``evictions``, ``flushes`` (chunks written
+        back), ``bytes`` and ``dirty_bytes`` held now, and the ``limit``."""
+        return json.loads(self._engine.cache_info())
 
     @property
     def ndim(self) -> int:
@@ -280,6 +354,8 @@ class Array:
 
     # Dask and multiprocessing move arrays between processes by path.
     def __getstate__(self) -> dict:
+        if self.writable:
+            raise InvalidInputError(f"{self.path}: an array open for writing stays in its process")
         return {"path": self.path, "settings": self.settings, "copies": self.copies}
 
     def __setstate__(self, state: dict) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import _engine, schema
+from . import _engine, defaults, schema
 from .array import Array, ReadSettings
 from .errors import (
     InvalidInputError,
@@ -376,12 +376,14 @@ class Cube:
     ``repr`` reads nothing.
     """
 
-    def __init__(self, path: str | os.PathLike, settings: ReadSettings | None = None):
+    def __init__(
+        self, path: str | os.PathLike, settings: ReadSettings | None = None, cache: int | str | None = None
+    ):
         self.path = Path(path)
         self.settings = settings or ReadSettings()
         contents = store_contents(self.path)
         self.attributes: dict = contents["attributes"]
-        self.amplitude = Array(contents["main"], self.settings, contents["copies"])
+        self.amplitude = Array(contents["main"], self.settings, contents["copies"], cache=cache)
         is_group = contents["node_type"] == "group"
         self._arrays: dict[str, Array] = {Path(contents["main"]).name: self.amplitude} if is_group else {}
         self.dims: list[str] = list(self.amplitude.dimension_names or [f"dim_{i}" for i in range(self.ndim)])
@@ -530,9 +532,26 @@ class Cube:
 
         return to_dask(self.amplitude, chunks)
 
+    # -- writing (a cube opened with mode="r+") --------------------------------
+    def write(self, window, values=None, **options) -> None:
+        """Write values into a window of the amplitudes, by position (see :meth:`Array.write`)."""
+        self.amplitude.write(window, values, **options)
+
+    def __setitem__(self, key, values) -> None:
+        self.amplitude.write(key, values)
+
+    def flush(self) -> None:
+        """Write every change still in the cache to disk."""
+        self.amplitude.flush()
+
+    def cache_info(self) -> dict:
+        """What the write cache did (see :meth:`Array.cache_info`)."""
+        return self.amplitude.cache_info()
+
     # -- lifetime ------------------------------------------------------------
     def close(self) -> None:
-        """Drop open arrays (their shard maps close with them)."""
+        """Write pending changes, and drop open arrays (their shard maps close with them)."""
+        self.amplitude.flush()
         self._arrays.clear()
 
     def __enter__(self) -> Cube:
@@ -549,6 +568,25 @@ class Cube:
         )
 
 
-def open(path: str | os.PathLike, *, threads=None, in_flight=None, verify: bool = True) -> Cube:
-    """Open a cube store (cubeslab, MDIO v1, or a plain Zarr v3 array)."""
-    return Cube(path, ReadSettings(threads=threads, in_flight=in_flight, verify=verify))
+def open(
+    path: str | os.PathLike,
+    mode: str = "r",
+    *,
+    cache: int | str | None = None,
+    threads=None,
+    in_flight=None,
+    verify: bool = True,
+) -> Cube:
+    """Open a cube store (cubeslab, MDIO v1, or a plain Zarr v3 array).
+
+    mode: ``"r"`` (the default) to read; ``"r+"`` to write windows of its amplitudes too, through a
+    write-back cache of ``cache`` bytes (or a size such as ``"512MiB"``; default
+    :data:`cubeslab.defaults.WRITE_CACHE`).
+    """
+    if mode not in ("r", "r+"):
+        raise InvalidInputError(f"mode={mode!r}: open a store with mode 'r' (read) or 'r+' (read and write)")
+    if mode == "r" and cache is not None:
+        raise InvalidInputError("cache= is the write cache of mode='r+'; a store opened to read has none")
+    if mode == "r+" and cache is None:
+        cache = defaults.WRITE_CACHE
+    return Cube(path, ReadSettings(threads=threads, in_flight=in_flight, verify=verify), cache=cache)

@@ -21,5 +21,8 @@ VERTICAL: str = INGEST.vertical
 ENDIAN: str = INGEST.endian
 MEMORY_LIMIT: int = INGEST.memory_limit
 
+WRITE_CACHE: int = _engine.write_cache_default()
+"""Bytes of decoded chunks an array open for writing holds, unless told."""
+
 PLAN_STATE, PLAN_TOP = _engine.plan_defaults()
 """The cache state a plan is made for, and how many plans it returns, unless told."""

@@ -1,5 +1,6 @@
-//! A volume and its orientation copies, read as one array: each read goes
-//! to the copy the cost model predicts fastest for its window.
+//! An array as a caller holds it: for reading, with its orientation copies,
+//! each read going to the copy the cost model predicts fastest for its
+//! window; or open for writing, through a write-back cache.
 
 use std::{collections::HashMap, path::Path, sync::Mutex};
 
@@ -8,22 +9,24 @@ use crate::{
     plan::{
         predict_both, stored_array, CacheState, DeviceProfile, ReadSetup, StateWeights, StoredArray,
     },
-    store::{ReadOptions, StoreError, ZarrArray},
+    store::{ReadOptions, StoreContents, StoreError, ZarrArray},
     window::Window,
+    writer::ArrayWriter,
 };
 
 /// The arrays that hold the same data (the volume first), and the routes
 /// chosen so far, by the window's shape and steps.
-pub struct ArrayWithViews {
+pub struct ArrayHandle {
     arrays: Vec<ZarrArray>,
     models: Vec<StoredArray>,
     weights: StateWeights,
     setup: ReadSetup,
     profile: DeviceProfile,
     routes: Mutex<HashMap<Vec<u64>, usize>>,
+    writer: Option<ArrayWriter>,
 }
 
-impl ArrayWithViews {
+impl ArrayHandle {
     /// Open the volume at `path`, for reading; without `copies` every read
     /// goes to it. The routes are costed for reads made with `options` on
     /// the machine `profile` describes.
@@ -70,6 +73,34 @@ impl ArrayWithViews {
             setup,
             profile,
             routes: Mutex::new(HashMap::new()),
+            writer: None,
+        })
+    }
+
+    /// Open the array at `path` for reading and window writes, through a
+    /// write-back cache of at most `cache_limit` bytes. A volume with
+    /// orientation copies is refused: a write would leave them behind.
+    pub fn open_for_writing(path: &Path, cache_limit: u64) -> Result<Self> {
+        refuse_copies(path)?;
+        let writer = ArrayWriter::open(path, cache_limit)?;
+        let mut handle = Self::open(
+            path,
+            &[] as &[&Path],
+            DeviceProfile::typical(),
+            &ReadOptions::default(),
+        )?;
+        handle.writer = Some(writer);
+        Ok(handle)
+    }
+
+    /// The write-back cache of a handle open for writing; an error naming
+    /// the array for one opened to read.
+    pub fn writer(&self) -> Result<&ArrayWriter> {
+        self.writer.as_ref().ok_or_else(|| {
+            StoreError::ReadOnly {
+                path: self.volume().path().to_path_buf(),
+            }
+            .into()
         })
     }
 
@@ -109,6 +140,31 @@ impl ArrayWithViews {
 
     /// Read `window` from the array predicted fastest into `out`.
     pub fn read_into(&self, window: &Window, out: &mut [u8], options: &ReadOptions) -> Result<()> {
+        if let Some(writer) = &self.writer {
+            return writer.read_into(window, out, options);
+        }
         self.arrays[self.route(window)?].read_into(window, out, options)
     }
+}
+
+/// Refuse to write the array at `path` if its store keeps orientation
+/// copies of it, or if it is such a copy.
+fn refuse_copies(path: &Path) -> Result<()> {
+    let Some(store) = path.parent().filter(|p| p.join("zarr.json").is_file()) else {
+        return Ok(());
+    };
+    let Ok(contents) = StoreContents::read(store) else {
+        return Ok(());
+    };
+    let involved = contents.main == path || contents.copies.iter().any(|c| c == path);
+    if involved && !contents.copies.is_empty() {
+        return Err(StoreError::Unsupported {
+            path: path.to_path_buf(),
+            what: "window writes to a store with orientation views: the copies would no longer \
+                   hold the volume's values; ingest again without --views to write to it"
+                .into(),
+        }
+        .into());
+    }
+    Ok(())
 }

@@ -11,7 +11,9 @@
 //! * [`ingest`]: SEG-Y → cube store, streaming within a memory bound.
 //! * [`export`]: cube store → SEG-Y.
 //! * [`plan`]: device profiles, the cost model and the layout optimizer.
-//! * [`views`]: a volume and its orientation copies read as one, each read routed to the fastest.
+//! * [`handle`]: an array as a caller holds it: with its orientation copies (each read routed to the
+//!   fastest) or open for writing.
+//! * [`writer`]: window writes through a memory-bounded write-back cache of chunks.
 //! * [`verify`]: re-read every chunk with checksums; compare a store with its SEG-Y source.
 //! * [`config`]: threads and requests in flight.
 //! * [`progress`]: a long job's phase and count, watched from another thread; the request to stop.
@@ -25,6 +27,7 @@ pub mod config;
 pub mod dtype;
 pub mod error;
 pub mod export;
+pub mod handle;
 pub mod ingest;
 pub mod plan;
 pub mod progress;
@@ -32,7 +35,7 @@ pub mod segy;
 mod share;
 pub mod store;
 pub mod verify;
-pub mod views;
 pub mod window;
+pub mod writer;
 
 pub use error::{Error, ErrorKind};

@@ -15,10 +15,10 @@ use cubeslab_core::{
     config::Parallelism,
     dtype::DType,
     export::export_segy,
+    handle::ArrayHandle,
     ingest::Ingest as CoreIngest,
     progress::Progress as CoreProgress,
     store::{ArraySpec, ReadOptions, StoreContents, ZarrArray as CoreArray},
-    views::ArrayWithViews,
     window::{DimRange, Window},
 };
 use pyo3::{buffer::PyBuffer, prelude::*};
@@ -29,16 +29,18 @@ use options::{ExportOptions, IngestOptions};
 /// An open Zarr v3 array, with the orientation copies its reads may go to.
 #[pyclass(frozen)]
 struct ZarrArray {
-    inner: ArrayWithViews,
+    inner: ArrayHandle,
 }
 
 #[pymethods]
 impl ZarrArray {
     /// Open `path` for reading, with `copies` of it in other layouts; each
     /// read goes to the one predicted fastest on `profile` (JSON text;
-    /// default the typical machine) with these read settings.
+    /// default the typical machine) with these read settings. With `cache`
+    /// (bytes), open it for window writes through a write-back cache.
     #[new]
-    #[pyo3(signature = (path, copies=Vec::new(), profile=None, threads=None, in_flight=None, verify=true))]
+    #[pyo3(signature = (path, copies=Vec::new(), profile=None, threads=None, in_flight=None, verify=true, cache=None))]
+    #[allow(clippy::too_many_arguments)]
     fn open(
         py: Python<'_>,
         path: PathBuf,
@@ -47,16 +49,20 @@ impl ZarrArray {
         threads: Option<usize>,
         in_flight: Option<usize>,
         verify: bool,
+        cache: Option<u64>,
     ) -> PyResult<Self> {
+        if let Some(limit) = cache {
+            return Ok(Self {
+                inner: engine(py, || ArrayHandle::open_for_writing(&path, limit))?,
+            });
+        }
         let profile = options::device_profile(profile)?;
         let options = ReadOptions {
             parallelism: Parallelism::resolve(threads, in_flight),
             verify,
         };
         Ok(Self {
-            inner: engine(py, || {
-                ArrayWithViews::open(&path, &copies, profile, &options)
-            })?,
+            inner: engine(py, || ArrayHandle::open(&path, &copies, profile, &options))?,
         })
     }
 
@@ -137,6 +143,40 @@ impl ZarrArray {
             let slice = unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, len) };
             self.inner.read_into(&window, slice, &options)
         })
+    }
+
+    /// Write `data` (C-contiguous bytes of the window's shape) into the
+    /// window, through the write-back cache.
+    fn write(
+        &self,
+        py: Python<'_>,
+        starts: Vec<u64>,
+        stops: Vec<u64>,
+        steps: Vec<u64>,
+        data: PyBuffer<u8>,
+    ) -> PyResult<()> {
+        if !data.is_c_contiguous() {
+            return Err(crate::errors::invalid_input("data must be C-contiguous"));
+        }
+        let window = window(&starts, &stops, &steps)?;
+        let (ptr, len) = (data.buf_ptr() as usize, data.len_bytes());
+        engine(py, move || {
+            // SAFETY: `data` keeps the buffer alive for the call; it is only read.
+            let slice = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
+            self.inner.writer()?.write(&window, slice)
+        })
+    }
+
+    /// Write every cached change to disk.
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        engine(py, || self.inner.writer()?.flush())
+    }
+
+    /// The write-back cache's counts as JSON (`hits`, `misses`,
+    /// `evictions`, `flushes`, `bytes`, `dirty_bytes`, `limit`).
+    fn cache_info(&self, py: Python<'_>) -> PyResult<String> {
+        let info = engine(py, || Ok(self.inner.writer()?.cache_info()))?;
+        Ok(serde_json::to_string(&info).expect("counts serialise"))
     }
 
     /// Write the whole array from a C-contiguous buffer of its bytes.
@@ -332,6 +372,12 @@ fn survey_arrays() -> std::collections::HashMap<&'static str, &'static str> {
         .collect()
 }
 
+/// The write-back cache's bound (bytes) when a caller gives none.
+#[pyfunction]
+fn write_cache_default() -> u64 {
+    cubeslab_core::writer::DEFAULT_CACHE_BYTES
+}
+
 /// Default parallelism as (threads, in_flight).
 #[pyfunction]
 fn default_parallelism() -> (usize, usize) {
@@ -366,6 +412,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_node, m)?)?;
     m.add_function(wrap_pyfunction!(store_contents, m)?)?;
     m.add_function(wrap_pyfunction!(survey_arrays, m)?)?;
+    m.add_function(wrap_pyfunction!(write_cache_default, m)?)?;
     m.add_function(wrap_pyfunction!(errors::error_classes, m)?)?;
     m.add_function(wrap_pyfunction!(default_parallelism, m)?)?;
     m.add_function(wrap_pyfunction!(parallelism_limits, m)?)?;

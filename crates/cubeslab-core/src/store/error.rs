@@ -28,6 +28,18 @@ pub enum StoreError {
         /// The writer's process id.
         pid: u32,
     },
+    /// A write to an array opened for reading only.
+    #[error("{path} is open for reading only; open it with mode=\"r+\" to write")]
+    ReadOnly {
+        /// The array.
+        path: PathBuf,
+    },
+    /// Another writer replaced a chunk since this one read it.
+    #[error("{path}: another writer replaced this chunk after it was read here; this write was not applied (reopen the array and write again)")]
+    Conflict {
+        /// The chunk (shard) file.
+        path: PathBuf,
+    },
     /// Refusing to delete something that is not a store.
     #[error("{path} exists and is not a Zarr store; refusing to delete it")]
     NotAStore {
@@ -151,8 +163,10 @@ impl PartError for StoreError {
             | StoreError::ForeignFiles { .. } => ErrorKind::AlreadyExists,
             StoreError::Incomplete { .. } | StoreError::Unfinished { .. } => ErrorKind::Incomplete,
             StoreError::Changed { .. } => ErrorKind::Changed,
-            StoreError::Busy { .. } => ErrorKind::Busy,
-            StoreError::Metadata { .. } | StoreError::Unsupported { .. } => ErrorKind::InvalidInput,
+            StoreError::Busy { .. } | StoreError::Conflict { .. } => ErrorKind::Busy,
+            StoreError::Metadata { .. }
+            | StoreError::Unsupported { .. }
+            | StoreError::ReadOnly { .. } => ErrorKind::InvalidInput,
             StoreError::Checksum { .. }
             | StoreError::Corrupt { .. }
             | StoreError::Codec { .. }

@@ -1,0 +1,502 @@
+//! Window writes into an existing array, through a write-back cache of
+//! decoded chunks bounded in bytes (the SEP buffers library's memory limit).
+//!
+//! The unit of caching is the array's chunk: for a sharded array its shard,
+//! the unit its files are replaced in. A write that covers a whole chunk
+//! starts it from nothing; a partial one reads the chunk first. Reads see
+//! the cache. The least recently used chunks are evicted past the bound,
+//! dirty ones written back whole (temporary file, then rename), so a crash
+//! leaves every chunk either as it was or as it was written.
+//!
+//! Two writers may share a store: a chunk is written back under an
+//! exclusive lock on the array, and only if its file is still the one this
+//! writer read (or found absent); otherwise the write-back is refused with
+//! `StoreError::Busy`, never silently merged.
+
+use std::{
+    collections::HashMap,
+    fs::{self, File},
+    os::unix::fs::MetadataExt,
+    path::{Path, PathBuf},
+    sync::Mutex,
+};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::{
+    compress::Compression,
+    error::Result,
+    store::{ReadOptions, StoreError, ZarrArray},
+    window::{
+        chunk_spans, strides, ChunkSpan, DimRange, Placement, SelectionError, Window, MAX_DIMS,
+    },
+};
+
+/// The write-back cache's bound unless the caller gives one.
+pub const DEFAULT_CACHE_BYTES: u64 = 512 << 20;
+
+/// What a write-back cache did, for `cache_info()`.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct CacheInfo {
+    /// Chunk lookups that found the chunk cached.
+    pub hits: u64,
+    /// Lookups that did not (the chunk was read, or started empty).
+    pub misses: u64,
+    /// Chunks dropped to stay within the bound.
+    pub evictions: u64,
+    /// Chunks written back (by eviction or flush).
+    pub flushes: u64,
+    /// Bytes of the chunks held now.
+    pub bytes: u64,
+    /// Bytes of the chunks held now with writes not yet on disk.
+    pub dirty_bytes: u64,
+    /// The bound.
+    pub limit: u64,
+}
+
+/// Which file a chunk was read from: written back only over the same one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stamp {
+    Absent,
+    File { inode: u64, mtime_ns: i64, len: u64 },
+}
+
+impl Stamp {
+    fn of(path: &Path) -> Self {
+        match fs::metadata(path) {
+            Ok(m) => Stamp::File {
+                inode: m.ino(),
+                mtime_ns: m.mtime() * 1_000_000_000 + m.mtime_nsec(),
+                len: m.len(),
+            },
+            Err(_) => Stamp::Absent,
+        }
+    }
+}
+
+struct Cached {
+    /// The chunk's elements, C order, its full (unclipped) shape.
+    data: Vec<u8>,
+    dirty: bool,
+    stamp: Stamp,
+    last_use: u64,
+}
+
+#[derive(Default)]
+struct Chunks {
+    held: HashMap<Vec<u64>, Cached>,
+    clock: u64,
+    info: CacheInfo,
+}
+
+/// An array open for writing.
+pub struct ArrayWriter {
+    array: ZarrArray,
+    chunks: Mutex<Chunks>,
+    limit: u64,
+    /// Chunks are compressed lossily: never decoded to be encoded again.
+    lossy: bool,
+}
+
+impl ArrayWriter {
+    /// Open the array at `path` for window writes, holding at most `limit`
+    /// bytes of decoded chunks (at least one chunk, whatever the bound).
+    pub fn open(path: &Path, limit: u64) -> Result<Self> {
+        let array = ZarrArray::open_to_read(path)?;
+        let metadata = array.metadata();
+        let chain = if array.inner_chunk_shape().is_some() {
+            metadata.pointer("/codecs/0/configuration/codecs")
+        } else {
+            metadata.get("codecs")
+        };
+        let lossy = chain
+            .and_then(Value::as_array)
+            .and_then(|codecs| Compression::from_codecs(codecs))
+            .is_some_and(|c| c.is_lossy());
+        Ok(Self {
+            array,
+            chunks: Mutex::new(Chunks::default()),
+            limit,
+            lossy,
+        })
+    }
+
+    /// The array written to.
+    pub fn array(&self) -> &ZarrArray {
+        &self.array
+    }
+
+    fn chunk_bytes(&self) -> usize {
+        self.array.chunk_shape().iter().product::<u64>() as usize * self.array.dtype().size()
+    }
+
+    /// Write `data` (native-endian C-order elements of the window's shape)
+    /// into `window`.
+    pub fn write(&self, window: &Window, data: &[u8]) -> Result<()> {
+        window.validate(self.array.shape())?;
+        let elem = self.array.dtype().size();
+        let expected = window.num_elements() as usize * elem;
+        if data.len() != expected {
+            return Err(SelectionError::BufferSize {
+                expected,
+                got: data.len(),
+            }
+            .into());
+        }
+        if expected == 0 {
+            return Ok(());
+        }
+        let chunk = self.array.chunk_shape().to_vec();
+        let per_dim: Vec<Vec<ChunkSpan>> = window
+            .dims
+            .iter()
+            .zip(&chunk)
+            .map(|(range, &c)| chunk_spans(range, c))
+            .collect();
+        let window_strides = strides(&window.shape());
+        let chunk_strides = strides(&chunk);
+        let mut chunks = self.chunks.lock().unwrap_or_else(|p| p.into_inner());
+        let mut touched: Vec<(Vec<ChunkSpan>, bool)> = Vec::new();
+        for_each_combination(&per_dim, |spans| {
+            let whole = spans.iter().zip(&window.dims).zip(&chunk).enumerate().all(
+                |(d, ((s, range), &c))| {
+                    let side = c.min(self.array.shape()[d] - s.chunk * c);
+                    s.first == 0 && s.count == side && (range.step == 1 || s.count == 1)
+                },
+            );
+            touched.push((spans.to_vec(), whole));
+            Ok(())
+        })?;
+        if self.lossy {
+            // A lossy chunk decoded and encoded again would add a second error to the values
+            // this write leaves alone, past the bound the store records.
+            if let Some((spans, _)) = touched.iter().find(|(spans, whole)| {
+                !whole
+                    && !chunks
+                        .held
+                        .contains_key(&spans.iter().map(|s| s.chunk).collect::<Vec<_>>())
+            }) {
+                let indices: Vec<u64> = spans.iter().map(|s| s.chunk).collect();
+                return Err(StoreError::Unsupported {
+                    path: self.array.chunk_path(&indices),
+                    what: format!(
+                        "a write to part of a chunk of a lossily compressed array: its other values \
+                         would be compressed a second time, adding to their error past the bound the \
+                         store records; write whole chunks ({:?}), or use a lossless store",
+                        chunk
+                    ),
+                }
+                .into());
+            }
+        }
+        for (spans, whole) in &touched {
+            let spans = spans.as_slice();
+            let indices: Vec<u64> = spans.iter().map(|s| s.chunk).collect();
+            let cached = self.get(&mut chunks, &indices, !whole)?;
+            scatter(
+                spans,
+                data,
+                &window_strides,
+                &mut cached.data,
+                &chunk_strides,
+                &window.dims,
+                elem,
+            );
+            if !cached.dirty {
+                cached.dirty = true;
+                chunks.info.dirty_bytes += self.chunk_bytes() as u64;
+            }
+        }
+        self.evict(&mut chunks, None)
+    }
+
+    /// The cached chunk at `indices`, read from disk first if `read` (else
+    /// started empty: the caller overwrites all of it).
+    fn get<'a>(
+        &self,
+        chunks: &'a mut Chunks,
+        indices: &[u64],
+        read: bool,
+    ) -> Result<&'a mut Cached> {
+        chunks.clock += 1;
+        let clock = chunks.clock;
+        if chunks.held.contains_key(indices) {
+            chunks.info.hits += 1;
+        } else {
+            chunks.info.misses += 1;
+            let path = self.array.chunk_path(indices);
+            let stamp = Stamp::of(&path);
+            let data = if read {
+                self.read_chunk(indices)?
+            } else {
+                self.array
+                    .fill_bytes()
+                    .repeat(self.chunk_bytes() / self.array.dtype().size())
+            };
+            chunks.info.bytes += data.len() as u64;
+            chunks.held.insert(
+                indices.to_vec(),
+                Cached {
+                    data,
+                    dirty: false,
+                    stamp,
+                    last_use: clock,
+                },
+            );
+        }
+        let cached = chunks.held.get_mut(indices).expect("inserted above");
+        cached.last_use = clock;
+        Ok(cached)
+    }
+
+    /// The chunk at `indices` as stored, in its full shape (edge chunks
+    /// padded with the fill value).
+    fn read_chunk(&self, indices: &[u64]) -> Result<Vec<u8>> {
+        let chunk = self.array.chunk_shape();
+        let region = Window::of_chunk(indices, chunk, self.array.shape());
+        let clipped = region.shape();
+        let elem = self.array.dtype().size();
+        let mut part = vec![0u8; region.num_elements() as usize * elem];
+        self.array
+            .read_into(&region, &mut part, &ReadOptions::default())?;
+        if clipped.as_slice() == chunk {
+            return Ok(part);
+        }
+        let mut full = self.array.fill_bytes().repeat(self.chunk_bytes() / elem);
+        let spans: Vec<ChunkSpan> = clipped
+            .iter()
+            .map(|&n| ChunkSpan {
+                chunk: 0,
+                first: 0,
+                count: n,
+                out_first: 0,
+            })
+            .collect();
+        let (src, dst, steps) = (strides(&clipped), strides(chunk), [1u64; MAX_DIMS]);
+        let placement = Placement {
+            src_strides: &src,
+            dst_strides: &dst,
+            steps: &steps,
+            ndim: chunk.len(),
+            elem,
+        };
+        // SAFETY: `full` holds a whole chunk, which contains the clipped region.
+        unsafe { placement.copy(&spans, &part, full.as_mut_ptr()) };
+        Ok(full)
+    }
+
+    /// Evict least recently used chunks (never `keep`), writing dirty ones
+    /// back, until the held bytes are within the bound.
+    fn evict(&self, chunks: &mut Chunks, keep: Option<&[u64]>) -> Result<()> {
+        while chunks.info.bytes > self.limit && chunks.held.len() > 1 {
+            let oldest = chunks
+                .held
+                .iter()
+                .filter(|(k, _)| Some(k.as_slice()) != keep)
+                .min_by_key(|(_, c)| c.last_use)
+                .map(|(k, _)| k.clone());
+            let Some(key) = oldest else { break };
+            let cached = chunks.held.remove(&key).expect("found above");
+            chunks.info.bytes -= cached.data.len() as u64;
+            chunks.info.evictions += 1;
+            if cached.dirty {
+                chunks.info.dirty_bytes -= cached.data.len() as u64;
+                self.write_back(&key, &cached)?;
+                chunks.info.flushes += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Write one chunk back: under the array's write lock, only over the
+    /// file it was read from.
+    fn write_back(&self, indices: &[u64], cached: &Cached) -> Result<()> {
+        let _lock = WriteLock::take(self.array.path())?;
+        let path = self.array.chunk_path(indices);
+        if Stamp::of(&path) != cached.stamp {
+            return Err(StoreError::Conflict { path }.into());
+        }
+        self.array.write_chunk(indices, &cached.data)
+    }
+
+    /// Write every dirty chunk back; the chunks stay cached, clean.
+    pub fn flush(&self) -> Result<()> {
+        let mut chunks = self.chunks.lock().unwrap_or_else(|p| p.into_inner());
+        let mut dirty: Vec<Vec<u64>> = chunks
+            .held
+            .iter()
+            .filter(|(_, c)| c.dirty)
+            .map(|(k, _)| k.clone())
+            .collect();
+        dirty.sort();
+        for key in dirty {
+            let cached = chunks.held.get(&key).expect("listed above");
+            self.write_back(&key, cached)?;
+            let path = self.array.chunk_path(&key);
+            let bytes = cached.data.len() as u64;
+            let cached = chunks.held.get_mut(&key).expect("listed above");
+            cached.dirty = false;
+            cached.stamp = Stamp::of(&path);
+            chunks.info.dirty_bytes -= bytes;
+            chunks.info.flushes += 1;
+        }
+        Ok(())
+    }
+
+    /// Read `window` into `out`, the cache's writes included.
+    pub fn read_into(&self, window: &Window, out: &mut [u8], options: &ReadOptions) -> Result<()> {
+        let chunks = self.chunks.lock().unwrap_or_else(|p| p.into_inner());
+        self.array.read_into(window, out, options)?;
+        if !chunks.held.values().any(|c| c.dirty) {
+            return Ok(());
+        }
+        let chunk = self.array.chunk_shape().to_vec();
+        let per_dim: Vec<Vec<ChunkSpan>> = window
+            .dims
+            .iter()
+            .zip(&chunk)
+            .map(|(range, &c)| chunk_spans(range, c))
+            .collect();
+        let steps = {
+            let mut s = [1u64; MAX_DIMS];
+            for (d, r) in window.dims.iter().enumerate() {
+                s[d] = r.step;
+            }
+            s
+        };
+        let (src, dst) = (strides(&chunk), strides(&window.shape()));
+        let placement = Placement {
+            src_strides: &src,
+            dst_strides: &dst,
+            steps: &steps,
+            ndim: chunk.len(),
+            elem: self.array.dtype().size(),
+        };
+        for_each_combination(&per_dim, |spans| -> Result<()> {
+            let indices: Vec<u64> = spans.iter().map(|s| s.chunk).collect();
+            if let Some(cached) = chunks.held.get(&indices).filter(|c| c.dirty) {
+                // SAFETY: the spans lie inside the chunk and the window, and
+                // `out` holds the whole window (checked by the read above).
+                unsafe { placement.copy(spans, &cached.data, out.as_mut_ptr()) };
+            }
+            Ok(())
+        })
+    }
+
+    /// What the cache did so far.
+    pub fn cache_info(&self) -> CacheInfo {
+        let chunks = self.chunks.lock().unwrap_or_else(|p| p.into_inner());
+        CacheInfo {
+            limit: self.limit,
+            ..chunks.info
+        }
+    }
+}
+
+/// Call `f` with every combination of one span per dimension.
+fn for_each_combination(
+    per_dim: &[Vec<ChunkSpan>],
+    mut f: impl FnMut(&[ChunkSpan]) -> Result<()>,
+) -> Result<()> {
+    if per_dim.iter().any(Vec::is_empty) {
+        return Ok(());
+    }
+    let mut at = vec![0usize; per_dim.len()];
+    let mut spans: Vec<ChunkSpan> = per_dim.iter().map(|s| s[0]).collect();
+    loop {
+        f(&spans)?;
+        let mut d = per_dim.len();
+        loop {
+            if d == 0 {
+                return Ok(());
+            }
+            d -= 1;
+            at[d] += 1;
+            if at[d] < per_dim[d].len() {
+                spans[d] = per_dim[d][at[d]];
+                break;
+            }
+            at[d] = 0;
+            spans[d] = per_dim[d][0];
+        }
+    }
+}
+
+/// Copy the part of a window's elements (`src`, C order with
+/// `window_strides`) that `spans` select into a chunk (`dst`, C order with
+/// `chunk_strides`), at the window's steps.
+fn scatter(
+    spans: &[ChunkSpan],
+    src: &[u8],
+    window_strides: &[u64; MAX_DIMS],
+    dst: &mut [u8],
+    chunk_strides: &[u64; MAX_DIMS],
+    dims: &[DimRange],
+    elem: usize,
+) {
+    let nd = spans.len();
+    if nd == 0 {
+        dst[..elem].copy_from_slice(&src[..elem]);
+        return;
+    }
+    let last = nd - 1;
+    let mut pos = vec![0u64; nd];
+    loop {
+        let mut s = 0u64;
+        let mut t = 0u64;
+        for d in 0..last {
+            s += (spans[d].out_first + pos[d]) * window_strides[d];
+            t += (spans[d].first + pos[d] * dims[d].step) * chunk_strides[d];
+        }
+        let inner = &spans[last];
+        let s0 = ((s + inner.out_first) as usize) * elem;
+        let t0 = ((t + inner.first) as usize) * elem;
+        let n = inner.count as usize;
+        if dims[last].step == 1 {
+            dst[t0..t0 + n * elem].copy_from_slice(&src[s0..s0 + n * elem]);
+        } else {
+            let step = dims[last].step as usize * elem;
+            for i in 0..n {
+                let (a, b) = (s0 + i * elem, t0 + i * step);
+                dst[b..b + elem].copy_from_slice(&src[a..a + elem]);
+            }
+        }
+        let mut d = last;
+        loop {
+            if d == 0 {
+                return;
+            }
+            d -= 1;
+            pos[d] += 1;
+            if pos[d] < spans[d].count {
+                break;
+            }
+            pos[d] = 0;
+        }
+    }
+}
+
+/// An exclusive lock on an array's write-backs (`flock` on a file in it),
+/// held while one chunk is checked and replaced.
+struct WriteLock {
+    _file: File,
+}
+
+impl WriteLock {
+    fn take(array: &Path) -> Result<Self> {
+        let path: PathBuf = array.join(".cubeslab-write.lock");
+        let file = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| crate::Error::io(&path, e))?;
+        use std::os::fd::AsRawFd;
+        // SAFETY: flock on a file descriptor this function owns.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(crate::Error::io(&path, std::io::Error::last_os_error()));
+        }
+        Ok(Self { _file: file })
+    }
+}

@@ -1,0 +1,262 @@
+"""Window writes through the write-back cache, against an independent oracle: a numpy array that
+receives the same writes, and zarr-python reading the store afterwards."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+
+import cubeslab
+from cubeslab import _engine
+
+SEGY = Path(__file__).resolve().parent / "data/segy/f3.sgy"
+SHAPE = (37, 41, 53)
+CHUNKS, SHARDS = (8, 8, 8), (16, 16, 24)
+SHARD_BYTES = 16 * 16 * 24 * 4
+
+
+def random_window(rng, shape):
+    """A window of 1-D slices with random bounds and steps, some dimensions indexed by an integer."""
+    key = []
+    for n in shape:
+        start = int(rng.integers(0, n))
+        if rng.random() < 0.15:
+            key.append(start)
+            continue
+        stop = int(start + rng.integers(1, n - start + 1))
+        step = int(rng.integers(1, 4))
+        key.append(
+            slice(stop - 1, start - 1 if start else None, -step)
+            if rng.random() < 0.1
+            else slice(start, stop, step)
+        )
+    return tuple(key)
+
+
+def random_whole_shards(rng, shape):
+    """A window of whole shards (edge shards clipped to the array)."""
+    key = []
+    for n, side in zip(shape, SHARDS, strict=True):
+        count = -(-n // side)
+        first = int(rng.integers(0, count))
+        last = int(rng.integers(first, count))
+        key.append(slice(first * side, min(n, (last + 1) * side)))
+    return tuple(key)
+
+
+@pytest.mark.parametrize(
+    ("compress", "tolerance"),
+    [(None, 0), ("zstd:3", 0), ("zfp:tolerance=0.01", 0.01)],
+    ids=["raw", "zstd", "zfp-tolerance"],
+)
+@pytest.mark.parametrize(
+    "cache", [SHARD_BYTES, 3 * SHARD_BYTES, 10 * np.prod(SHAPE) * 4], ids=["one-shard", "three", "larger"]
+)
+def test_random_windows_in_random_order_match_a_numpy_oracle(tmp_path, compress, tolerance, cache):
+    rng = np.random.default_rng(int(cache) + len(compress or ""))
+    # A lossy store takes whole chunks only (see the test below): its windows are whole shards.
+    windows = random_whole_shards if tolerance else random_window
+    store = tmp_path / "w.zarr"
+    oracle = np.zeros(SHAPE, np.float32)
+    with cubeslab.create(
+        store, SHAPE, chunks=CHUNKS, shards=SHARDS, compress=compress, fill_value=0, cache=int(cache)
+    ) as cube:
+        for i in range(120):
+            key = windows(rng, SHAPE)
+            values = rng.standard_normal(oracle[key].shape).astype(np.float32)
+            cube[key] = values
+            oracle[key] = values
+            if i % 20 == 0:  # reads see the writes before any flush (lossy ones only after a write-back)
+                np.testing.assert_allclose(cube[...], oracle, rtol=0, atol=2 * tolerance)
+        info = cube.cache_info()
+    assert info["misses"] > 0 and info["bytes"] <= max(int(cache), SHARD_BYTES)
+    if cache < np.prod(SHAPE) * 4:
+        assert info["evictions"] > 0 and info["flushes"] >= info["evictions"]
+    reopened = cubeslab.open(store)[...]
+    theirs = zarr.open_array(store, mode="r")[...]
+    if tolerance:
+        assert np.abs(reopened - oracle).max() <= tolerance
+    else:
+        assert np.array_equal(reopened, oracle)
+    assert np.array_equal(theirs, reopened)
+    assert cubeslab.verify(store)["ok"]
+
+
+def test_scalars_broadcast_and_rows_broadcast_over_a_window(tmp_path):
+    cube = cubeslab.create(tmp_path / "b.zarr", (6, 7, 8), "int16", chunks=(2, 3, 4), fill_value=-1)
+    oracle = np.full((6, 7, 8), -1, np.int16)
+    cube[1:5, ::2, 3] = 9
+    oracle[1:5, ::2, 3] = 9
+    row = np.arange(8, dtype=np.int16)
+    cube[2, 1:4] = row
+    oracle[2, 1:4] = row
+    cube.flush()
+    assert np.array_equal(cubeslab.open(tmp_path / "b.zarr")[...], oracle)
+
+
+def test_whole_chunks_are_written_without_reading_them(tmp_path):
+    cube = cubeslab.create(
+        tmp_path / "c.zarr", (16, 16), "float32", chunks=(4, 4), shards=(8, 8), cache="1MiB"
+    )
+    cube[0:8, 0:8] = 1.0  # one whole shard
+    assert cube.cache_info()["misses"] == 1
+    cube[0:8, 8:16] = np.ones((8, 8), np.float32)
+    cube.close()
+    info = cube.cache_info()
+    assert info["flushes"] == 2 and info["dirty_bytes"] == 0
+    assert np.array_equal(cubeslab.open(tmp_path / "c.zarr")[0:8], np.ones((8, 16), np.float32))
+
+
+def test_an_ingested_survey_written_in_place_reads_back_and_verifies(ingest_cube):
+    store = ingest_cube(SEGY).path
+    before = cubeslab.open(store)[...]
+    with cubeslab.open(store, mode="r+", cache="2MiB") as cube:
+        plane = np.full(cube.shape[1:], 3.5, cube.dtype)
+        cube[5] = plane
+        cube[:, :, 7] = 0.25
+    after = cubeslab.open(store)[...]
+    expected = before.copy()
+    expected[5] = 3.5
+    expected[:, :, 7] = 0.25
+    assert np.array_equal(after, expected)
+    assert cubeslab.verify(store)["ok"]
+
+
+# -- bad input: a clear error, nothing changed on disk -------------------------------------------------
+
+
+@pytest.fixture
+def small(tmp_path) -> Path:
+    store = tmp_path / "s.zarr"
+    cubeslab.create(store, (8, 8), "int32", chunks=(4, 4), fill_value=0).close()
+    return store
+
+
+def files_of(store: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(store)): p.read_bytes() for p in sorted(store.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize(
+    ("key", "values", "error", "words"),
+    [
+        ((-9, 0), 1, cubeslab.SelectionError, "out of bounds"),
+        ((9, 0), 1, cubeslab.SelectionError, "out of bounds"),
+        ((slice(0, 4), slice(0, 4)), np.ones((3, 4), np.int32), cubeslab.SelectionError, "do not fit"),
+        ((0, 0), 1.5, cubeslab.InvalidInputError, "float64 values into a int32"),
+    ],
+    ids=["index-before-the-start", "index-past-the-end", "wrong-shape", "lossy-cast"],
+)
+def test_a_bad_write_is_refused_and_changes_nothing(small, key, values, error, words):
+    before = files_of(small)
+    with cubeslab.open(small, mode="r+") as cube, pytest.raises(error, match=words):
+        cube[key] = values
+    assert files_of(small) == before
+
+
+def test_an_explicit_unsafe_cast_is_allowed(small):
+    with cubeslab.open(small, mode="r+") as cube:
+        cube.write((0, 0), 2.9, casting="unsafe")
+    assert cubeslab.open(small)[0, 0] == 2
+
+
+def test_writing_a_store_opened_to_read_is_refused(small):
+    cube = cubeslab.open(small)
+    with pytest.raises(cubeslab.InvalidInputError, match='open it with mode="r\\+"'):
+        cube[0, 0] = 1
+    with pytest.raises(cubeslab.InvalidInputError, match="mode"):
+        cubeslab.open(small, mode="w")
+
+
+def test_writing_an_incomplete_store_is_refused(tmp_path):
+    store = tmp_path / "stopped.zarr"
+    job = _engine.Ingest(str(SEGY), str(store), _engine.IngestOptions(layout="8x8x40/8x8x120", threads=1))
+    job.step(1)
+    del job  # stopped after one task: the store stays incomplete
+    with pytest.raises(cubeslab.IncompleteStoreError):
+        cubeslab.open(store, mode="r+")
+
+
+def test_a_store_with_orientation_views_refuses_writes(ingest_cube):
+    store = ingest_cube(SEGY, views=["inline", "time"]).path
+    with pytest.raises(cubeslab.InvalidInputError, match="orientation views"):
+        cubeslab.open(store, mode="r+")
+
+
+def test_a_lossy_store_refuses_a_write_to_part_of_a_chunk_it_would_have_to_decode(tmp_path):
+    store = tmp_path / "z.zarr"
+    cube = cubeslab.create(
+        store, (16, 16), chunks=(4, 4), shards=(8, 8), compress="zfp:tolerance=0.01", fill_value=0
+    )
+    cube[0:8, 0:8] = 1.5  # a whole shard: encoded once
+    cube[0, 0] = 2.5  # still cached, exact: no second encoding
+    cube.flush()
+    before = files_of(store)
+    cube2 = cubeslab.open(store, mode="r+")
+    with pytest.raises(cubeslab.InvalidInputError, match="compressed a second time"):
+        cube2[1, 1] = 3.0
+    cube2.close()
+    assert files_of(store) == before
+    data = cubeslab.open(store)[...]
+    assert abs(data[0, 0] - 2.5) <= 0.01 and np.abs(data[1:8, 0:8] - 1.5).max() <= 0.01
+
+
+def test_create_refuses_an_error_target_that_needs_data_to_tune_on(tmp_path):
+    with pytest.raises(cubeslab.InvalidInputError, match="tuned on the data"):
+        cubeslab.create(tmp_path / "t.zarr", (8, 8), compress="zfp:snr=40")
+    assert not (tmp_path / "t.zarr").exists()
+
+
+def test_create_plans_a_layout_when_given_no_chunks(tmp_path):
+    cube = cubeslab.create(tmp_path / "p.zarr", (64, 80, 120), dims=("x", "y", "z"))
+    assert cube.dims == ["x", "y", "z"]
+    assert cube.amplitude.shards is not None and all(c > 0 for c in cube.amplitude.chunks)
+
+
+# -- two writers --------------------------------------------------------------------------------------
+
+WRITER = textwrap.dedent(
+    """
+    import sys, numpy as np, cubeslab
+    store, row, value = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+    with cubeslab.open(store, mode="r+") as cube:
+        cube[row, 0:4] = value
+        print("written", flush=True)
+        sys.stdin.readline()
+    """
+)
+
+
+def test_two_processes_writing_different_shards_both_succeed(tmp_path):
+    store = tmp_path / "two.zarr"
+    cubeslab.create(store, (8, 8), "float32", chunks=(4, 4), fill_value=0).close()
+    a = subprocess.Popen([sys.executable, "-c", WRITER, store, "0", "1"], stdin=subprocess.PIPE, text=True,
+                         stdout=subprocess.PIPE)  # fmt: skip
+    b = subprocess.Popen([sys.executable, "-c", WRITER, store, "4", "2"], stdin=subprocess.PIPE, text=True,
+                         stdout=subprocess.PIPE)  # fmt: skip
+    for p in (a, b):
+        assert p.stdout is not None and p.stdout.readline().strip() == "written"
+    for p in (a, b):
+        p.communicate("\n", timeout=60)
+        assert p.returncode == 0
+    data = cubeslab.open(store)[...]
+    assert (data[0, 0:4] == 1).all() and (data[4, 0:4] == 2).all()
+
+
+def test_a_second_writer_of_the_same_shard_is_refused_not_merged(tmp_path):
+    store = tmp_path / "same.zarr"
+    cubeslab.create(store, (8, 8), "float32", chunks=(4, 4), fill_value=0).close()
+    first = cubeslab.open(store, mode="r+")
+    second = cubeslab.open(store, mode="r+")
+    first[0, 0:2] = 1.0
+    second[1, 0:2] = 2.0  # both read the same chunk before either wrote it back
+    first.flush()
+    with pytest.raises(cubeslab.StoreBusyError, match="another writer replaced this chunk"):
+        second.flush()
+    data = cubeslab.open(store)[...]
+    assert (data[0, 0:2] == 1).all() and (data[1, 0:2] == 0).all()
