@@ -9,6 +9,7 @@ from . import errors
 from .array import Array, ReadSettings, warn_over_limits_in_environment
 from .create import create
 from .cube import Cube, open
+from .description import describe
 from .errors import *  # noqa: F403 - the exception classes are part of the top-level API
 from .ingest import describe_segy, export, ingest
 from .verify import verify
@@ -23,6 +24,7 @@ __all__ = [
     "ReadSettings",
     "__version__",
     "create",
+    "describe",
     "describe_segy",
     "export",
     "ingest",

@@ -1,4 +1,5 @@
-"""The ``cubeslab`` command: ingest, info, read, export, demo, profile, plan, verify, bench.
+"""The ``cubeslab`` command: ingest, info, read, export, demo, verify, describe, create, profile, plan,
+bench.
 
 Exit codes: 0 success, 1 a cubeslab error (the message says what and where),
 2 bad command-line usage, 130 interrupted (Ctrl-C).
@@ -444,6 +445,50 @@ def print_verify(report: dict) -> None:
         if "problem" in a:
             console.print(f"[red]{escape(a['problem'])}[/]")
     console.print("[green]ok[/]" if report["ok"] else "[red]problems found[/]")
+
+
+@app.command()
+def describe(
+    store: Annotated[Path, typer.Argument(help="Store to describe")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the JSON description")] = False,
+) -> None:
+    """The store's description: axes (name, size, origin, step, unit), dtype, layout, codec, fill value
+    and attributes; `create --from-json` makes an empty store from it."""
+    from .description import describe as run_describe
+
+    description = run_describe(store)
+    if as_json:
+        console.print_json(json.dumps(description))
+        return
+    table = Table("axis", "size", "origin", "step", "unit")
+    for axis in description["axes"]:
+        table.add_row(
+            escape(axis["name"]), str(axis["size"]), f"{axis['origin']:g}", f"{axis['step']:g}",
+            escape(str(axis["unit"] or "")),
+        )  # fmt: skip
+    console.print(table)
+    for key in ("dtype", "chunks", "shards", "compress", "fill_value", "attributes"):
+        console.print(f"[bold]{key}[/] {escape(json.dumps(description[key]))}")
+
+
+@app.command()
+def create(
+    store: Annotated[Path, typer.Argument(help="Store to create (a folder that does not exist yet)")],
+    from_json: Annotated[
+        Path, typer.Option("--from-json", help="A description, as `describe --json` prints")
+    ],
+) -> None:
+    """Create an empty store from a JSON description."""
+    from .create import create as run_create
+
+    try:
+        description = json.loads(from_json.read_text())
+    except OSError as error:
+        raise CubeslabError(f"{from_json}: cannot read it: {error.strerror or error}") from None
+    except json.JSONDecodeError as error:
+        raise CubeslabError(f"{from_json}: not JSON: {error}") from None
+    run_create(store, description=description).close()
+    console.print(f"created {escape(str(store))}")
 
 
 app.command("profile")(plan_cli.profile_command)

@@ -8,13 +8,14 @@ import numpy as np
 
 from .array import Array
 from .cube import Cube, open
-from .errors import InvalidInputError
+from .description import create_arguments
+from .errors import InvalidInputError, StoreExistsError
 from .plan import plan
 
 
 def create(
     path: str | os.PathLike,
-    shape,
+    shape=None,
     dtype="float32",
     *,
     dims=None,
@@ -25,14 +26,22 @@ def create(
     fill_value=None,
     attributes: dict | None = None,
     cache: int | str | None = None,
+    description: dict | None = None,
 ) -> Cube:
     """Create an empty N-D array store and open it for writing (as ``open(path, "r+")``).
 
-    Without ``chunks``, the planner chooses chunks and shards for ``access`` (default: every
+    ``description``: a store's JSON description (see :func:`cubeslab.describe`) instead of the
+    other arguments. Without ``chunks``, the planner chooses chunks and shards for ``access`` (default: every
     plane), as ingest does. ``compress`` takes the ``--compress`` names with fixed parameters
     (``zstd:3``, ``zfp:tolerance=0.01``, ...); error targets (``zfp:snr=40``,
     ``zfp:max-error=...``) need data to tune on and are refused here.
     """
+    if description is not None:
+        return create(path, cache=cache, **create_arguments(description))
+    if shape is None:
+        raise InvalidInputError("create needs a shape (or a description)")
+    if os.path.lexists(path):
+        raise StoreExistsError(f"{path} already exists; create makes a new store (remove the old one first)")
     shape = tuple(int(n) for n in shape)
     dtype = np.dtype(dtype)
     if chunks is None:

@@ -372,6 +372,15 @@ fn survey_arrays() -> std::collections::HashMap<&'static str, &'static str> {
         .collect()
 }
 
+/// The `--compress` name of a chunk codec chain (JSON), or `None` for a
+/// chain cubeslab does not write.
+#[pyfunction]
+fn compression_name(codecs: &str) -> PyResult<Option<String>> {
+    let codecs: Vec<serde_json::Value> = serde_json::from_str(codecs)
+        .map_err(|e| crate::errors::invalid_input(format!("codecs: {e}")))?;
+    Ok(cubeslab_core::compress::Compression::from_codecs(&codecs).map(|c| c.name()))
+}
+
 /// The write-back cache's bound (bytes) when a caller gives none.
 #[pyfunction]
 fn write_cache_default() -> u64 {
@@ -413,6 +422,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(store_contents, m)?)?;
     m.add_function(wrap_pyfunction!(survey_arrays, m)?)?;
     m.add_function(wrap_pyfunction!(write_cache_default, m)?)?;
+    m.add_function(wrap_pyfunction!(compression_name, m)?)?;
     m.add_function(wrap_pyfunction!(errors::error_classes, m)?)?;
     m.add_function(wrap_pyfunction!(default_parallelism, m)?)?;
     m.add_function(wrap_pyfunction!(parallelism_limits, m)?)?;

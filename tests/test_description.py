@@ -1,0 +1,103 @@
+"""The JSON description of a store (axes, dtype, layout, codec, fill value, attributes): describe,
+create from it, describe again gives the same; a bad description is refused naming its field."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import cubeslab
+
+SEGY = Path(__file__).resolve().parent / "data/segy/f3.sgy"
+CLI = [sys.executable, "-m", "cubeslab.cli"]
+
+
+def test_describe_create_describe_of_a_created_store_is_exact(tmp_path):
+    first = tmp_path / "first.zarr"
+    description = {
+        "axes": [
+            {"name": "x", "size": 10, "origin": -5.0, "step": 0.5, "unit": "m"},
+            {"name": "y", "size": 20, "origin": 100.0, "step": 25.0, "unit": "m"},
+            {"name": "t", "size": 30, "origin": 0.0, "step": 4.0, "unit": "ms"},
+        ],
+        "dtype": "int16",
+        "chunks": [5, 5, 5],
+        "shards": [10, 10, 15],
+        "compress": "zstd:3",
+        "fill_value": -7,
+        "attributes": {"survey": "test", "nested": {"a": [1, 2]}},
+    }
+    cubeslab.create(first, description=description).close()
+    described = cubeslab.describe(first)
+    assert described == description
+    again = tmp_path / "again.zarr"
+    cubeslab.create(again, description=described).close()
+    assert cubeslab.describe(again) == described
+    assert np.array_equal(cubeslab.open(again)[...], np.full((10, 20, 30), -7, np.int16))
+
+
+def test_describe_create_describe_of_an_ingested_survey_is_exact_through_the_command_line(
+    ingest_cube, tmp_path
+):
+    store = ingest_cube(SEGY, compress="zstd:3").path
+    text = subprocess.run(
+        [*CLI, "describe", str(store), "--json"], capture_output=True, text=True, check=True
+    ).stdout
+    described = json.loads(text)
+    names = [a["name"] for a in described["axes"]]
+    assert names == ["inline", "crossline", "time"]
+    cube = cubeslab.open(store)
+    assert described["axes"][0]["origin"] == float(cube.coords["inline"][0])
+    assert described["axes"][2]["step"] == float(np.diff(cube.coords["time"])[0])
+    assert described["compress"] == "zstd:3"
+    (tmp_path / "d.json").write_text(text)
+    new = tmp_path / "new.zarr"
+    subprocess.run([*CLI, "create", str(new), "--from-json", str(tmp_path / "d.json")], check=True)
+    assert cubeslab.describe(new) == described
+
+
+GOOD = {
+    "axes": [{"name": "x", "size": 4}, {"name": "y", "size": 6}],
+    "dtype": "float32",
+    "chunks": [2, 3],
+}
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        (lambda d: d.pop("axes"), "field 'axes' is missing"),
+        (lambda d: d.pop("dtype"), "field 'dtype' is missing"),
+        (lambda d: d["axes"][0].pop("size"), r"axes\[0\]: field 'size' is missing"),
+        (lambda d: d["axes"][1].update(size=0), r"axes\[1\]: 'size' must be a positive integer"),
+        (lambda d: d["axes"][1].update(name="x"), "axis names repeat"),
+        (lambda d: d["axes"][0].update(step=0), "'step' cannot be 0"),
+        (lambda d: d.update(chunks=[2]), "'chunks' must list 2 positive integers"),
+        (lambda d: d.update(shards=[3, 3]), "multiple of the chunk's"),
+        (lambda d: d.update(dtype="float128x"), "not a numpy type"),
+        (lambda d: d.update(colour="red"), "unknown field 'colour'"),
+        (lambda d: d.update(compress="zfp:snr=40"), "tuned on the data"),
+    ],
+    ids=["no-axes", "no-dtype", "no-size", "zero-size", "same-names", "zero-step", "chunks-of-wrong-rank",
+         "shards-not-multiples", "bad-dtype", "unknown-field", "error-target"],
+)  # fmt: skip
+def test_a_bad_description_is_refused_naming_its_field_and_writes_nothing(tmp_path, change, words):
+    description = copy.deepcopy(GOOD)
+    change(description)
+    with pytest.raises(cubeslab.InvalidInputError, match=words):
+        cubeslab.create(tmp_path / "bad.zarr", description=description)
+    assert not (tmp_path / "bad.zarr").exists()
+
+
+def test_the_command_line_refuses_a_description_that_is_not_json(tmp_path):
+    (tmp_path / "d.json").write_text("{not json")
+    done = subprocess.run([*CLI, "create", str(tmp_path / "x.zarr"), "--from-json", str(tmp_path / "d.json")],
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 1 and "not JSON" in done.stderr
+    assert not (tmp_path / "x.zarr").exists()
