@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import subprocess
 import tempfile
 import warnings
 from dataclasses import dataclass, field
@@ -360,3 +361,17 @@ def timings(value, where: str = "results"):
     elif isinstance(value, list):
         for i, item in enumerate(value):
             yield from timings(item, f"{where}[{i}]")
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 16 MiB filesystem of its own, so that a write can run out of space."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(disk)], capture_output=True, text=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"mounting a small tmpfs needs root (CI runs as root): {mounted.stderr.strip()}")
+    yield disk
+    subprocess.run(["umount", "-l", str(disk)], check=False)

@@ -87,20 +87,6 @@ def test_stops_at_random_moments_of_an_overwrite_leave_the_old_or_the_new_store(
         current = data
 
 
-@pytest.fixture
-def small_disk(tmp_path):
-    """A 16 MiB filesystem of its own, so that an overwrite can run out of space."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(disk)], capture_output=True, text=True
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"mounting a small tmpfs needs root (CI runs as root): {mounted.stderr.strip()}")
-    yield disk
-    subprocess.run(["umount", "-l", str(disk)], check=False)
-
-
 def test_a_disk_full_at_random_moments_of_an_overwrite_leaves_the_old_store_then_resumes(surveys, small_disk):
     """B5/G1: the new store runs out of space at ten different points; each time the old store is
     whole, the error says so, and once space is freed the overwrite resumes to the new survey."""

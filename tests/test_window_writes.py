@@ -3,9 +3,11 @@ receives the same writes, and zarr-python reading the store afterwards."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -260,3 +262,83 @@ def test_a_second_writer_of_the_same_shard_is_refused_not_merged(tmp_path):
         second.flush()
     data = cubeslab.open(store)[...]
     assert (data[0, 0:2] == 1).all() and (data[1, 0:2] == 0).all()
+
+
+# -- crashes -----------------------------------------------------------------------------------------
+
+FLUSHER = textwrap.dedent(
+    """
+    import sys, numpy as np, cubeslab
+    store = sys.argv[1]
+    cube = cubeslab.open(store, mode="r+", cache=1)  # every chunk written back as soon as the next comes
+    after = np.arange(np.prod(cube.shape), dtype=np.float32).reshape(cube.shape)
+    print("writing", flush=True)
+    while True:
+        cube[...] = after
+    """
+)
+
+
+def shard_files(store: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(store)): p.read_bytes() for p in sorted((store / "c").rglob("*")) if p.is_file()
+            and not p.name.endswith(".tmp") and ".tmp" not in p.name}  # fmt: skip
+
+
+def test_kill_9_during_write_backs_leaves_every_shard_before_or_after_and_the_store_verified(tmp_path):
+    store = tmp_path / "k.zarr"
+    shape = (16, 16, 32)
+    with cubeslab.create(store, shape, chunks=(8, 8, 8), shards=(8, 8, 16), fill_value=0) as cube:
+        cube[...] = np.full(shape, -1, np.float32)
+    before = shard_files(store)
+    rng = np.random.default_rng(9)
+    snapshots = []
+    for _ in range(10):
+        p = subprocess.Popen([sys.executable, "-c", FLUSHER, str(store)], stdout=subprocess.PIPE, text=True)
+        assert p.stdout is not None and p.stdout.readline().strip() == "writing"
+        time.sleep(float(rng.uniform(0.0, 0.3)))
+        p.kill()
+        p.wait()
+        assert cubeslab.verify(store)["ok"]
+        snapshots.append(shard_files(store))
+    # Let one writer finish: the after state of every shard.
+    with cubeslab.open(store, mode="r+", cache=1) as cube:
+        cube[...] = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    after = shard_files(store)
+    assert set(after) == set(before) and all(after[k] != before[k] for k in before)
+    changed = 0
+    for snapshot in snapshots:
+        assert set(snapshot) == set(before)
+        for key, data in snapshot.items():
+            assert data in (before[key], after[key]), key
+            changed += data == after[key]
+    assert changed > 0  # the writers got some shards written before they were killed
+
+
+def test_a_full_disk_during_flush_names_the_store_and_leaves_whole_shards(small_disk):
+    store = small_disk / "full.zarr"
+    shape = (64, 64, 64)  # 16 shards of 64 KiB, none on disk yet (an empty store)
+    cubeslab.create(store, shape, chunks=(16, 16, 16), shards=(16, 16, 64), fill_value=0).close()
+    free = os.statvfs(small_disk).f_bavail * os.statvfs(small_disk).f_frsize
+    filler = small_disk / "filler"
+    filler.write_bytes(b"\0" * max(0, free - 300 * 1024))  # room for about four of them
+    after_values = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    cube = cubeslab.open(store, mode="r+", cache="64MiB")
+    cube[...] = after_values
+    with pytest.raises(cubeslab.CubeslabIOError, match=str(store)):
+        cube.flush()
+    assert not [p for p in store.rglob("*.tmp*")]  # no half-written file left behind
+    written = shard_files(store)
+    assert 0 < len(written) < 16
+    data = cubeslab.open(store)[...].reshape(4, 16, 4, 16, 64)
+    reference = after_values.reshape(4, 16, 4, 16, 64)
+    whole = 0
+    for i in range(4):
+        for j in range(4):
+            shard = data[i, :, j]
+            assert (shard == 0).all() or np.array_equal(shard, reference[i, :, j])
+            whole += np.array_equal(shard, reference[i, :, j])
+    assert whole == len(written)
+    filler.unlink()
+    cube.flush()  # with room again, the rest is written
+    assert np.array_equal(cubeslab.open(store)[...], after_values)
+    assert cubeslab.verify(store)["ok"]
