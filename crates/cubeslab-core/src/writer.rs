@@ -9,7 +9,7 @@
 //! leaves every chunk either as it was or as it was written.
 //!
 //! Two writers may share a store: a chunk is written back under an
-//! exclusive lock on the array, and only if its file is still the one this
+//! exclusive lock on that chunk, and only if its file is still the one this
 //! writer read (or found absent); otherwise the write-back is refused with
 //! `StoreError::Busy`, never silently merged.
 
@@ -24,8 +24,11 @@ use std::{
 use serde::Serialize;
 use serde_json::Value;
 
+use rayon::prelude::*;
+
 use crate::{
     compress::Compression,
+    config::Parallelism,
     error::Result,
     store::{ReadOptions, StoreError, ZarrArray},
     window::{
@@ -286,33 +289,80 @@ impl ArrayWriter {
         Ok(full)
     }
 
-    /// Evict least recently used chunks (never `keep`), writing dirty ones
-    /// back, until the held bytes are within the bound.
+    /// Past the bound, evict least recently used chunks (never `keep`) down
+    /// to three quarters of it, writing the dirty ones back in parallel. A
+    /// chunk whose write-back fails stays cached, dirty.
     fn evict(&self, chunks: &mut Chunks, keep: Option<&[u64]>) -> Result<()> {
-        while chunks.info.bytes > self.limit && chunks.held.len() > 1 {
-            let oldest = chunks
-                .held
-                .iter()
-                .filter(|(k, _)| Some(k.as_slice()) != keep)
-                .min_by_key(|(_, c)| c.last_use)
-                .map(|(k, _)| k.clone());
-            let Some(key) = oldest else { break };
-            let cached = chunks.held.remove(&key).expect("found above");
+        if chunks.info.bytes <= self.limit || chunks.held.len() <= 1 {
+            return Ok(());
+        }
+        let mut order: Vec<(u64, Vec<u64>)> = chunks
+            .held
+            .iter()
+            .filter(|(k, _)| Some(k.as_slice()) != keep)
+            .map(|(k, c)| (c.last_use, k.clone()))
+            .collect();
+        order.sort_unstable();
+        let low_water = self.limit / 4 * 3;
+        let mut bytes = chunks.info.bytes;
+        let mut victims = Vec::new();
+        for (_, key) in order {
+            if bytes <= low_water || chunks.held.len() <= 1 {
+                break;
+            }
+            let cached = chunks.held.remove(&key).expect("listed above");
+            bytes -= cached.data.len() as u64;
+            victims.push((key, cached));
+        }
+        let results = self.write_back_all(victims.iter().filter(|(_, c)| c.dirty));
+        let mut failure = None;
+        let mut failed = Vec::new();
+        for ((key, _), result) in victims.iter().filter(|(_, c)| c.dirty).zip(results) {
+            match result {
+                Ok(()) => chunks.info.flushes += 1,
+                Err(error) => {
+                    failed.push(key.clone());
+                    failure.get_or_insert(error);
+                }
+            }
+        }
+        for (key, cached) in victims {
+            if failed.contains(&key) {
+                chunks.held.insert(key, cached);
+                continue;
+            }
             chunks.info.bytes -= cached.data.len() as u64;
             chunks.info.evictions += 1;
             if cached.dirty {
                 chunks.info.dirty_bytes -= cached.data.len() as u64;
-                self.write_back(&key, &cached)?;
-                chunks.info.flushes += 1;
             }
         }
-        Ok(())
+        failure.map_or(Ok(()), Err)
     }
 
-    /// Write one chunk back: under the array's write lock, only over the
-    /// file it was read from.
+    /// Write chunks back in parallel; one result per chunk, in order.
+    fn write_back_all<'a>(
+        &self,
+        dirty: impl Iterator<Item = &'a (Vec<u64>, Cached)>,
+    ) -> Vec<Result<()>> {
+        let dirty: Vec<&(Vec<u64>, Cached)> = dirty.collect();
+        if dirty.len() <= 1 {
+            return dirty.iter().map(|(k, c)| self.write_back(k, c)).collect();
+        }
+        Parallelism::default().pool().install(|| {
+            dirty
+                .par_iter()
+                .map(|(k, c)| self.write_back(k, c))
+                .collect()
+        })
+    }
+
+    /// Write one chunk back: under a lock on it (shared by every writer of
+    /// the array), only over the file it was read from.
     fn write_back(&self, indices: &[u64], cached: &Cached) -> Result<()> {
-        let _lock = WriteLock::take(self.array.path())?;
+        let grid = self.array.chunk_grid_shape();
+        let id = indices.iter().zip(&grid).fold(0, |id, (i, n)| id * n + i);
+        let _lock = ChunkLock::take(self.array.path(), id)?;
         let path = self.array.chunk_path(indices);
         if Stamp::of(&path) != cached.stamp {
             return Err(StoreError::Conflict { path }.into());
@@ -320,28 +370,38 @@ impl ArrayWriter {
         self.array.write_chunk(indices, &cached.data)
     }
 
-    /// Write every dirty chunk back; the chunks stay cached, clean.
+    /// Write every dirty chunk back, in parallel; the chunks stay cached, clean.
     pub fn flush(&self) -> Result<()> {
         let mut chunks = self.chunks.lock().unwrap_or_else(|p| p.into_inner());
-        let mut dirty: Vec<Vec<u64>> = chunks
+        let mut dirty: Vec<(Vec<u64>, Cached)> = Vec::new();
+        let keys: Vec<Vec<u64>> = chunks
             .held
             .iter()
             .filter(|(_, c)| c.dirty)
             .map(|(k, _)| k.clone())
             .collect();
-        dirty.sort();
-        for key in dirty {
-            let cached = chunks.held.get(&key).expect("listed above");
-            self.write_back(&key, cached)?;
-            let path = self.array.chunk_path(&key);
-            let bytes = cached.data.len() as u64;
-            let cached = chunks.held.get_mut(&key).expect("listed above");
-            cached.dirty = false;
-            cached.stamp = Stamp::of(&path);
-            chunks.info.dirty_bytes -= bytes;
-            chunks.info.flushes += 1;
+        for key in keys {
+            let cached = chunks.held.remove(&key).expect("listed above");
+            dirty.push((key, cached));
         }
-        Ok(())
+        dirty.sort_by(|a, b| a.0.cmp(&b.0));
+        let results = self.write_back_all(dirty.iter());
+        let mut failure = None;
+        for ((key, mut cached), result) in dirty.into_iter().zip(results) {
+            match result {
+                Ok(()) => {
+                    cached.dirty = false;
+                    cached.stamp = Stamp::of(&self.array.chunk_path(&key));
+                    chunks.info.dirty_bytes -= cached.data.len() as u64;
+                    chunks.info.flushes += 1;
+                }
+                Err(error) => {
+                    failure.get_or_insert(error);
+                }
+            }
+            chunks.held.insert(key, cached);
+        }
+        failure.map_or(Ok(()), Err)
     }
 
     /// Read `window` into `out`, the cache's writes included.
@@ -477,14 +537,17 @@ fn scatter(
     }
 }
 
-/// An exclusive lock on an array's write-backs (`flock` on a file in it),
-/// held while one chunk is checked and replaced.
-struct WriteLock {
+/// An exclusive lock on one chunk of an array, shared by every writer of
+/// it in any process: an open-file-description byte-range lock on byte
+/// `id` of a lock file in the array, held while the chunk is checked and
+/// replaced.
+struct ChunkLock {
     _file: File,
 }
 
-impl WriteLock {
-    fn take(array: &Path) -> Result<Self> {
+impl ChunkLock {
+    fn take(array: &Path, id: u64) -> Result<Self> {
+        use std::os::fd::AsRawFd;
         let path: PathBuf = array.join(".cubeslab-write.lock");
         let file = fs::OpenOptions::new()
             .create(true)
@@ -492,9 +555,14 @@ impl WriteLock {
             .write(true)
             .open(&path)
             .map_err(|e| crate::Error::io(&path, e))?;
-        use std::os::fd::AsRawFd;
-        // SAFETY: flock on a file descriptor this function owns.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        // SAFETY: a zeroed flock is valid; the fields set below describe the range.
+        let mut range: libc::flock = unsafe { std::mem::zeroed() };
+        range.l_type = libc::F_WRLCK as libc::c_short;
+        range.l_whence = libc::SEEK_SET as libc::c_short;
+        range.l_start = id as libc::off_t;
+        range.l_len = 1;
+        // SAFETY: fcntl on a descriptor this function owns, with a valid flock.
+        if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLKW, &range) } != 0 {
             return Err(crate::Error::io(&path, std::io::Error::last_os_error()));
         }
         Ok(Self { _file: file })
