@@ -342,3 +342,36 @@ def test_a_full_disk_during_flush_names_the_store_and_leaves_whole_shards(small_
     cube.flush()  # with room again, the rest is written
     assert np.array_equal(cubeslab.open(store)[...], after_values)
     assert cubeslab.verify(store)["ok"]
+
+
+def test_info_reports_the_error_of_lossy_chunks_written_after_the_ingest(ingest_cube):
+    from cubeslab.cli import store_report
+
+    store = ingest_cube(SEGY, compress="zfp:tolerance=0.01").path
+    assert "error_of_writes" not in store_report(store)
+    with cubeslab.open(store, mode="r+") as cube:
+        shard = cube.amplitude.shards
+        assert shard is not None
+        block = tuple(slice(0, min(s, n)) for s, n in zip(shard, cube.shape, strict=True))
+        values = np.random.default_rng(3).standard_normal(cube[block].shape).astype(np.float32)
+        cube[block] = values
+    report = store_report(store)
+    assert report["error"].startswith("at ingest: ")
+    assert report["error_of_writes"].startswith("1 chunks written since, max |error| ")
+    recorded = cubeslab.open(store).amplitude.attributes["cubeslab"]["rewrites"]
+    read_back = cubeslab.open(store)[block]
+    assert recorded["chunks"] == 1
+    assert recorded["max_abs_error"] == pytest.approx(float(np.abs(read_back - values).max()), rel=1e-6)
+    assert recorded["max_abs_error"] <= 0.01
+    assert cubeslab.verify(store)["ok"]
+
+
+def test_changes_left_in_the_cache_are_written_when_the_array_is_dropped(tmp_path):
+    store = tmp_path / "dropped.zarr"
+    cube = cubeslab.create(store, (8, 8), "float32", chunks=(4, 4), fill_value=0)
+    cube[2:6, 2:6] = 5.0
+    del cube  # no flush, no close
+    import gc
+
+    gc.collect()
+    assert (cubeslab.open(store)[2:6, 2:6] == 5).all()

@@ -250,6 +250,11 @@ def store_report(store: Path) -> dict:
         report["compression"] = codec
         if "achieved" in compression:
             report["error"] = error_summary(compression["achieved"])
+    rewrites = amplitude.attributes.get("cubeslab", {}).get("rewrites")
+    if rewrites:  # lossy chunks written since the ingest (or creation): their own error
+        if "error" in report:
+            report["error"] = "at ingest: " + report["error"]
+        report["error_of_writes"] = rewrite_summary(rewrites)
     if "plan" in extra:
         report["layout"] = f"{extra['plan']['layout']} ({extra['plan']['strategy']})"
     if copies:
@@ -265,6 +270,15 @@ def store_report(store: Path) -> dict:
             report[key] = extra[key]
     report.update(store_notes(cube))  # MDIO's time axis, where it differs from the SEG-Y's
     return report
+
+
+def rewrite_summary(rewrites: dict) -> str:
+    """One line from the error a writer recorded for the lossy chunks it wrote back."""
+    text = f"{rewrites['chunks']} chunks written since, max |error| {rewrites['max_abs_error']:.4g}"
+    worst = rewrites.get("worst_chunk_snr")
+    if worst:
+        text += f"; worst chunk {worst['chunk']}: SNR {worst['snr_db']:.1f} dB"
+    return text
 
 
 def error_summary(errors: dict) -> str:

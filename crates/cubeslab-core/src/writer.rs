@@ -27,14 +27,18 @@ use serde_json::Value;
 use rayon::prelude::*;
 
 use crate::{
-    compress::Compression,
+    compress::{ChunkErrors, Compression},
     config::Parallelism,
     error::Result,
-    store::{ReadOptions, StoreError, ZarrArray},
+    store::{read_metadata, write_json_atomic, Durability, ReadOptions, StoreError, ZarrArray},
     window::{
         chunk_spans, strides, ChunkSpan, DimRange, Placement, SelectionError, Window, MAX_DIMS,
     },
 };
+
+/// The byte of the lock file that stands for the array's metadata (chunk
+/// ids stay far below it).
+const METADATA_LOCK: u64 = i64::MAX as u64;
 
 /// The write-back cache's bound unless the caller gives one.
 pub const DEFAULT_CACHE_BYTES: u64 = 512 << 20;
@@ -96,6 +100,8 @@ struct Chunks {
 /// An array open for writing.
 pub struct ArrayWriter {
     array: ZarrArray,
+    /// The error of the lossy chunks written back, not yet recorded.
+    rewrites: Mutex<ChunkErrors>,
     chunks: Mutex<Chunks>,
     limit: u64,
     /// Chunks are compressed lossily: never decoded to be encoded again.
@@ -119,6 +125,7 @@ impl ArrayWriter {
             .is_some_and(|c| c.is_lossy());
         Ok(Self {
             array,
+            rewrites: Mutex::new(ChunkErrors::default()),
             chunks: Mutex::new(Chunks::default()),
             limit,
             lossy,
@@ -367,7 +374,50 @@ impl ArrayWriter {
         if Stamp::of(&path) != cached.stamp {
             return Err(StoreError::Conflict { path }.into());
         }
-        self.array.write_chunk(indices, &cached.data)
+        if let Some(errors) = self.array.write_chunk(indices, &cached.data)? {
+            self.rewrites
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .merge(&errors);
+        }
+        Ok(())
+    }
+
+    /// Record in the array's attributes (`cubeslab.rewrites`) the error of
+    /// the lossy chunks written back since the last record, merged with
+    /// what earlier writers recorded: what `info` reports besides the
+    /// ingest's error.
+    fn record_rewrites(&self) -> Result<()> {
+        let errors = std::mem::take(&mut *self.rewrites.lock().unwrap_or_else(|p| p.into_inner()));
+        if errors.chunks == 0 {
+            return Ok(());
+        }
+        let _lock = ChunkLock::take(self.array.path(), METADATA_LOCK)?;
+        let mut metadata = read_metadata(self.array.path())?;
+        let record = &mut metadata["attributes"]["cubeslab"]["rewrites"];
+        let earlier_chunks = record["chunks"].as_u64().unwrap_or(0);
+        let earlier_max = record["max_abs_error"].as_f64().unwrap_or(0.0);
+        let max_abs = errors.total.max_abs_error.max(earlier_max);
+        let mut merged = serde_json::json!({
+            "chunks": earlier_chunks + errors.chunks,
+            "max_abs_error": max_abs,
+        });
+        let new_worst = errors.worst_snr.as_ref().filter(|(db, _)| db.is_finite());
+        let keep_earlier = match (new_worst, record["worst_chunk_snr"]["snr_db"].as_f64()) {
+            (Some((db, _)), Some(earlier)) => earlier <= *db,
+            (None, _) => true,
+            (Some(_), None) => false,
+        };
+        merged["worst_chunk_snr"] = match new_worst {
+            Some((db, key)) if !keep_earlier => serde_json::json!({"chunk": key, "snr_db": db}),
+            _ => record["worst_chunk_snr"].clone(),
+        };
+        *record = merged;
+        write_json_atomic(
+            &self.array.path().join("zarr.json"),
+            &metadata,
+            Durability::Cached,
+        )
     }
 
     /// Write every dirty chunk back, in parallel; the chunks stay cached, clean.
@@ -387,6 +437,7 @@ impl ArrayWriter {
         dirty.sort_by(|a, b| a.0.cmp(&b.0));
         let results = self.write_back_all(dirty.iter());
         let mut failure = None;
+        let results_ok = results.iter().all(Result::is_ok);
         for ((key, mut cached), result) in dirty.into_iter().zip(results) {
             match result {
                 Ok(()) => {
@@ -400,6 +451,9 @@ impl ArrayWriter {
                 }
             }
             chunks.held.insert(key, cached);
+        }
+        if results_ok {
+            self.record_rewrites()?;
         }
         failure.map_or(Ok(()), Err)
     }
@@ -454,6 +508,20 @@ impl ArrayWriter {
     }
 }
 
+impl Drop for ArrayWriter {
+    /// A writer dropped with changes still cached writes them: nothing is
+    /// lost because a caller forgot `flush`. An error here has no caller to
+    /// go to, so it is printed.
+    fn drop(&mut self) {
+        if let Err(error) = self.flush() {
+            eprintln!(
+                "cubeslab: writing the cached changes of {} failed: {error}",
+                self.array.path().display()
+            );
+        }
+    }
+}
+
 /// Call `f` with every combination of one span per dimension.
 fn for_each_combination(
     per_dim: &[Vec<ChunkSpan>],
@@ -500,34 +568,43 @@ fn scatter(
         dst[..elem].copy_from_slice(&src[..elem]);
         return;
     }
-    let last = nd - 1;
-    let mut pos = vec![0u64; nd];
+    // Runs go along the last dimension that selects more than one element
+    // (a time slice's runs go along crosslines), each run copied at once
+    // when both sides are contiguous along it.
+    let inner = (0..nd)
+        .rev()
+        .find(|&d| spans[d].count > 1)
+        .unwrap_or(nd - 1);
+    let n = spans[inner].count as usize;
+    let src_step = window_strides[inner] as usize * elem;
+    let dst_step = (chunk_strides[inner] * dims[inner].step) as usize * elem;
+    let mut pos = [0u64; MAX_DIMS];
     loop {
-        let mut s = 0u64;
-        let mut t = 0u64;
-        for d in 0..last {
+        let mut s = spans[inner].out_first * window_strides[inner];
+        let mut t = spans[inner].first * chunk_strides[inner];
+        for d in (0..nd).filter(|&d| d != inner) {
             s += (spans[d].out_first + pos[d]) * window_strides[d];
             t += (spans[d].first + pos[d] * dims[d].step) * chunk_strides[d];
         }
-        let inner = &spans[last];
-        let s0 = ((s + inner.out_first) as usize) * elem;
-        let t0 = ((t + inner.first) as usize) * elem;
-        let n = inner.count as usize;
-        if dims[last].step == 1 {
+        let (s0, t0) = (s as usize * elem, t as usize * elem);
+        if src_step == elem && dst_step == elem {
             dst[t0..t0 + n * elem].copy_from_slice(&src[s0..s0 + n * elem]);
         } else {
-            let step = dims[last].step as usize * elem;
             for i in 0..n {
-                let (a, b) = (s0 + i * elem, t0 + i * step);
+                let (a, b) = (s0 + i * src_step, t0 + i * dst_step);
                 dst[b..b + elem].copy_from_slice(&src[a..a + elem]);
             }
         }
-        let mut d = last;
+        // The next run: an odometer over the other dimensions, last fastest.
+        let mut d = nd;
         loop {
             if d == 0 {
                 return;
             }
             d -= 1;
+            if d == inner {
+                continue;
+            }
             pos[d] += 1;
             if pos[d] < spans[d].count {
                 break;

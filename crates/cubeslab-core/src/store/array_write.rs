@@ -8,6 +8,7 @@ use zarrs::array::{ArrayBytes, CodecOptions};
 
 use super::{write_atomic, Durability, StoreError, ZarrArray};
 use crate::{
+    compress::ChunkErrors,
     config::Parallelism,
     error::Result,
     window::{strides, unravel, ChunkSpan, Placement, SelectionError, MAX_DIMS},
@@ -16,8 +17,9 @@ use crate::{
 
 impl ZarrArray {
     /// Encode one whole chunk (shard) from native-endian C-order bytes of the
-    /// full chunk shape and write it atomically.
-    pub fn write_chunk(&self, indices: &[u64], data: &[u8]) -> Result<()> {
+    /// full chunk shape and write it atomically. For a lossily compressed
+    /// sharded array, the error of what was written.
+    pub fn write_chunk(&self, indices: &[u64], data: &[u8]) -> Result<Option<ChunkErrors>> {
         use zarrs::array::ArrayToBytesCodecTraits;
         let key = self.array.chunk_key(indices);
         let codec_error = |message: String| -> Error {
@@ -45,8 +47,7 @@ impl ZarrArray {
             // The engine writes its shards itself (with their identity).
             let mut builder = self.shard_builder(indices)?;
             builder.fill_from(data);
-            self.write_shard(builder)?;
-            return Ok(());
+            return self.write_shard(builder);
         }
         let options = CodecOptions::default().with_concurrent_target(1);
         let encoded = self
@@ -65,7 +66,7 @@ impl ZarrArray {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(indices);
-        Ok(())
+        Ok(None)
     }
 
     /// Write the whole array from `data` (native-endian C-order bytes of
@@ -112,7 +113,7 @@ impl ZarrArray {
             let mut chunk = self.fill.repeat(chunk_elems);
             // SAFETY: `chunk` holds a whole chunk; the spans lie inside `data`.
             unsafe { placement.copy(&spans, data, chunk.as_mut_ptr()) };
-            self.write_chunk(&idx[..nd], &chunk)
+            self.write_chunk(&idx[..nd], &chunk).map(drop)
         };
         if parallelism.on_caller() {
             return (0..n_chunks).try_for_each(write_one);

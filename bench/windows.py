@@ -1,0 +1,199 @@
+"""Window writes: a float32 volume written window by window through a memory-bounded cache, by cubeslab,
+h5py (its chunk cache set to the same bytes) and zarr-python (which has no cache: each write reads and
+rewrites the shards it touches), in three orders:
+
+- chunks: whole shards in C order (each tool's chunks line up with them);
+- inline: inline planes one after another;
+- time: time slices one after another, the adversarial order for trace-major chunks.
+
+Every tool writes the same layout: chunks of 32^3 inside shards of 64^3 (h5py: chunks of 64^3, its unit
+of caching), no compression. Each run is a fresh interpreter: its peak RSS is measured, and the store
+is deleted after. A slow run stops after `--budget` seconds of writing and reports the rate over the
+windows it wrote. The reference rate is one whole-array write of the same volume from memory (the engine's
+ingest path: every shard encoded and written in parallel). No run syncs its files, so writes land in the page
+cache; the disk's fsynced sequential write rate is printed beside them as the rate a synced write would meet.
+
+Usage: python bench/windows.py [--size small|full] [--budget 60] [--out bench/results]
+Writes OUT/windows.json and OUT/windows.md.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from cubeslab_bench.formats import disk_write_bandwidth
+from cubeslab_bench.measure import remove, settle
+
+ROOT = Path(__file__).resolve().parent
+SIZES = {"full": ((600, 800, 1000), 256 << 20), "small": ((300, 400, 500), 64 << 20)}
+INNER, SHARD = (32, 32, 32), (64, 64, 64)
+ORDERS = ("chunks", "inline", "time")
+TOOLS = ("cubeslab", "h5py", "zarr-python")
+
+# Runs in a fresh interpreter: writes the volume in one order, prints a JSON line.
+WRITER = """
+import json, resource, sys, time
+import numpy as np
+
+tool, store, order, shape, cache, budget = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4]), \\
+    int(sys.argv[5]), float(sys.argv[6])
+INNER, SHARD = (32, 32, 32), (64, 64, 64)
+
+def windows():
+    if order == "chunks":
+        for i in range(0, shape[0], SHARD[0]):
+            for j in range(0, shape[1], SHARD[1]):
+                for k in range(0, shape[2], SHARD[2]):
+                    yield (slice(i, i + SHARD[0]), slice(j, j + SHARD[1]), slice(k, k + SHARD[2]))
+    elif order == "inline":
+        for i in range(shape[0]):
+            yield (i, slice(None), slice(None))
+    else:
+        for k in range(shape[2]):
+            yield (slice(None), slice(None), k)
+
+def values(key, n):
+    dims = [len(range(*s.indices(m))) for s, m in zip(key, shape) if isinstance(s, slice)]
+    return np.full(dims, float(n % 1000), np.float32)
+
+if tool == "cubeslab":
+    import cubeslab
+    target = cubeslab.create(store, shape, chunks=INNER, shards=SHARD, fill_value=0, cache=cache)
+    def put(key, v): target[key] = v
+    def finish(): target.close()
+elif tool == "h5py":
+    import h5py
+    slots = 1_000_003  # a prime well above the chunks the cache holds, as h5py's docs advise
+    f = h5py.File(store, "w", rdcc_nbytes=cache, rdcc_nslots=slots)
+    target = f.create_dataset("data", shape=shape, dtype="float32", chunks=SHARD, fillvalue=0)
+    def put(key, v): target[key] = v
+    def finish(): f.close()
+else:
+    import zarr
+    target = zarr.create_array(store, shape=shape, dtype="float32", chunks=INNER, shards=SHARD,
+                               compressors=None, fill_value=0)
+    def put(key, v): target[key] = v
+    def finish(): pass
+
+written = 0
+count = 0
+start = time.perf_counter()
+complete = True
+for n, key in enumerate(windows()):
+    v = values(key, n)
+    put(key, v)
+    written += v.nbytes
+    count += 1
+    if time.perf_counter() - start > budget:
+        complete = False
+        break
+finish()
+seconds = time.perf_counter() - start
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({"seconds": seconds, "bytes": written, "windows": count, "complete": complete, "peak_rss": rss}))
+"""
+
+WHOLE = """
+import json, sys, time
+import numpy as np
+import cubeslab
+store, shape = sys.argv[1], json.loads(sys.argv[2])
+data = np.full(shape, 1.0, np.float32)
+array = cubeslab.Array.create(store, shape, "float32", chunks=(32, 32, 32), shards=(64, 64, 64))
+start = time.perf_counter()
+array.write(data)
+print(json.dumps({"seconds": time.perf_counter() - start, "bytes": data.nbytes}))
+"""
+
+
+def run(code: str, *args) -> dict:
+    done = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{args[0]}: {done.stderr.strip()[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", choices=SIZES, default="full")
+    parser.add_argument("--budget", type=float, default=60.0)
+    parser.add_argument("--out", type=Path, default=ROOT / "results")
+    args = parser.parse_args()
+    shape, cache = SIZES[args.size]
+    scratch = ROOT / "data" / "windows"
+    scratch.mkdir(parents=True, exist_ok=True)
+    volume = 4 * shape[0] * shape[1] * shape[2]
+    print(f"write rate of the disk ({scratch}) ...", flush=True)
+    disk = disk_write_bandwidth(scratch, 256 << 20)
+    settle()
+    print("whole-array write ...", flush=True)
+    whole = run(WHOLE, scratch / "whole.zarr", json.dumps(shape))
+    remove(scratch / "whole.zarr")
+    whole_rate = whole["bytes"] / whole["seconds"]
+    results: dict = {}
+    for order in ORDERS:
+        for tool in TOOLS:
+            store = scratch / f"{tool}-{order}"
+            remove(store)
+            settle()
+            print(f"{tool} {order} ...", flush=True)
+            r = run(WRITER, tool, store, order, json.dumps(shape), cache, args.budget)
+            remove(store)
+            r["rate"] = r["bytes"] / r["seconds"]
+            results.setdefault(order, {})[tool] = r
+    document = {
+        "shape": shape,
+        "cache_bytes": cache,
+        "volume_bytes": volume,
+        "layout": {"inner": INNER, "shard": SHARD},
+        "disk_write_Bps": disk,
+        "whole_array": whole | {"rate": whole_rate},
+        "orders": results,
+        "budget_s": args.budget,
+        "run": time.strftime("%Y-%m-%d %H:%M"),
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "windows.json").write_text(json.dumps(document, indent=1))
+    (args.out / "windows.md").write_text(report(document))
+    print(report(document))
+
+
+def report(d: dict) -> str:
+    mb = 1e6
+    shape = "x".join(map(str, d["shape"]))
+    lines = [
+        f"# Window writes ({shape} float32, {d['volume_bytes'] / 1e9:.2f} GB; cache {d['cache_bytes'] >> 20} MiB)",
+        "",
+        f"Run {d['run']}. Layout: chunks 32^3 in shards 64^3, no compression (h5py: chunks 64^3). Each run in a "
+        f"fresh interpreter; a run still writing after {d['budget_s']:.0f} s stops there and its rate covers the "
+        "windows it wrote. Whole-array write from memory (the reference): "
+        f"{d['whole_array']['rate'] / mb:,.0f} MB/s. The disk's fsynced sequential write rate: "
+        f"{d['disk_write_Bps'] / mb:,.0f} MB/s (no run syncs: their writes land in the page cache).",
+        "",
+        "| order | tool | MB/s | of the whole-array rate | cubeslab ÷ this tool | windows written | peak RSS MiB "
+        "| RSS - cache MiB |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for order, tools in d["orders"].items():
+        ours = tools["cubeslab"]["rate"]
+        for tool, r in tools.items():
+            done = f"{r['windows']}" + ("" if r["complete"] else " (stopped)")
+            lines.append(
+                f"| {order} | {tool} | {r['rate'] / mb:,.1f} | {r['rate'] / d['whole_array']['rate']:.0%} | "
+                f"{ours / r['rate']:.1f}x | {done} | {r['peak_rss'] / 2**20:,.0f} | "
+                f"{(r['peak_rss'] - d['cache_bytes']) / 2**20:,.0f} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()
