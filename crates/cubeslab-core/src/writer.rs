@@ -237,7 +237,10 @@ impl ArrayWriter {
             chunks.info.misses += 1;
             let path = self.array.chunk_path(indices);
             let stamp = Stamp::of(&path);
-            let data = if read {
+            // A chunk absent from an array that does not record a generation
+            // is the fill value (in one that does, reading it is an error).
+            let absent = stamp == Stamp::Absent && self.array.generation().is_none();
+            let data = if read && !absent {
                 self.read_chunk(indices)?
             } else {
                 self.array
@@ -297,7 +300,7 @@ impl ArrayWriter {
     }
 
     /// Past the bound, evict least recently used chunks (never `keep`) down
-    /// to three quarters of it, writing the dirty ones back in parallel. A
+    /// to seven eighths of it, writing the dirty ones back in parallel. A
     /// chunk whose write-back fails stays cached, dirty.
     fn evict(&self, chunks: &mut Chunks, keep: Option<&[u64]>) -> Result<()> {
         if chunks.info.bytes <= self.limit || chunks.held.len() <= 1 {
@@ -310,7 +313,7 @@ impl ArrayWriter {
             .map(|(k, c)| (c.last_use, k.clone()))
             .collect();
         order.sort_unstable();
-        let low_water = self.limit / 4 * 3;
+        let low_water = self.limit - self.limit / 8;
         let mut bytes = chunks.info.bytes;
         let mut victims = Vec::new();
         for (_, key) in order {
@@ -590,9 +593,22 @@ fn scatter(
         if src_step == elem && dst_step == elem {
             dst[t0..t0 + n * elem].copy_from_slice(&src[s0..s0 + n * elem]);
         } else {
-            for i in 0..n {
-                let (a, b) = (s0 + i * src_step, t0 + i * dst_step);
-                dst[b..b + elem].copy_from_slice(&src[a..a + elem]);
+            assert!(s0 + (n - 1) * src_step + elem <= src.len());
+            assert!(t0 + (n - 1) * dst_step + elem <= dst.len());
+            // SAFETY: the asserts above keep every element of the run in bounds.
+            unsafe {
+                match elem {
+                    1 => copy_run::<1>(src, s0, src_step, dst, t0, dst_step, n),
+                    2 => copy_run::<2>(src, s0, src_step, dst, t0, dst_step, n),
+                    4 => copy_run::<4>(src, s0, src_step, dst, t0, dst_step, n),
+                    8 => copy_run::<8>(src, s0, src_step, dst, t0, dst_step, n),
+                    _ => {
+                        for i in 0..n {
+                            let (a, b) = (s0 + i * src_step, t0 + i * dst_step);
+                            dst[b..b + elem].copy_from_slice(&src[a..a + elem]);
+                        }
+                    }
+                }
             }
         }
         // The next run: an odometer over the other dimensions, last fastest.
@@ -611,6 +627,31 @@ fn scatter(
             }
             pos[d] = 0;
         }
+    }
+}
+
+/// Copy `n` elements of `E` bytes from `src` (every `src_step` bytes from
+/// `s0`) to `dst` (every `dst_step` bytes from `t0`): a fixed-size copy per
+/// element, which compiles to a move, not a call.
+///
+/// # Safety
+/// Every element of the run must lie inside both slices.
+#[allow(clippy::too_many_arguments)]
+unsafe fn copy_run<const E: usize>(
+    src: &[u8],
+    s0: usize,
+    src_step: usize,
+    dst: &mut [u8],
+    t0: usize,
+    dst_step: usize,
+    n: usize,
+) {
+    let (from, to) = (src.as_ptr(), dst.as_mut_ptr());
+    for i in 0..n {
+        // SAFETY: in bounds by the caller's contract; the slices do not overlap.
+        unsafe {
+            std::ptr::copy_nonoverlapping(from.add(s0 + i * src_step), to.add(t0 + i * dst_step), E)
+        };
     }
 }
 
