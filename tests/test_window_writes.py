@@ -375,3 +375,20 @@ def test_changes_left_in_the_cache_are_written_when_the_array_is_dropped(tmp_pat
 
     gc.collect()
     assert (cubeslab.open(store)[2:6, 2:6] == 5).all()
+
+
+@pytest.mark.parametrize("ndim", [1, 2, 5, 8])
+def test_windows_of_any_dimension_count_the_engine_reads(tmp_path, ndim):
+    rng = np.random.default_rng(ndim)
+    shape = tuple(int(n) for n in rng.integers(3, 7, ndim))
+    chunks = tuple(max(1, n // 2) for n in shape)
+    oracle = np.zeros(shape, np.float64)
+    with cubeslab.create(tmp_path / "n.zarr", shape, "float64", chunks=chunks, fill_value=0, cache=1) as cube:
+        for _ in range(20):
+            key = random_window(rng, shape)
+            values = rng.standard_normal(oracle[key].shape)
+            cube[key] = values
+            oracle[key] = values
+        assert np.array_equal(cube[...], oracle)
+    assert np.array_equal(cubeslab.open(tmp_path / "n.zarr")[...], oracle)
+    assert np.array_equal(zarr.open_array(tmp_path / "n.zarr", mode="r")[...], oracle)
