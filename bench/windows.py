@@ -41,7 +41,7 @@ TOOLS = ("cubeslab", "h5py", "zarr-python")
 
 # Runs in a fresh interpreter: writes the volume in one order, prints a JSON line.
 WRITER = """
-import json, resource, sys, time
+import json, sys, time
 import numpy as np
 
 tool, store, order, shape, cache, budget = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4]), \\
@@ -98,7 +98,9 @@ for n, key in enumerate(windows()):
         break
 finish()
 seconds = time.perf_counter() - start
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+# VmHWM is this process's own peak; ru_maxrss would carry the parent's from before exec.
+status = open("/proc/self/status").read()
+rss = int(next(line for line in status.splitlines() if line.startswith("VmHWM:")).split()[1]) * 1024
 result = {"seconds": seconds, "bytes": written, "windows": count, "complete": complete, "peak_rss": rss}
 print(json.dumps(result))
 """
@@ -179,8 +181,6 @@ def main() -> None:
     whole = run(WHOLE, scratch / "whole.zarr", json.dumps(shape))
     remove(scratch / "whole.zarr")
     whole_rate = whole["bytes"] / whole["seconds"]
-    print("reloading evicted chunks ...", flush=True)
-    reload = reload_costs(scratch)
     results: dict = {}
     for order in ORDERS:
         for tool in TOOLS:
@@ -192,6 +192,8 @@ def main() -> None:
             remove(store)
             r["rate"] = r["bytes"] / r["seconds"]
             results.setdefault(order, {})[tool] = r
+    print("reloading evicted chunks ...", flush=True)
+    reload = reload_costs(scratch)
     document = {
         "shape": shape,
         "cache_bytes": cache,

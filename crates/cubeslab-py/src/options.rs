@@ -90,7 +90,7 @@ pub fn array_spec(text: &str) -> PyResult<ArraySpec> {
                 .iter()
                 .map(|n| n.as_str().unwrap_or("").to_string())
                 .collect(),
-            None => (0..shape.len()).map(|d| format!("dim_{d}")).collect(),
+            None => ArraySpec::default_dimension_names(shape.len()),
         },
         fill_value: m
             .get("fill_value")

@@ -37,6 +37,11 @@ pub struct ArraySpec {
 }
 
 impl ArraySpec {
+    /// The names of the dimensions of an array that gives none: `dim_0`, `dim_1`, ...
+    pub fn default_dimension_names(ndim: usize) -> Vec<String> {
+        (0..ndim).map(|d| format!("dim_{d}")).collect()
+    }
+
     /// The `zarr.json` document of this spec. Every chunk and every shard
     /// index carries a crc32c.
     pub fn metadata(&self) -> Value {
