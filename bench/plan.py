@@ -120,9 +120,7 @@ def write_layout(path: Path, entry: dict, data: np.ndarray) -> None:
     inner, shard = entry["layout"]["inner"], entry["layout"]["shard"]
     if path.exists():
         shutil.rmtree(path)
-    array = cubeslab.Array.create(path, data.shape, data.dtype, chunks=inner, shards=shard)
-    array.write(data)
-    del array
+    cubeslab.Array.from_numpy(path, data, chunks=inner, shards=shard)
     os.sync()  # written back: stores are read long after they are written
     settle()
 

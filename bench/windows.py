@@ -111,9 +111,8 @@ import numpy as np
 import cubeslab
 store, shape = sys.argv[1], json.loads(sys.argv[2])
 data = np.full(shape, 1.0, np.float32)
-array = cubeslab.Array.create(store, shape, "float32", chunks=(32, 32, 32), shards=(64, 64, 64))
 start = time.perf_counter()
-array.write(data)
+cubeslab.Array.from_numpy(store, data, chunks=(32, 32, 32), shards=(64, 64, 64))
 print(json.dumps({"seconds": time.perf_counter() - start, "bytes": data.nbytes}))
 """
 

@@ -392,3 +392,10 @@ def test_windows_of_any_dimension_count_the_engine_reads(tmp_path, ndim):
         assert np.array_equal(cube[...], oracle)
     assert np.array_equal(cubeslab.open(tmp_path / "n.zarr")[...], oracle)
     assert np.array_equal(zarr.open_array(tmp_path / "n.zarr", mode="r")[...], oracle)
+
+
+def test_a_whole_array_write_to_a_store_opened_to_read_is_refused_too(small):
+    before = files_of(small)
+    with pytest.raises(cubeslab.InvalidInputError, match="reading only"):
+        cubeslab.open(small)[...] = np.ones((8, 8), np.int32)
+    assert files_of(small) == before

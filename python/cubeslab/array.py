@@ -204,15 +204,17 @@ class Array:
     def from_numpy(cls, path: str | os.PathLike, data: np.ndarray, **create_options) -> Array:
         """Write ``data`` as a new array (see :meth:`create` for the options)."""
         array = cls.create(path, data.shape, data.dtype, **create_options)
-        array.write(data)
+        data = np.ascontiguousarray(data, dtype=array.dtype)
+        # A new array, written whole: every chunk encoded and written in parallel, no cache.
+        array._engine.write_array(data.reshape(-1).view(np.uint8), array.settings.threads)
         return array
 
     def write(self, window, values=None, *, casting: str = "same_kind") -> None:
         """Write ``values`` into ``window`` (a basic index, as for reading); ``write(values)``
         writes the whole array. Values broadcast to the window's shape (a scalar fills it).
 
-        An array opened for writing (``cache=``) writes through its cache; one opened to
-        read can only be written whole, every chunk in parallel. ``casting``: as numpy's,
+        The array must be open for writing (``cache=``; a store opened with ``mode="r+"``).
+        ``casting``: as numpy's,
         ``"same_kind"`` by default, so floats do not silently go into an integer array
         (pass ``"unsafe"`` to allow it).
         """
@@ -237,9 +239,6 @@ class Array:
         if reverse:
             data = np.ascontiguousarray(np.flip(data, axis=tuple(reverse)))
         if data.size == 0:
-            return
-        if not self.writable and full_shape == self.shape and all(s == 1 for s in steps):
-            self._engine.write_array(data.reshape(-1).view(np.uint8), self.settings.threads)
             return
         self._engine.write(starts, stops, steps, data.reshape(-1).view(np.uint8))
 
