@@ -399,3 +399,23 @@ def test_a_whole_array_write_to_a_store_opened_to_read_is_refused_too(small):
     with pytest.raises(cubeslab.InvalidInputError, match="reading only"):
         cubeslab.open(small)[...] = np.ones((8, 8), np.int32)
     assert files_of(small) == before
+
+
+def test_create_with_coordinates_makes_a_group_that_xarray_reads_labelled(tmp_path):
+    import xarray as xr
+
+    store = tmp_path / "labelled.zarr"
+    x = np.linspace(100.0, 190.0, 10)
+    with cubeslab.create(
+        store, (10, 6), dims=("x", "t"), coords={"x": x}, layout="cube:4", fill_value=0
+    ) as cube:
+        cube[3] = 7.0
+        assert cube.amplitude.chunks == (4, 4)
+    assert np.array_equal(cubeslab.open(store).coords["x"], x)
+    ds = xr.open_dataset(store, engine="cubeslab")
+    assert np.array_equal(ds["x"].values, x)
+    assert float(ds["data"].sel(x=130.0)[0]) == 7.0
+    axis = cubeslab.describe(store)["axes"][0]
+    assert (axis["origin"], axis["step"]) == (100.0, 10.0)
+    with pytest.raises(cubeslab.InvalidInputError, match="length 6"):
+        cubeslab.create(tmp_path / "bad.zarr", (10, 6), dims=("x", "t"), coords={"t": [1, 2]})

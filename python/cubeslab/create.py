@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import numpy as np
 
+from . import _engine, defaults
 from .array import Array
 from .cube import Cube, open
 from .description import create_arguments
@@ -19,6 +21,8 @@ def create(
     dtype="float32",
     *,
     dims=None,
+    coords: dict | None = None,
+    layout: str = defaults.LAYOUT,
     chunks=None,
     shards=None,
     access: str | None = None,
@@ -31,8 +35,11 @@ def create(
     """Create an empty N-D array store and open it for writing (as ``open(path, "r+")``).
 
     ``description``: a store's JSON description (see :func:`cubeslab.describe`) instead of the
-    other arguments. Without ``chunks``, the planner chooses chunks and shards for ``access`` (default: every
-    plane), as ingest does. ``compress`` takes the ``--compress`` names with fixed parameters
+    other arguments. ``coords``: 1-D coordinate values for some of ``dims`` (by name): the store
+    is then a group holding the array (``data``) and a coordinate array per name, as a survey
+    holds its. Without ``chunks``, ``layout`` (as ingest's ``--layout``: ``auto``, ``cube:N``,
+    ``AxBxC/DxExF``) chooses them; ``auto``: the planner picks chunks and shards for ``access``
+    (default: every plane), as ingest does. ``compress`` takes the ``--compress`` names with fixed parameters
     (``zstd:3``, ``zfp:tolerance=0.01``, ...); error targets (``zfp:snr=40``,
     ``zfp:max-error=...``) need data to tune on and are refused here.
     """
@@ -47,10 +54,40 @@ def create(
     if chunks is None:
         if shards is not None:
             raise InvalidInputError("shards= needs chunks= (the chunks inside each shard)")
-        layout = plan(shape, dtype, access=access, compress=compress, top=1)[0]["layout"]
-        chunks, shards = layout["inner"], layout["shard"]
+        picked = plan(shape, dtype, layout=layout, access=access, compress=compress, top=1)[0]["layout"]
+        chunks, shards = picked["inner"], picked["shard"]
+    coordinates = checked_coords(coords or {}, dims, shape)
+    array_path = Path(path) / MAIN_ARRAY if coordinates else Path(path)
+    if coordinates:
+        _engine.create_group(path, MAIN_ARRAY)
     Array.create(
-        path, shape, dtype, chunks=chunks, shards=shards, compress=compress,
+        array_path, shape, dtype, chunks=chunks, shards=shards, compress=compress,
         dimension_names=dims, attributes=attributes, fill_value=fill_value,
     )  # fmt: skip
+    for name, values in coordinates.items():
+        Array.from_numpy(Path(path) / name, values, chunks=values.shape)
     return open(path, "r+", cache=cache)
+
+
+MAIN_ARRAY = "data"
+"""The name of the array in a store that ``create`` makes with coordinates."""
+
+
+def checked_coords(coords: dict, dims, shape: tuple[int, ...]) -> dict[str, np.ndarray]:
+    """Coordinate values by dimension name, each 1-D and as long as its dimension."""
+    if coords and dims is None:
+        raise InvalidInputError("coords= names dimensions: give dims= too")
+    out = {}
+    for name, values in coords.items():
+        if name not in dims:
+            raise InvalidInputError(f"coords: {name!r} is not one of the dimensions {list(dims)}")
+        if name == MAIN_ARRAY:
+            raise InvalidInputError(f"coords: {name!r} is the array's own name; name the dimension otherwise")
+        values = np.asarray(values)
+        n = shape[list(dims).index(name)]
+        if values.shape != (n,):
+            raise InvalidInputError(
+                f"coords: {name!r} must be 1-D of length {n}, not of shape {values.shape}"
+            )
+        out[name] = values
+    return out

@@ -372,6 +372,12 @@ fn survey_arrays() -> std::collections::HashMap<&'static str, &'static str> {
         .collect()
 }
 
+/// Create a group at `path` whose main array is `main`.
+#[pyfunction]
+fn create_group(py: Python<'_>, path: PathBuf, main: &str) -> PyResult<()> {
+    engine(py, || cubeslab_core::store::Group::create(&path, main))
+}
+
 /// The `--compress` name of a chunk codec chain (JSON), or `None` for a
 /// chain cubeslab does not write.
 #[pyfunction]
@@ -423,6 +429,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(survey_arrays, m)?)?;
     m.add_function(wrap_pyfunction!(write_cache_default, m)?)?;
     m.add_function(wrap_pyfunction!(compression_name, m)?)?;
+    m.add_function(wrap_pyfunction!(create_group, m)?)?;
     m.add_function(wrap_pyfunction!(errors::error_classes, m)?)?;
     m.add_function(wrap_pyfunction!(default_parallelism, m)?)?;
     m.add_function(wrap_pyfunction!(parallelism_limits, m)?)?;

@@ -54,6 +54,21 @@ impl Group {
         Ok(Self { path, attributes })
     }
 
+    /// Create a group at `path` (a folder holding no node yet) whose main
+    /// array is `main` (named as MDIO names it, so readers find it).
+    pub fn create(path: &Path, main: &str) -> Result<()> {
+        if path.join("zarr.json").exists() {
+            return Err(StoreError::AlreadyExists {
+                path: path.to_path_buf(),
+            }
+            .into());
+        }
+        std::fs::create_dir_all(path).map_err(|e| crate::Error::io(path, e))?;
+        let mut attributes = Map::new();
+        attributes.insert("attributes".into(), json!({ super::MAIN_ARRAY_ATTR: main }));
+        Self::write(path, &attributes, Durability::Cached)
+    }
+
     /// Write (atomically) a group's `zarr.json` with these attributes.
     pub fn write(
         path: &Path,
