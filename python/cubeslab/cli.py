@@ -86,9 +86,24 @@ class Endian(StrEnum):
 DEFAULT_ENDIAN = Endian(defaults.ENDIAN)
 
 
+class Order(StrEnum):
+    C = "C"
+    F = "F"
+
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    """'600,800,1000' -> (600, 800, 1000); anything else is a usage error naming --shape."""
+    try:
+        return tuple(int(part) for part in text.replace("x", ",").split(","))
+    except ValueError:
+        raise typer.BadParameter(
+            f"{text!r}: give the sides as integers, e.g. 600,800,1000", param_hint="'--shape'"
+        ) from None
+
+
 @app.command()
 def ingest(
-    source: Annotated[Path, typer.Argument(help="SEG-Y file")],
+    source: Annotated[Path, typer.Argument(help="SEG-Y file, .npy file, or raw bytes (with --shape)")],
     store: Annotated[Path, typer.Argument(help="Zarr store to create (a folder)")],
     overwrite: Annotated[bool, typer.Option(help=HELP["overwrite"])] = False,
     resume: Annotated[bool, typer.Option(help=HELP["resume"])] = False,
@@ -120,8 +135,13 @@ def ingest(
     allow_truncated: Annotated[bool, typer.Option(help=HELP["allow_truncated"])] = False,
     sample_interval: Annotated[float | None, typer.Option(help=HELP["sample_interval_us"])] = None,
     depth: Annotated[bool, typer.Option(help="The vertical axis is depth, not time")] = False,
+    shape: Annotated[
+        str | None, typer.Option(help="Raw bytes: the array's shape, e.g. 600,800,1000 (--dtype: its type)")
+    ] = None,
+    order: Annotated[Order, typer.Option(help="Raw bytes: C (last axis fastest) or F")] = Order.C,
+    offset: Annotated[int, typer.Option(help="Raw bytes: where the array's first byte is")] = 0,
 ) -> None:
-    """Reorganise a SEG-Y file into a sharded Zarr v3 cube store."""
+    """Reorganise a SEG-Y file, an .npy file or raw bytes into a sharded Zarr v3 store."""
     from . import ingest as run_ingest
 
     with warnings.catch_warnings(record=True) as noted, PhaseBars() as bars:
@@ -135,9 +155,15 @@ def ingest(
             inline_byte=inline_byte, crossline_byte=crossline_byte, offset_byte=offset_byte,
             allow_truncated=allow_truncated, sample_interval_us=sample_interval,
             vertical="depth" if depth else "time", progress=bars.update,
+            shape=parse_shape(shape) if shape is not None else None, order=order.value, offset=offset,
         )  # fmt: skip
     for warning in noted:
         errors.print(f"[yellow]warning:[/] {escape(str(warning.message))}")
+    if "live_traces" not in summary:  # an array file
+        shape_text = "x".join(map(str, summary["shape"]))
+        console.print(f"[green]ingested[/] {shape_text} {summary['dtype']} into {escape(str(store))}")
+        console.print(f"layout {summary['plan']['layout']}, {summary['stored_bytes'] / 1e6:,.1f} MB")
+        return
     live, missing = summary["live_traces"], summary["missing_traces"]
     console.print(f"[green]ingested[/] {live} traces ({missing} missing) into {escape(str(store))}")
     plan = summary["plan"]

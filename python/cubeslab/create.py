@@ -47,8 +47,8 @@ def create(
         return create(path, cache=cache, **create_arguments(description))
     if shape is None:
         raise InvalidInputError("create needs a shape (or a description)")
-    if os.path.lexists(path):
-        raise StoreExistsError(f"{path} already exists; create makes a new store (remove the old one first)")
+    if os.path.lexists(path) and not (os.path.isdir(path) and not os.listdir(path)):
+        raise StoreExistsError(f"{path} already exists; create makes a new store (an empty folder, or none)")
     shape = tuple(int(n) for n in shape)
     dtype = np.dtype(dtype)
     if chunks is None:

@@ -14,7 +14,9 @@ import numpy as np
 
 from . import _engine, defaults
 from .compression import with_max_error
-from .errors import IngestWarning
+from .errors import IngestWarning, InvalidInputError
+from .sources import array_source
+from .sources.ingest import ingest_array
 
 
 @dataclass(frozen=True)
@@ -126,9 +128,16 @@ def ingest(
     allow_truncated: bool = False,
     sample_interval_us: float | None = None,
     vertical: str = defaults.VERTICAL,
+    shape=None,
+    order: str = "C",
+    offset: int = 0,
     progress: ProgressCallback | None = None,
 ) -> dict:
-    """Reorganise a SEG-Y file into a cube store; returns the ingest summary.
+    """Reorganise a SEG-Y file, an ``.npy`` file or raw bytes into a cube store; returns the summary.
+
+    shape, order, offset: raw bytes (any file given ``shape``): the array's shape, ``"C"`` (last axis
+        fastest) or ``"F"``, and where its first byte is; ``dtype`` is then its element type (default
+        float32). ``.npy`` files say all that themselves. Both are stored as they are (no conversion).
 
     dtype: element type of the amplitudes: ``"float32"`` (default), another
         numpy name, or ``"native"`` for the type that holds the source's
@@ -159,6 +168,20 @@ def ingest(
     stays marked incomplete and :func:`cubeslab.open` refuses it.
     """
 
+    array = array_source(source, shape=shape, dtype=dtype, order=order, offset=offset)
+    if array is not None:
+        for name, given in (("views", views), ("resume", resume)):
+            if given:
+                raise InvalidInputError(f"{name} applies to SEG-Y ingest; {source} is an array file")
+
+        def report(done: int, total: int) -> None:
+            if progress is not None:
+                progress(Phase("write volume", 1, "bytes", done, total))
+
+        return ingest_array(
+            array, store, overwrite=overwrite, durable=durable, layout=layout, access=access,
+            compress=with_max_error(compress, max_error), memory_limit=memory_limit, progress=report,
+        )  # fmt: skip
     if dtype not in (None, "native"):
         dtype = np.dtype(dtype).name
     source_bytes = os.path.getsize(source) if os.path.isfile(source) else 0

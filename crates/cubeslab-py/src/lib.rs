@@ -372,6 +372,52 @@ fn survey_arrays() -> std::collections::HashMap<&'static str, &'static str> {
         .collect()
 }
 
+/// A store written under a staging name, moved into place only when
+/// complete (see `cubeslab_core::store::Publication`).
+#[pyclass]
+struct Publication {
+    inner: Option<cubeslab_core::store::Publication>,
+}
+
+#[pymethods]
+impl Publication {
+    /// Begin a store for `target`; an existing one is replaced only with `overwrite`.
+    #[new]
+    fn begin(py: Python<'_>, target: PathBuf, overwrite: bool) -> PyResult<Self> {
+        Ok(Self {
+            inner: Some(engine(py, || {
+                cubeslab_core::store::Publication::begin(&target, overwrite)
+            })?),
+        })
+    }
+
+    /// Where the store is written meanwhile.
+    #[getter]
+    fn staging(&self) -> PyResult<PathBuf> {
+        self.inner
+            .as_ref()
+            .map(|p| p.staging.clone())
+            .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("already published"))
+    }
+
+    /// Move the complete store into place (`durable`: flushed to the device first).
+    fn commit(&mut self, py: Python<'_>, durable: bool) -> PyResult<()> {
+        let publication = self
+            .inner
+            .take()
+            .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("already published"))?;
+        engine(py, move || {
+            let durability = if durable {
+                cubeslab_core::store::sync_tree(&publication.staging)?;
+                cubeslab_core::store::Durability::Synced
+            } else {
+                cubeslab_core::store::Durability::Cached
+            };
+            publication.commit(durability)
+        })
+    }
+}
+
 /// Create a group at `path` whose main array is `main`.
 #[pyfunction]
 fn create_group(py: Python<'_>, path: PathBuf, main: &str) -> PyResult<()> {
@@ -422,6 +468,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Progress>()?;
     m.add_class::<IngestOptions>()?;
     m.add_class::<ExportOptions>()?;
+    m.add_class::<Publication>()?;
     m.add_function(wrap_pyfunction!(export, m)?)?;
     m.add_function(wrap_pyfunction!(segy_info, m)?)?;
     m.add_function(wrap_pyfunction!(read_node, m)?)?;

@@ -7,12 +7,11 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Map, Value};
 
 use super::{
-    group::CUBESLAB_ATTR, read_metadata, recorded_generation, Group, StoreError, StoreState,
+    group::{CUBESLAB_ATTR, MAIN_ARRAY_ATTR},
+    read_metadata, recorded_generation, Group, StoreError, StoreState,
 };
 use crate::error::Result;
 
-/// The group attribute (MDIO's, under `attributes`) naming the main array.
-pub const MAIN_ARRAY_ATTR: &str = "defaultVariableName";
 /// The main array of a group that does not name one (MDIO v1 stores).
 pub const MAIN_ARRAY_FALLBACK: &str = "amplitude";
 /// Where, inside the group's `cubeslab` attributes, the orientation copies

@@ -10,6 +10,8 @@ use crate::error::Result;
 
 /// Where cubeslab keeps its own bookkeeping inside a group's attributes.
 pub const CUBESLAB_ATTR: &str = "cubeslab";
+/// The group attribute (MDIO's, under `attributes`) naming the main array.
+pub const MAIN_ARRAY_ATTR: &str = "defaultVariableName";
 
 /// Whether a store may be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,7 +67,7 @@ impl Group {
         }
         std::fs::create_dir_all(path).map_err(|e| crate::Error::io(path, e))?;
         let mut attributes = Map::new();
-        attributes.insert("attributes".into(), json!({ super::MAIN_ARRAY_ATTR: main }));
+        attributes.insert("attributes".into(), json!({ MAIN_ARRAY_ATTR: main }));
         Self::write(path, &attributes, Durability::Cached)
     }
 

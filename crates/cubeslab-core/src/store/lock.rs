@@ -15,6 +15,9 @@ use super::StoreError;
 use crate::{error::Result, Error};
 
 const LOCK_FILE: &str = ".cubeslab.lock";
+/// The file in an array whose byte ranges lock its chunks while window
+/// writers replace them (see the `writer` module).
+pub const WRITE_LOCK_FILE: &str = ".cubeslab-write.lock";
 
 /// A held store lock; released when dropped.
 #[derive(Debug)]

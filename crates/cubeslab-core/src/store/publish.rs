@@ -17,7 +17,10 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use super::{lock::live_holder, Durability, StoreError, StoreLock};
+use super::{
+    lock::{live_holder, WRITE_LOCK_FILE},
+    Durability, StoreError, StoreLock,
+};
 use crate::{error::Result, Error};
 
 /// A store being written at `staging`, to be published at `target`.
@@ -241,7 +244,11 @@ pub fn first_foreign_entry(dir: &Path) -> Result<Option<PathBuf>> {
         let ours = if kind.is_dir() {
             name == "c" || chunk_key || path.join("zarr.json").is_file()
         } else {
-            name == "zarr.json" || name == ".cubeslab.lock" || chunk_key || name.ends_with(".tmp")
+            name == "zarr.json"
+                || name == ".cubeslab.lock"
+                || name == WRITE_LOCK_FILE
+                || chunk_key
+                || name.ends_with(".tmp")
         };
         if !ours {
             return Ok(Some(path));

@@ -40,7 +40,7 @@ pub(super) struct ChunkLock {
 impl ChunkLock {
     pub(super) fn take(array: &Path, id: u64) -> Result<Self> {
         use std::os::fd::AsRawFd;
-        let path: PathBuf = array.join(".cubeslab-write.lock");
+        let path: PathBuf = array.join(crate::store::WRITE_LOCK_FILE);
         let file = fs::OpenOptions::new()
             .create(true)
             .truncate(false)

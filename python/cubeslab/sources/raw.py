@@ -1,0 +1,74 @@
+"""Arrays stored as plain bytes: ``.npy`` files, and raw binary described by shape, type, order and
+offset. Both are read through a memory map, slab by slab."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InvalidInputError
+
+NPY_MAGIC = b"\x93NUMPY"
+
+
+@dataclass
+class ArraySource:
+    """An N-D array in a file, read in slabs along its first axis."""
+
+    path: str
+    data: np.ndarray  # a memory map
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.data.shape)
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The element type a store keeps: the file's, in this machine's byte order."""
+        return self.data.dtype.newbyteorder("=")
+
+    def read(self, start: int, stop: int) -> np.ndarray:
+        """Rows ``start:stop`` of the first axis, C-contiguous, in native byte order."""
+        return np.ascontiguousarray(self.data[start:stop], dtype=self.dtype)
+
+
+def _numeric(path, dtype: np.dtype) -> None:
+    if dtype.kind not in "biuf":
+        raise InvalidInputError(
+            f"{path}: element type {dtype} is not a number cubeslab stores (bool, int, float)"
+        )
+
+
+def npy_source(path: str | os.PathLike) -> ArraySource:
+    try:
+        data = np.load(path, mmap_mode="r", allow_pickle=False)
+    except ValueError as error:  # object arrays, a damaged header
+        raise InvalidInputError(f"{path}: not an .npy file cubeslab reads: {error}") from None
+    _numeric(path, data.dtype)
+    if data.ndim == 0:
+        raise InvalidInputError(f"{path}: a 0-dimensional array; cubeslab stores arrays of 1 to 8 dimensions")
+    return ArraySource(os.fspath(path), data)
+
+
+def raw_source(path: str | os.PathLike, *, shape, dtype, order: str, offset: int) -> ArraySource:
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        raise InvalidInputError(f"--dtype {dtype!r} is not a numpy type") from None
+    _numeric(path, dtype)
+    shape = tuple(int(n) for n in shape)
+    if not shape or any(n <= 0 for n in shape):
+        raise InvalidInputError(f"--shape {shape}: every side must be a positive integer")
+    if order not in ("C", "F"):
+        raise InvalidInputError(f"--order {order!r}: C (last axis fastest) or F (first axis fastest)")
+    size = os.path.getsize(path)
+    expected = offset + int(np.prod(shape)) * dtype.itemsize
+    if size != expected:
+        raise InvalidInputError(
+            f"{path}: {size:,} bytes, but --shape {'x'.join(map(str, shape))} of {dtype} from offset "
+            f"{offset} needs {expected:,}"
+        )
+    data = np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape, order=order)  # type: ignore[call-overload]
+    return ArraySource(os.fspath(path), data)

@@ -1,0 +1,97 @@
+"""N-D array files as ingest sources: .npy (written by numpy) and raw bytes described by shape, type,
+order and offset (written with numpy's tofile), against numpy reading the same file; formats cubeslab
+recognises but does not ingest yet are refused, never read as SEG-Y."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+
+import cubeslab
+
+CLI = [sys.executable, "-m", "cubeslab.cli"]
+
+
+def volume(shape=(40, 30, 50), dtype="float32", seed=0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal(shape) * 100).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int16", "uint8", "float64", ">f4", "<i4"])
+def test_an_npy_file_ingests_exactly(tmp_path, dtype):
+    data = volume(dtype=dtype)
+    np.save(tmp_path / "v.npy", data)
+    summary = cubeslab.ingest(tmp_path / "v.npy", tmp_path / "v.zarr", memory_limit=1 << 20)
+    assert summary["shape"] == list(data.shape)
+    oracle = np.load(tmp_path / "v.npy")
+    stored = cubeslab.open(tmp_path / "v.zarr")[...]
+    assert stored.dtype == oracle.dtype.newbyteorder("=") and np.array_equal(stored, oracle)
+    assert np.array_equal(zarr.open_array(tmp_path / "v.zarr", mode="r")[...], oracle)
+    assert cubeslab.verify(tmp_path / "v.zarr")["ok"]
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_raw_bytes_ingest_exactly_in_either_order_after_an_offset(tmp_path, order):
+    data = volume((24, 33, 17), "int32")
+    raw = tmp_path / "v.raw"
+    with open(raw, "wb") as f:
+        f.write(b"HEADER--" * 16)  # 128 bytes before the array
+        f.write(data.tobytes(order=order))
+    cubeslab.ingest(raw, tmp_path / "v.zarr", shape=data.shape, dtype="int32", order=order, offset=128)
+    oracle = np.fromfile(raw, dtype="int32", offset=128).reshape(data.shape, order=order)
+    assert np.array_equal(cubeslab.open(tmp_path / "v.zarr")[...], oracle)
+
+
+def test_the_command_line_ingests_raw_bytes_and_a_wrong_size_is_refused(tmp_path):
+    data = volume((10, 20, 30))
+    data.tofile(tmp_path / "v.bin")
+    source = str(tmp_path / "v.bin")
+    done = subprocess.run([*CLI, "ingest", source, str(tmp_path / "v.zarr"), "--shape", "10,20,30"],
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert np.array_equal(cubeslab.open(tmp_path / "v.zarr")[...], data)
+    wrong = subprocess.run([*CLI, "ingest", source, str(tmp_path / "w.zarr"), "--shape", "10,20,31"],
+                           capture_output=True, text=True)  # fmt: skip
+    assert wrong.returncode == 1
+    assert "24,000 bytes" in wrong.stderr and "needs 24,800" in wrong.stderr
+    assert not (tmp_path / "w.zarr").exists()
+
+
+@pytest.mark.parametrize(
+    ("head", "name"),
+    [
+        (b"\x89HDF\r\n\x1a\n", "HDF5"),
+        (b"CDF\x01", "NetCDF classic"),
+        (b"SIMPLE  =                    T", "FITS"),
+    ],
+)
+def test_a_format_not_ingested_yet_is_refused_not_read_as_segy(tmp_path, head, name):
+    path = tmp_path / "file.dat"
+    path.write_bytes(head + b"\0" * 4000)
+    with pytest.raises(cubeslab.InvalidInputError, match=f"a {name}"):
+        cubeslab.ingest(path, tmp_path / "out.zarr")
+    assert not (tmp_path / "out.zarr").exists()
+
+
+def test_an_object_npy_file_is_refused(tmp_path):
+    np.save(tmp_path / "o.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    with pytest.raises(cubeslab.InvalidInputError, match=r"not an \.npy file cubeslab reads"):
+        cubeslab.ingest(tmp_path / "o.npy", tmp_path / "o.zarr")
+
+
+def test_an_array_ingest_is_published_only_when_complete_and_overwrite_replaces(tmp_path):
+    first, second = volume(seed=1), volume(seed=2)
+    np.save(tmp_path / "a.npy", first)
+    np.save(tmp_path / "b.npy", second)
+    cubeslab.ingest(tmp_path / "a.npy", tmp_path / "s.zarr")
+    with pytest.raises(cubeslab.StoreExistsError):
+        cubeslab.ingest(tmp_path / "b.npy", tmp_path / "s.zarr")
+    assert np.array_equal(cubeslab.open(tmp_path / "s.zarr")[...], first)
+    cubeslab.ingest(tmp_path / "b.npy", tmp_path / "s.zarr", overwrite=True)
+    assert np.array_equal(cubeslab.open(tmp_path / "s.zarr")[...], second)
+    assert not list(Path(tmp_path).glob(".s.zarr.cubeslab-new"))
