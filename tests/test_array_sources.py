@@ -95,3 +95,34 @@ def test_an_array_ingest_is_published_only_when_complete_and_overwrite_replaces(
     cubeslab.ingest(tmp_path / "b.npy", tmp_path / "s.zarr", overwrite=True)
     assert np.array_equal(cubeslab.open(tmp_path / "s.zarr")[...], second)
     assert not list(Path(tmp_path).glob(".s.zarr.cubeslab-new"))
+
+
+def test_info_describes_an_npy_file_before_ingest(tmp_path):
+    data = volume((5, 6, 7), ">i2")
+    np.save(tmp_path / "v.npy", np.asfortranarray(data))
+    done = subprocess.run([*CLI, "info", str(tmp_path / "v.npy"), "--json"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    import json
+
+    report = json.loads(done.stdout)
+    assert (report["format"], report["shape"], report["dtype"], report["order"]) == (
+        "npy",
+        [5, 6, 7],
+        ">i2",
+        "F",
+    )
+
+
+def test_export_to_npy_round_trips_exactly(tmp_path, ingest_cube):
+    data = volume((13, 21, 34), "float64")
+    np.save(tmp_path / "v.npy", data)
+    cubeslab.ingest(tmp_path / "v.npy", tmp_path / "v.zarr")
+    done = subprocess.run([*CLI, "export", str(tmp_path / "v.zarr"), str(tmp_path / "back.npy")],
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert np.array_equal(np.load(tmp_path / "back.npy"), data)
+    survey = ingest_cube(Path(__file__).resolve().parent / "data/segy/f3.sgy").path
+    cubeslab.export(survey, tmp_path / "survey.npy")
+    assert np.array_equal(np.load(tmp_path / "survey.npy"), cubeslab.open(survey)[...], equal_nan=True)
+    with pytest.raises(cubeslab.StoreExistsError):
+        cubeslab.export(survey, tmp_path / "survey.npy")

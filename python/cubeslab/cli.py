@@ -333,7 +333,12 @@ def info(
     offset_byte: Annotated[int, typer.Option(help=HELP["offset_byte"])] = defaults.OFFSET_BYTE,
 ) -> None:
     """Geometry, layout, size, compression ratio and completeness of a store (or what a SEG-Y file holds)."""
-    if path.is_file():
+    from .sources import array_source
+
+    array = array_source(path) if path.is_file() else None
+    if array is not None:
+        report = array.describe()
+    elif path.is_file():
         from .ingest import describe_segy
 
         report = describe_segy(
@@ -415,15 +420,16 @@ def parse_window(text: str) -> tuple:
 @app.command()
 def export(
     store: Annotated[Path, typer.Argument(help="Cube store")],
-    output: Annotated[Path, typer.Argument(help="SEG-Y file to write")],
+    output: Annotated[Path, typer.Argument(help="SEG-Y file to write, or .npy")],
     format: Annotated[int | None, typer.Option(help="Sample format code (default: the source's)")] = None,
     overwrite: Annotated[bool, typer.Option(help="Replace an existing file")] = False,
 ) -> None:
-    """Write a survey store back to SEG-Y."""
+    """Write a survey store back to SEG-Y, or any store to .npy."""
     from . import export as run_export
 
     n = run_export(store, output, format=format, overwrite=overwrite)
-    console.print(f"wrote {n} traces to {escape(str(output))}")
+    what = "elements" if output.suffix == ".npy" else "traces"
+    console.print(f"wrote {n:,} {what} to {escape(str(output))}")
 
 
 @app.command()

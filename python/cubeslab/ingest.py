@@ -215,13 +215,18 @@ def export(
     overwrite: bool = False,
     threads: int | None = None,
 ) -> int:
-    """Write a survey store back to SEG-Y (its live traces, inline by inline).
+    """Write a store out: to SEG-Y (a survey's live traces, inline by inline; returns the number of
+    traces), or to ``.npy`` when ``output`` ends so (any store; returns the number of elements).
 
     format: SEG-Y sample format code of the output (default: the source's).
-    Returns the number of traces written. An MDIO store's headers are rebuilt as SEG-Y bytes first.
+    An MDIO store's headers are rebuilt as SEG-Y bytes first.
     """
     from . import mdio
 
+    if os.fspath(output).endswith(".npy"):
+        from .sources.export import export_npy
+
+        return export_npy(store, output, overwrite=overwrite)
     if mdio.is_mdio_export_source(store):
         return mdio.export_segy(store, output, format=format, overwrite=overwrite, threads=threads)
     options = _engine.ExportOptions(format=format, overwrite=overwrite, threads=threads)

@@ -19,6 +19,7 @@ class ArraySource:
 
     path: str
     data: np.ndarray  # a memory map
+    kind: str  # "npy" or "raw"
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -28,6 +29,18 @@ class ArraySource:
     def dtype(self) -> np.dtype:
         """The element type a store keeps: the file's, in this machine's byte order."""
         return self.data.dtype.newbyteorder("=")
+
+    def describe(self) -> dict:
+        """What ``cubeslab info`` shows of the file before an ingest."""
+        order = "F" if self.data.flags.f_contiguous and not self.data.flags.c_contiguous else "C"
+        return {
+            "file": self.path,
+            "format": self.kind,
+            "shape": list(self.shape),
+            "dtype": str(self.data.dtype),
+            "order": order,
+            "bytes": int(self.data.nbytes),
+        }
 
     def read(self, start: int, stop: int) -> np.ndarray:
         """Rows ``start:stop`` of the first axis, C-contiguous, in native byte order."""
@@ -49,7 +62,7 @@ def npy_source(path: str | os.PathLike) -> ArraySource:
     _numeric(path, data.dtype)
     if data.ndim == 0:
         raise InvalidInputError(f"{path}: a 0-dimensional array; cubeslab stores arrays of 1 to 8 dimensions")
-    return ArraySource(os.fspath(path), data)
+    return ArraySource(os.fspath(path), data, "npy")
 
 
 def raw_source(path: str | os.PathLike, *, shape, dtype, order: str, offset: int) -> ArraySource:
@@ -71,4 +84,4 @@ def raw_source(path: str | os.PathLike, *, shape, dtype, order: str, offset: int
             f"{offset} needs {expected:,}"
         )
     data = np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape, order=order)  # type: ignore[call-overload]
-    return ArraySource(os.fspath(path), data)
+    return ArraySource(os.fspath(path), data, "raw")
