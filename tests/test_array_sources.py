@@ -126,3 +126,55 @@ def test_export_to_npy_round_trips_exactly(tmp_path, ingest_cube):
     assert np.array_equal(np.load(tmp_path / "survey.npy"), cubeslab.open(survey)[...], equal_nan=True)
     with pytest.raises(cubeslab.StoreExistsError):
         cubeslab.export(survey, tmp_path / "survey.npy")
+
+
+def write_seplib(folder: Path, data: np.ndarray, fmt: str = "xdr_float") -> Path:
+    """A SEPlib pair the documented way: the binary holds axis 1 fastest (Fortran order of n1, n2, n3)."""
+    dtype = ">f4" if fmt == "xdr_float" else "<f4"
+    (folder / "cube.H@").write_bytes(data.astype(dtype).tobytes(order="F"))
+    n1, n2, n3 = data.shape
+    header = folder / "cube.H"
+    header.write_text(
+        f"n1={n1} o1=0 d1=0.004 label1=time unit1=s\n"
+        f"n2={n2} o2=100 d2=25 label2=crossline\n"
+        f'n3={n3} o3=10 d3=2 label3="inline"\n'
+        f"esize=4 data_format={fmt}\nin=cube.H@\n"
+    )
+    return header
+
+
+@pytest.mark.parametrize("fmt", ["xdr_float", "native_float"])
+def test_a_seplib_cube_ingests_with_its_axes_reversed_and_described(tmp_path, fmt):
+    n = (50, 12, 7)  # n1 (fastest), n2, n3
+    data = volume(n)
+    header = write_seplib(tmp_path, data, fmt=fmt)
+    cubeslab.ingest(header, tmp_path / "s.zarr")
+    # numpy reading the binary the documented way: Fortran order of (n1, n2, n3)
+    dtype = ">f4" if fmt == "xdr_float" else "<f4"
+    oracle = np.fromfile(tmp_path / "cube.H@", dtype=dtype).reshape(n, order="F")
+    stored = cubeslab.open(tmp_path / "s.zarr")[...]
+    assert stored.shape == (7, 12, 50)
+    assert np.array_equal(stored, oracle.transpose(2, 1, 0))
+    axes = cubeslab.describe(tmp_path / "s.zarr")["axes"]
+    assert [(a["name"], a["origin"], a["step"], a["unit"]) for a in axes] == [
+        ("inline", 10.0, 2.0, None),
+        ("crossline", 100.0, 25.0, None),
+        ("time", 0.0, 0.004, "s"),
+    ]
+
+
+def test_a_seplib_header_whose_sizes_disagree_with_its_binary_gives_both_numbers(tmp_path):
+    header = write_seplib(tmp_path, volume((50, 12, 7)))
+    header.write_text(header.read_text().replace("n3=7", "n3=8"))
+    with pytest.raises(cubeslab.InvalidInputError, match=r"16,800 bytes.*needs 19,200"):
+        cubeslab.ingest(header, tmp_path / "s.zarr")
+
+
+@pytest.mark.parametrize(("change", "words"), [("in=cube.H@", "no in="), ("in=cube.H@", "no such file")])
+def test_a_seplib_header_without_its_binary_is_refused(tmp_path, change, words):
+    header = write_seplib(tmp_path, volume((5, 4, 3)))
+    text = header.read_text()
+    header.write_text(text.replace(change, "") if words == "no in=" else text.replace(change, "in=gone.H@"))
+    with pytest.raises(cubeslab.InvalidInputError, match=words):
+        cubeslab.ingest(header, tmp_path / "s.zarr")
+    assert not (tmp_path / "s.zarr").exists()

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..errors import InvalidInputError
 from .raw import NPY_MAGIC, ArraySource, npy_source, raw_source
+from .seplib import is_seplib_header, seplib_source
 
 SIGNATURES = {
     b"\x89HDF\r\n\x1a\n": "HDF5 (or NetCDF 4)",
@@ -31,6 +32,8 @@ def array_source(
     not ingest yet is refused, never read as SEG-Y."""
     if not os.path.isfile(path):
         return None  # the SEG-Y reader says what is wrong with the path
+    if is_seplib_header(path):
+        return seplib_source(path)
     head = signature_of(path)
     if head.startswith(NPY_MAGIC):
         return npy_source(path)

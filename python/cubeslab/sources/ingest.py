@@ -38,9 +38,17 @@ def ingest_array(
     publication = _engine.Publication(os.fspath(store), overwrite)
     staging = os.fspath(publication.staging)
     total = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    attributes: dict = {"source": source.path}
+    dims = [f"dim_{d}" for d in range(len(shape))]
+    if source.axes is not None:
+        names = [a["name"] for a in source.axes]
+        dims = names if len(set(names)) == len(names) else dims
+        attributes["cubeslab"] = {
+            "axes": [{k: a[k] for k in ("origin", "step", "unit")} for a in source.axes]
+        }
     with create(
-        staging, shape, dtype, dims=[f"dim_{d}" for d in range(len(shape))], chunks=chunks, shards=shards,
-        compress=compress, cache=max(limit // 2, 1), attributes={"source": source.path},
+        staging, shape, dtype, dims=dims, chunks=chunks, shards=shards, compress=compress,
+        cache=max(limit // 2, 1), attributes=attributes,
     ) as out:  # fmt: skip
         for start in range(0, shape[0], rows):
             stop = min(shape[0], start + rows)

@@ -19,7 +19,8 @@ class ArraySource:
 
     path: str
     data: np.ndarray  # a memory map
-    kind: str  # "npy" or "raw"
+    kind: str  # "npy", "raw" or "seplib"
+    axes: list[dict] | None = None  # name, origin, step, unit per axis, where the file gives them
 
     @property
     def shape(self) -> tuple[int, ...]:
