@@ -178,3 +178,17 @@ def test_a_seplib_header_without_its_binary_is_refused(tmp_path, change, words):
     with pytest.raises(cubeslab.InvalidInputError, match=words):
         cubeslab.ingest(header, tmp_path / "s.zarr")
     assert not (tmp_path / "s.zarr").exists()
+
+
+def test_a_seplib_cube_round_trips_through_a_store(tmp_path):
+    data = volume((30, 8, 5))
+    header = write_seplib(tmp_path, data)
+    cubeslab.ingest(header, tmp_path / "s.zarr")
+    back = tmp_path / "out" / "back.H"
+    back.parent.mkdir()
+    cubeslab.export(tmp_path / "s.zarr", back)
+    assert (tmp_path / "out" / "back.H@").read_bytes() == (tmp_path / "cube.H@").read_bytes()
+    cubeslab.ingest(back, tmp_path / "again.zarr")
+    again, first = cubeslab.describe(tmp_path / "again.zarr"), cubeslab.describe(tmp_path / "s.zarr")
+    again["attributes"].pop("source"), first["attributes"].pop("source")  # where each came from
+    assert again == first

@@ -420,15 +420,15 @@ def parse_window(text: str) -> tuple:
 @app.command()
 def export(
     store: Annotated[Path, typer.Argument(help="Cube store")],
-    output: Annotated[Path, typer.Argument(help="SEG-Y file to write, or .npy")],
+    output: Annotated[Path, typer.Argument(help="SEG-Y file to write, or .npy, or SEPlib .H")],
     format: Annotated[int | None, typer.Option(help="Sample format code (default: the source's)")] = None,
     overwrite: Annotated[bool, typer.Option(help="Replace an existing file")] = False,
 ) -> None:
-    """Write a survey store back to SEG-Y, or any store to .npy."""
+    """Write a survey store back to SEG-Y, or any store to .npy or SEPlib (.H and its binary .H@)."""
     from . import export as run_export
 
     n = run_export(store, output, format=format, overwrite=overwrite)
-    what = "elements" if output.suffix == ".npy" else "traces"
+    what = "elements" if output.suffix in (".npy", ".H") else "traces"
     console.print(f"wrote {n:,} {what} to {escape(str(output))}")
 
 

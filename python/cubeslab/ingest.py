@@ -216,7 +216,8 @@ def export(
     threads: int | None = None,
 ) -> int:
     """Write a store out: to SEG-Y (a survey's live traces, inline by inline; returns the number of
-    traces), or to ``.npy`` when ``output`` ends so (any store; returns the number of elements).
+    traces), or, when ``output`` ends so, to ``.npy`` or a SEPlib ``.H`` (any store; returns the number of
+    elements).
 
     format: SEG-Y sample format code of the output (default: the source's).
     An MDIO store's headers are rebuilt as SEG-Y bytes first.
@@ -227,6 +228,10 @@ def export(
         from .sources.export import export_npy
 
         return export_npy(store, output, overwrite=overwrite)
+    if os.fspath(output).endswith(".H"):
+        from .sources.export import export_seplib
+
+        return export_seplib(store, output, overwrite=overwrite)
     if mdio.is_mdio_export_source(store):
         return mdio.export_segy(store, output, format=format, overwrite=overwrite, threads=threads)
     options = _engine.ExportOptions(format=format, overwrite=overwrite, threads=threads)
