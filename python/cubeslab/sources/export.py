@@ -47,14 +47,8 @@ def export_seplib(store: str | os.PathLike, output: str | os.PathLike, *, overwr
     description = describe(store)
     formats = {"f": ("xdr_float", ">f"), "i": ("xdr_int", ">i")}
     dtype = np.dtype(description["dtype"])
-    if (
-        dtype.kind not in formats
-        or dtype.itemsize not in (4, 8)
-        or (dtype.kind == "i" and dtype.itemsize != 4)
-    ):
-        raise InvalidInputError(
-            f"{store}: {dtype} has no SEPlib data_format; SEPlib takes 4-byte floats or ints and 8-byte floats"
-        )
+    if (dtype.kind, dtype.itemsize) not in (("f", 4), ("f", 8), ("i", 4)):
+        raise InvalidInputError(f"{store}: SEPlib has no data_format for {dtype}")
     name, code = formats[dtype.kind]
     if dtype.itemsize == 8:
         name = "xdr_double"
