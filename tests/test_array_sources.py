@@ -67,7 +67,6 @@ def test_the_command_line_ingests_raw_bytes_and_a_wrong_size_is_refused(tmp_path
     [
         (b"\x89HDF\r\n\x1a\n", "HDF5"),
         (b"CDF\x01", "NetCDF classic"),
-        (b"SIMPLE  =                    T", "FITS"),
     ],
 )
 def test_a_format_not_ingested_yet_is_refused_not_read_as_segy(tmp_path, head, name):
@@ -192,3 +191,60 @@ def test_a_seplib_cube_round_trips_through_a_store(tmp_path):
     again, first = cubeslab.describe(tmp_path / "again.zarr"), cubeslab.describe(tmp_path / "s.zarr")
     again["attributes"].pop("source"), first["attributes"].pop("source")  # where each came from
     assert again == first
+
+
+def fits_cube(path: Path, data: np.ndarray, **cards) -> None:
+    from astropy.io import fits
+
+    hdu = fits.PrimaryHDU(data)
+    for key, value in cards.items():
+        hdu.header[key] = value
+    hdu.writeto(path)
+
+
+@pytest.mark.parametrize(
+    ("raw", "cards"),
+    [
+        (np.arange(-300, 300, dtype=np.int16).reshape(6, 10, 10), {"BSCALE": 0.5, "BZERO": 10.0, "BLANK": 5}),
+        (np.arange(600, dtype=np.int32).reshape(6, 10, 10) - 300, {"BSCALE": 2.5, "BZERO": -1.0}),
+        (np.arange(600, dtype=np.int16).reshape(6, 10, 10) - 300, {"BZERO": 32768, "BSCALE": 1}),
+        (
+            volume((6, 10, 10)),
+            {"CTYPE1": "FREQ", "CRVAL1": 1.4e9, "CDELT1": 1e6, "CRPIX1": 1, "CUNIT1": "Hz"},
+        ),
+    ],
+    ids=["int16-scaled-blank", "int32-scaled", "uint16-convention", "float32-wcs"],
+)
+def test_a_fits_image_ingests_as_astropy_reads_it(tmp_path, raw, cards):
+    from astropy.io import fits
+
+    path = tmp_path / "image.fits"
+    fits_cube(path, raw, **cards)
+    cubeslab.ingest(path, tmp_path / "f.zarr", memory_limit=1 << 16)
+    oracle = fits.getdata(path)  # astropy applies BSCALE, BZERO and BLANK
+    stored = cubeslab.open(tmp_path / "f.zarr")[...]
+    assert stored.dtype == oracle.dtype.newbyteorder("=")
+    assert np.array_equal(stored, oracle, equal_nan=True)
+    header = cubeslab.open(tmp_path / "f.zarr").amplitude.attributes["fits_header"]
+    assert header["NAXIS1"] == raw.shape[-1]
+    if "CRVAL1" in cards:
+        axis = cubeslab.describe(tmp_path / "f.zarr")["axes"][-1]
+        assert (axis["name"], axis["origin"], axis["step"], axis["unit"]) == ("FREQ", 1.4e9, 1e6, "Hz")
+
+
+def test_a_fits_hdu_without_data_is_refused(tmp_path):
+    from astropy.io import fits
+
+    fits.HDUList([fits.PrimaryHDU(), fits.ImageHDU(volume((3, 4, 5)))]).writeto(tmp_path / "two.fits")
+    with pytest.raises(cubeslab.InvalidInputError, match="HDU 0 holds no image data"):
+        cubeslab.ingest(tmp_path / "two.fits", tmp_path / "x.zarr", hdu=0)
+    cubeslab.ingest(tmp_path / "two.fits", tmp_path / "y.zarr")  # the first with data: HDU 1
+    assert np.array_equal(cubeslab.open(tmp_path / "y.zarr")[...], fits.getdata(tmp_path / "two.fits", 1))
+
+
+def test_a_damaged_fits_file_is_refused_naming_it(tmp_path):
+    path = tmp_path / "broken.fits"
+    path.write_bytes(b"SIMPLE  =                    T" + b"\0" * 4000)
+    with pytest.raises(cubeslab.InvalidInputError, match=r"broken\.fits: not a FITS file astropy reads"):
+        cubeslab.ingest(path, tmp_path / "out.zarr")
+    assert not (tmp_path / "out.zarr").exists()

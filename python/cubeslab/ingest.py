@@ -131,6 +131,7 @@ def ingest(
     shape=None,
     order: str = "C",
     offset: int = 0,
+    hdu: int | None = None,
     progress: ProgressCallback | None = None,
 ) -> dict:
     """Reorganise a SEG-Y file, an ``.npy`` file or raw bytes into a cube store; returns the summary.
@@ -138,6 +139,7 @@ def ingest(
     shape, order, offset: raw bytes (any file given ``shape``): the array's shape, ``"C"`` (last axis
         fastest) or ``"F"``, and where its first byte is; ``dtype`` is then its element type (default
         float32). ``.npy`` files say all that themselves. Both are stored as they are (no conversion).
+    hdu: a FITS file's HDU (default: the first with an image).
 
     dtype: element type of the amplitudes: ``"float32"`` (default), another
         numpy name, or ``"native"`` for the type that holds the source's
@@ -168,7 +170,7 @@ def ingest(
     stays marked incomplete and :func:`cubeslab.open` refuses it.
     """
 
-    array = array_source(source, shape=shape, dtype=dtype, order=order, offset=offset)
+    array = array_source(source, shape=shape, dtype=dtype, order=order, offset=offset, hdu=hdu)
     if array is not None:
         for name, given in (("views", views), ("resume", resume)):
             if given:

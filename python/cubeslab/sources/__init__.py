@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from ..errors import InvalidInputError
+from .fits import FITS_MAGIC, fits_source
 from .raw import NPY_MAGIC, ArraySource, npy_source, raw_source
 from .seplib import is_seplib_header, seplib_source
 
@@ -15,7 +16,6 @@ SIGNATURES = {
     b"CDF\x01": "NetCDF classic",
     b"CDF\x02": "NetCDF 64-bit offset",
     b"CDF\x05": "NetCDF CDF5",
-    b"SIMPLE  =": "FITS",
 }
 
 
@@ -25,7 +25,13 @@ def signature_of(path: str | os.PathLike) -> bytes:
 
 
 def array_source(
-    path: str | os.PathLike, *, shape=None, dtype=None, order: str = "C", offset: int = 0
+    path: str | os.PathLike,
+    *,
+    shape=None,
+    dtype=None,
+    order: str = "C",
+    offset: int = 0,
+    hdu: int | None = None,
 ) -> ArraySource | None:
     """The reader of ``path`` if it is an N-D array file (``.npy``, or raw bytes described by
     ``shape`` and ``dtype``); None for a file to read as SEG-Y. A format cubeslab recognises but does
@@ -37,6 +43,8 @@ def array_source(
     head = signature_of(path)
     if head.startswith(NPY_MAGIC):
         return npy_source(path)
+    if head.startswith(FITS_MAGIC):
+        return fits_source(path, hdu)
     for magic, name in SIGNATURES.items():
         if head.startswith(magic):
             raise InvalidInputError(

@@ -38,7 +38,7 @@ def ingest_array(
     publication = _engine.Publication(os.fspath(store), overwrite)
     staging = os.fspath(publication.staging)
     total = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    attributes: dict = {"source": source.path}
+    attributes: dict = {"source": source.path, **(source.attributes or {})}
     dims = [f"dim_{d}" for d in range(len(shape))]
     if source.axes is not None:
         names = [a["name"] for a in source.axes]

@@ -4,6 +4,7 @@ offset. Both are read through a memory map, slab by slab."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,8 +20,11 @@ class ArraySource:
 
     path: str
     data: np.ndarray  # a memory map
-    kind: str  # "npy", "raw" or "seplib"
+    kind: str  # "npy", "raw", "seplib" or "fits"
     axes: list[dict] | None = None  # name, origin, step, unit per axis, where the file gives them
+    convert: Callable[[np.ndarray], np.ndarray] | None = None  # raw values to stored ones (FITS scaling)
+    stored_dtype: np.dtype | None = None  # the type `convert` gives
+    attributes: dict | None = None  # the file's own metadata, kept with the store
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -28,8 +32,8 @@ class ArraySource:
 
     @property
     def dtype(self) -> np.dtype:
-        """The element type a store keeps: the file's, in this machine's byte order."""
-        return self.data.dtype.newbyteorder("=")
+        """The element type a store keeps: the file's (or its conversion's), in this machine's byte order."""
+        return (self.stored_dtype or self.data.dtype).newbyteorder("=")
 
     def describe(self) -> dict:
         """What ``cubeslab info`` shows of the file before an ingest."""
@@ -45,7 +49,10 @@ class ArraySource:
 
     def read(self, start: int, stop: int) -> np.ndarray:
         """Rows ``start:stop`` of the first axis, C-contiguous, in native byte order."""
-        return np.ascontiguousarray(self.data[start:stop], dtype=self.dtype)
+        rows = self.data[start:stop]
+        if self.convert is not None:
+            rows = self.convert(rows)
+        return np.ascontiguousarray(rows, dtype=self.dtype)
 
 
 def _numeric(path, dtype: np.dtype) -> None:
