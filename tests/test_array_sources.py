@@ -63,11 +63,7 @@ def test_the_command_line_ingests_raw_bytes_and_a_wrong_size_is_refused(tmp_path
 
 
 @pytest.mark.parametrize(
-    ("head", "name"),
-    [
-        (b"\x89HDF\r\n\x1a\n", "HDF5"),
-        (b"CDF\x01", "NetCDF classic"),
-    ],
+    ("head", "name"), [(b"CDF\x01", "NetCDF classic"), (b"CDF\x02", "NetCDF 64-bit offset")]
 )
 def test_a_format_not_ingested_yet_is_refused_not_read_as_segy(tmp_path, head, name):
     path = tmp_path / "file.dat"
@@ -246,5 +242,63 @@ def test_a_damaged_fits_file_is_refused_naming_it(tmp_path):
     path = tmp_path / "broken.fits"
     path.write_bytes(b"SIMPLE  =                    T" + b"\0" * 4000)
     with pytest.raises(cubeslab.InvalidInputError, match=r"broken\.fits: not a FITS file astropy reads"):
+        cubeslab.ingest(path, tmp_path / "out.zarr")
+    assert not (tmp_path / "out.zarr").exists()
+
+
+@pytest.mark.parametrize(
+    ("dtype", "chunks"), [("<f4", (8, 8, 8)), (">f8", None), (">i2", (4, 16, 16)), ("uint8", (40, 1, 50))]
+)
+def test_an_hdf5_dataset_ingests_as_h5py_reads_it(tmp_path, dtype, chunks):
+    import h5py
+
+    data = volume((40, 30, 50), dtype)
+    with h5py.File(tmp_path / "v.h5", "w") as f:
+        group = f.create_group("seismic")
+        d = group.create_dataset("volume", data=data, chunks=chunks)
+        d.attrs["survey"] = "test"
+        d.attrs["scale"] = np.float32(0.5)
+        for i, (name, start, step) in enumerate(
+            [("inline", 100, 2), ("crossline", 10, 1), ("time", 0.0, 4.0)]
+        ):
+            f[name] = start + step * np.arange(data.shape[i], dtype=float)
+            f[name].make_scale(name)
+            d.dims[i].attach_scale(f[name])
+        f["other"] = np.zeros(3)
+    with pytest.raises(
+        cubeslab.InvalidInputError, match=r"more than one N-D numeric dataset.*/seismic/volume"
+    ):
+        cubeslab.ingest(tmp_path / "v.h5", tmp_path / "x.zarr")
+    cubeslab.ingest(tmp_path / "v.h5", tmp_path / "v.zarr", dataset="/seismic/volume", memory_limit=1 << 18)
+    with h5py.File(tmp_path / "v.h5", "r") as f:
+        oracle = f["/seismic/volume"][...]
+    store = cubeslab.open(tmp_path / "v.zarr")
+    assert np.array_equal(store[...], oracle) and store.dtype == oracle.dtype.newbyteorder("=")
+    assert store.amplitude.attributes["survey"] == "test" and store.amplitude.attributes["scale"] == 0.5
+    axes = cubeslab.describe(tmp_path / "v.zarr")["axes"]
+    assert [(a["name"], a["origin"], a["step"]) for a in axes] == [
+        ("inline", 100.0, 2.0),
+        ("crossline", 10.0, 1.0),
+        ("time", 0.0, 4.0),
+    ]
+
+
+def test_an_hdf5_dataset_that_does_not_exist_lists_those_that_do(tmp_path):
+    import h5py
+
+    with h5py.File(tmp_path / "v.h5", "w") as f:
+        f["a"] = np.zeros((4, 4))
+        f["names"] = np.array([b"x", b"y"])
+    with pytest.raises(cubeslab.InvalidInputError, match=r"no dataset /b; the datasets: /a, /names"):
+        cubeslab.ingest(tmp_path / "v.h5", tmp_path / "x.zarr", dataset="/b")
+    with pytest.raises(cubeslab.InvalidInputError, match=r"/names holds \|S1, not numbers"):
+        cubeslab.ingest(tmp_path / "v.h5", tmp_path / "x.zarr", dataset="/names")
+    assert not (tmp_path / "x.zarr").exists()
+
+
+def test_a_damaged_hdf5_file_is_refused_naming_it(tmp_path):
+    path = tmp_path / "broken.h5"
+    path.write_bytes(b"\x89HDF\r\n\x1a\n" + b"\0" * 4000)
+    with pytest.raises(cubeslab.InvalidInputError, match=r"broken\.h5: not an HDF5 file h5py reads"):
         cubeslab.ingest(path, tmp_path / "out.zarr")
     assert not (tmp_path / "out.zarr").exists()

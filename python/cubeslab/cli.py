@@ -141,6 +141,7 @@ def ingest(
     order: Annotated[Order, typer.Option(help="Raw bytes: C (last axis fastest) or F")] = Order.C,
     offset: Annotated[int, typer.Option(help="Raw bytes: where the array's first byte is")] = 0,
     hdu: Annotated[int | None, typer.Option(help="FITS: the HDU (default: the first with an image)")] = None,
+    dataset: Annotated[str | None, typer.Option(help="HDF5: the dataset (default: the only N-D one)")] = None,
 ) -> None:
     """Reorganise a SEG-Y file, an .npy file or raw bytes into a sharded Zarr v3 store."""
     from . import ingest as run_ingest
@@ -157,7 +158,7 @@ def ingest(
             allow_truncated=allow_truncated, sample_interval_us=sample_interval,
             vertical="depth" if depth else "time", progress=bars.update,
             shape=parse_shape(shape) if shape is not None else None, order=order.value, offset=offset,
-            hdu=hdu,
+            hdu=hdu, dataset=dataset,
         )  # fmt: skip
     for warning in noted:
         errors.print(f"[yellow]warning:[/] {escape(str(warning.message))}")

@@ -132,6 +132,7 @@ def ingest(
     order: str = "C",
     offset: int = 0,
     hdu: int | None = None,
+    dataset: str | None = None,
     progress: ProgressCallback | None = None,
 ) -> dict:
     """Reorganise a SEG-Y file, an ``.npy`` file or raw bytes into a cube store; returns the summary.
@@ -140,6 +141,7 @@ def ingest(
         fastest) or ``"F"``, and where its first byte is; ``dtype`` is then its element type (default
         float32). ``.npy`` files say all that themselves. Both are stored as they are (no conversion).
     hdu: a FITS file's HDU (default: the first with an image).
+    dataset: an HDF5 file's dataset, e.g. ``/seismic/volume`` (default: its only N-D numeric one).
 
     dtype: element type of the amplitudes: ``"float32"`` (default), another
         numpy name, or ``"native"`` for the type that holds the source's
@@ -170,7 +172,9 @@ def ingest(
     stays marked incomplete and :func:`cubeslab.open` refuses it.
     """
 
-    array = array_source(source, shape=shape, dtype=dtype, order=order, offset=offset, hdu=hdu)
+    array = array_source(
+        source, shape=shape, dtype=dtype, order=order, offset=offset, hdu=hdu, dataset=dataset
+    )
     if array is not None:
         for name, given in (("views", views), ("resume", resume)):
             if given:

@@ -8,11 +8,11 @@ from pathlib import Path
 
 from ..errors import InvalidInputError
 from .fits import FITS_MAGIC, fits_source
+from .hdf5 import HDF5_MAGIC, hdf5_source
 from .raw import NPY_MAGIC, ArraySource, npy_source, raw_source
 from .seplib import is_seplib_header, seplib_source
 
 SIGNATURES = {
-    b"\x89HDF\r\n\x1a\n": "HDF5 (or NetCDF 4)",
     b"CDF\x01": "NetCDF classic",
     b"CDF\x02": "NetCDF 64-bit offset",
     b"CDF\x05": "NetCDF CDF5",
@@ -32,10 +32,11 @@ def array_source(
     order: str = "C",
     offset: int = 0,
     hdu: int | None = None,
+    dataset: str | None = None,
 ) -> ArraySource | None:
-    """The reader of ``path`` if it is an N-D array file (``.npy``, or raw bytes described by
-    ``shape`` and ``dtype``); None for a file to read as SEG-Y. A format cubeslab recognises but does
-    not ingest yet is refused, never read as SEG-Y."""
+    """The reader of ``path`` if it is an N-D array file (``.npy``, SEPlib, FITS, HDF5, or raw bytes
+    described by ``shape`` and ``dtype``); None for a file to read as SEG-Y. A format cubeslab
+    recognises but does not ingest yet is refused, never read as SEG-Y."""
     if not os.path.isfile(path):
         return None  # the SEG-Y reader says what is wrong with the path
     if is_seplib_header(path):
@@ -45,6 +46,8 @@ def array_source(
         return npy_source(path)
     if head.startswith(FITS_MAGIC):
         return fits_source(path, hdu)
+    if head.startswith(HDF5_MAGIC):
+        return hdf5_source(path, dataset)
     for magic, name in SIGNATURES.items():
         if head.startswith(magic):
             raise InvalidInputError(
