@@ -1,0 +1,107 @@
+"""What `cubeslab info` reports of a store: geometry, layout, size, codec and who reads it, the error
+of lossy compression (at ingest, and of chunks written since), completeness."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .compression import readers
+from .errors import IncompleteStoreError
+from .schema import store_contents
+
+
+def store_size(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def store_report(store: Path) -> dict:
+
+    try:
+        contents = store_contents(store, to_read=False)
+    except IncompleteStoreError as unfinished:  # still being written under its staging name
+        return {"store": str(store), "state": "incomplete", "hint": str(unfinished)}
+    state = contents["state"]
+    report: dict = {"store": str(store), "state": state}
+    if state not in ("complete", "foreign (not written by cubeslab)"):
+        report["hint"] = (
+            "the ingest did not finish; continue it with --resume, or start again with --overwrite"
+        )
+        return report
+    from . import open as open_cube
+    from .mdio import store_notes
+
+    cube = open_cube(store)
+    size = store_size(store)
+    amplitude = cube.amplitude
+    volume = store_size(Path(amplitude.path))
+    copies = sum(store_size(Path(c)) for c in amplitude.copies)
+    report.update(
+        {
+            "dims": dict(zip(cube.dims, cube.shape, strict=True)),
+            "dtype": str(cube.dtype),
+            "chunks": list(amplitude.chunks),
+            "shards": list(amplitude.shards) if amplitude.shards else None,
+            "codecs": [c["name"] for c in amplitude.metadata.get("codecs", [])],
+            "readable_by": readers(amplitude.metadata.get("codecs", [])),
+            "size_bytes": size,
+            "data_bytes": amplitude.nbytes,
+            "volume_bytes": volume,
+            # The volume's own ratio; views are copies, counted in their own line below.
+            "compression_ratio": round(amplitude.nbytes / volume, 3) if volume else None,
+            "ranges": {d: [float(v[0]), float(v[-1])] for d, v in cube.coords.items() if len(v)},
+        }
+    )
+    extra = cube.attributes.get("cubeslab", {})
+    compression = extra.get("compression")
+    if compression:
+        codec = compression["codec"]
+        if compression["requested"] != codec:
+            codec += f" (tuned for {compression['requested']})"
+        report["compression"] = codec
+        if "achieved" in compression:
+            report["error"] = error_summary(compression["achieved"])
+    rewrites = amplitude.attributes.get("cubeslab", {}).get("rewrites")
+    if rewrites:  # lossy chunks written since the ingest (or creation): their own error
+        if "error" in report:
+            report["error"] = "at ingest: " + report["error"]
+        report["error_of_writes"] = rewrite_summary(rewrites)
+    if "plan" in extra:
+        report["layout"] = f"{extra['plan']['layout']} ({extra['plan']['strategy']})"
+    if copies:
+        report["ratio_with_views"] = round(amplitude.nbytes / (volume + copies), 3)
+    if extra.get("views"):
+        report["views"] = {
+            access: f"{view['layout']}, {view['stored_bytes']:,} bytes "
+            f"(+{view['stored_bytes'] / max(extra['stored_bytes'], 1):.0%})"
+            for access, view in extra["views"].items()
+        }
+    for key in ("live_traces", "missing_traces", "sorting", "source", "warnings"):
+        if key in extra:
+            report[key] = extra[key]
+    report.update(store_notes(cube))  # MDIO's time axis, where it differs from the SEG-Y's
+    return report
+
+
+def rewrite_summary(rewrites: dict) -> str:
+    """One line from the error a writer recorded for the lossy chunks it wrote back."""
+    text = f"{rewrites['chunks']} chunks written since, max |error| {rewrites['max_abs_error']:.4g}"
+    worst = rewrites.get("worst_chunk_snr")
+    if worst:
+        text += f"; worst chunk {worst['chunk']}: SNR {worst['snr_db']:.1f} dB"
+    return text
+
+
+def error_summary(errors: dict) -> str:
+    """One line from recorded error statistics (see compress/metrics.rs)."""
+
+    def db(x):
+        return "exact" if x is None else f"{x:.1f} dB"
+
+    text = (
+        f"max |error| {errors['max_abs_error']:.4g}, RMS error {errors['rms_error']:.4g} "
+        f"(signal RMS {errors['rms_signal']:.4g}), SNR {db(errors['snr_db'])}, PSNR {db(errors['psnr_db'])}"
+    )
+    worst = errors.get("worst_chunk_snr")
+    if worst:
+        text += f"; worst chunk {worst['chunk']}: SNR {db(worst['snr_db'])}"
+    return text
