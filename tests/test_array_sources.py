@@ -62,15 +62,17 @@ def test_the_command_line_ingests_raw_bytes_and_a_wrong_size_is_refused(tmp_path
     assert not (tmp_path / "w.zarr").exists()
 
 
-@pytest.mark.parametrize(
-    ("head", "name"), [(b"CDF\x01", "NetCDF classic"), (b"CDF\x02", "NetCDF 64-bit offset")]
-)
-def test_a_format_not_ingested_yet_is_refused_not_read_as_segy(tmp_path, head, name):
-    path = tmp_path / "file.dat"
-    path.write_bytes(head + b"\0" * 4000)
-    with pytest.raises(cubeslab.InvalidInputError, match=f"a {name}"):
-        cubeslab.ingest(path, tmp_path / "out.zarr")
-    assert not (tmp_path / "out.zarr").exists()
+def test_a_netcdf_file_without_the_variable_asked_for_lists_those_it_has(tmp_path):
+    netcdf_file(tmp_path / "t.nc", "NETCDF4")
+    with pytest.raises(
+        cubeslab.InvalidInputError, match="no variable pressure; the variables: time, lat, lon, temp"
+    ):
+        cubeslab.ingest(tmp_path / "t.nc", tmp_path / "x.zarr", variable="pressure")
+    empty = tmp_path / "empty.nc"
+    empty.write_bytes(b"CDF\x01" + b"\0" * 4000)
+    with pytest.raises(cubeslab.InvalidInputError, match="no data variable"):
+        cubeslab.ingest(empty, tmp_path / "x.zarr")
+    assert not (tmp_path / "x.zarr").exists()
 
 
 def test_an_object_npy_file_is_refused(tmp_path):
@@ -302,3 +304,40 @@ def test_a_damaged_hdf5_file_is_refused_naming_it(tmp_path):
     with pytest.raises(cubeslab.InvalidInputError, match=r"broken\.h5: not an HDF5 file h5py reads"):
         cubeslab.ingest(path, tmp_path / "out.zarr")
     assert not (tmp_path / "out.zarr").exists()
+
+
+def netcdf_file(path: Path, fmt: str) -> None:
+    import netCDF4
+
+    with netCDF4.Dataset(path, "w", format=fmt) as d:
+        d.title = "a test grid"
+        d.createDimension("time", 4)
+        d.createDimension("lat", 5)
+        d.createDimension("lon", 6)
+        t = d.createVariable("time", "f8", ("time",))
+        t.units = "days since 2000-01-01"
+        t[:] = np.arange(4)
+        lat = d.createVariable("lat", "f4", ("lat",))
+        lat.units = "degrees_north"
+        lat[:] = np.linspace(-10, 10, 5)
+        d.createVariable("lon", "f4", ("lon",))[:] = np.linspace(0, 50, 6)
+        v = d.createVariable("temp", "i2", ("time", "lat", "lon"), fill_value=-999)
+        v.scale_factor, v.add_offset, v.units, v.long_name = 0.01, 273.15, "K", "temperature"
+        v.set_auto_maskandscale(False)
+        raw = (np.arange(120).reshape(4, 5, 6) * 3).astype("i2")
+        raw[0, 0, 0] = -999
+        v[:] = raw
+
+
+@pytest.mark.parametrize("fmt", ["NETCDF4", "NETCDF3_CLASSIC", "NETCDF3_64BIT_OFFSET"])
+def test_a_netcdf_variable_opens_in_xarray_as_the_file_does(tmp_path, fmt):
+    import xarray as xr
+
+    netcdf_file(tmp_path / "t.nc", fmt)
+    cubeslab.ingest(tmp_path / "t.nc", tmp_path / "t.zarr")
+    expected = xr.open_dataset(tmp_path / "t.nc")
+    got = xr.open_zarr(tmp_path / "t.zarr")
+    xr.testing.assert_identical(got["temp"].load(), expected["temp"])  # values, NaN fill, CF decoding, coords
+    assert got.attrs["title"] == "a test grid"
+    raw = cubeslab.open(tmp_path / "t.zarr")[...]
+    assert raw.dtype == np.int16 and raw[0, 0, 0] == -999  # stored raw, decoded by the reader

@@ -142,6 +142,7 @@ def ingest(
     offset: Annotated[int, typer.Option(help="Raw bytes: where the array's first byte is")] = 0,
     hdu: Annotated[int | None, typer.Option(help="FITS: the HDU (default: the first with an image)")] = None,
     dataset: Annotated[str | None, typer.Option(help="HDF5: the dataset (default: the only N-D one)")] = None,
+    variable: Annotated[str | None, typer.Option(help="NetCDF: the variable (default: the only one)")] = None,
 ) -> None:
     """Reorganise a SEG-Y file, an .npy file or raw bytes into a sharded Zarr v3 store."""
     from . import ingest as run_ingest
@@ -158,7 +159,7 @@ def ingest(
             allow_truncated=allow_truncated, sample_interval_us=sample_interval,
             vertical="depth" if depth else "time", progress=bars.update,
             shape=parse_shape(shape) if shape is not None else None, order=order.value, offset=offset,
-            hdu=hdu, dataset=dataset,
+            hdu=hdu, dataset=dataset, variable=variable,
         )  # fmt: skip
     for warning in noted:
         errors.print(f"[yellow]warning:[/] {escape(str(warning.message))}")

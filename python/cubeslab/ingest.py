@@ -15,8 +15,9 @@ import numpy as np
 from . import _engine, defaults
 from .compression import with_max_error
 from .errors import IngestWarning, InvalidInputError
-from .sources import array_source
+from .sources import array_source, is_netcdf
 from .sources.ingest import ingest_array
+from .sources.netcdf import ingest_netcdf
 
 
 @dataclass(frozen=True)
@@ -133,6 +134,7 @@ def ingest(
     offset: int = 0,
     hdu: int | None = None,
     dataset: str | None = None,
+    variable: str | None = None,
     progress: ProgressCallback | None = None,
 ) -> dict:
     """Reorganise a SEG-Y file, an ``.npy`` file or raw bytes into a cube store; returns the summary.
@@ -142,6 +144,8 @@ def ingest(
         float32). ``.npy`` files say all that themselves. Both are stored as they are (no conversion).
     hdu: a FITS file's HDU (default: the first with an image).
     dataset: an HDF5 file's dataset, e.g. ``/seismic/volume`` (default: its only N-D numeric one).
+    variable: a NetCDF file's variable (default: its only data variable); stored with its coordinate
+        variables and raw values with their CF attributes, so xarray decodes the store as the file.
 
     dtype: element type of the amplitudes: ``"float32"`` (default), another
         numpy name, or ``"native"`` for the type that holds the source's
@@ -172,6 +176,20 @@ def ingest(
     stays marked incomplete and :func:`cubeslab.open` refuses it.
     """
 
+    if is_netcdf(source, dataset):
+        for name, given in (("views", views), ("resume", resume)):
+            if given:
+                raise InvalidInputError(f"{name} applies to SEG-Y ingest; {source} is a NetCDF file")
+
+        def reported(done: int, total: int) -> None:
+            if progress is not None:
+                progress(Phase("write volume", 1, "bytes", done, total))
+
+        return ingest_netcdf(
+            source, store, variable=variable, overwrite=overwrite, durable=durable, layout=layout,
+            access=access, compress=with_max_error(compress, max_error), memory_limit=memory_limit,
+            progress=reported,
+        )  # fmt: skip
     array = array_source(
         source, shape=shape, dtype=dtype, order=order, offset=offset, hdu=hdu, dataset=dataset
     )

@@ -418,10 +418,17 @@ impl Publication {
     }
 }
 
-/// Create a group at `path` whose main array is `main`.
+/// Create a group at `path` whose main array is `main`, with `attributes`
+/// (a JSON object) besides.
 #[pyfunction]
-fn create_group(py: Python<'_>, path: PathBuf, main: &str) -> PyResult<()> {
-    engine(py, || cubeslab_core::store::Group::create(&path, main))
+#[pyo3(signature = (path, main, attributes="{}"))]
+fn create_group(py: Python<'_>, path: PathBuf, main: &str, attributes: &str) -> PyResult<()> {
+    let attributes: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(attributes)
+            .map_err(|e| crate::errors::invalid_input(format!("group attributes: {e}")))?;
+    engine(py, || {
+        cubeslab_core::store::Group::create(&path, main, &attributes)
+    })
 }
 
 /// The `--compress` name of a chunk codec chain (JSON), or `None` for a

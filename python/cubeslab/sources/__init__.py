@@ -9,19 +9,37 @@ from pathlib import Path
 from ..errors import InvalidInputError
 from .fits import FITS_MAGIC, fits_source
 from .hdf5 import HDF5_MAGIC, hdf5_source
+from .netcdf import NETCDF_CLASSIC_MAGICS
 from .raw import NPY_MAGIC, ArraySource, npy_source, raw_source
 from .seplib import is_seplib_header, seplib_source
 
-SIGNATURES = {
-    b"CDF\x01": "NetCDF classic",
-    b"CDF\x02": "NetCDF 64-bit offset",
-    b"CDF\x05": "NetCDF CDF5",
-}
+SIGNATURES: dict[bytes, str] = {}
+"""Formats recognised but not ingested yet, by their first bytes."""
 
 
 def signature_of(path: str | os.PathLike) -> bytes:
     with open(path, "rb") as f:
         return f.read(16)
+
+
+def is_netcdf(path: str | os.PathLike, dataset: str | None = None) -> bool:
+    """Whether ``path`` is a NetCDF file (classic, or NetCDF 4 unless an HDF5 ``dataset`` is asked for)."""
+    if not os.path.isfile(path):
+        return False
+    head = signature_of(path)
+    if head.startswith(NETCDF_CLASSIC_MAGICS):
+        return True
+    if head.startswith(HDF5_MAGIC) and dataset is None:
+        try:
+            import h5py
+        except ImportError:
+            return True  # netCDF4 reads it either way
+        try:
+            with h5py.File(path, "r") as f:
+                return "_NCProperties" in f.attrs
+        except OSError:
+            return False  # the HDF5 reader says what is wrong
+    return False
 
 
 def array_source(

@@ -48,11 +48,6 @@ def hdf5_source(path: str | os.PathLike, dataset: str | None = None) -> ArraySou
         f = h5py.File(path, "r")
     except OSError as error:
         raise InvalidInputError(f"{path}: not an HDF5 file h5py reads: {error}") from None
-    if "_NCProperties" in f.attrs and dataset is None:
-        raise InvalidInputError(
-            f"{path}: a NetCDF 4 file; cubeslab does not ingest NetCDF yet (--dataset reads one of its "
-            "variables as a plain HDF5 dataset, without NetCDF's conventions)"
-        )
     names = _datasets(h5py, f)
     scales = {n for n in names if f[n].attrs.get("CLASS") == b"DIMENSION_SCALE"}
     if dataset is None:

@@ -1,0 +1,140 @@
+"""NetCDF variables (classic or NetCDF 4), read with netCDF4 (the ``netcdf`` extra). The store holds the
+variable's raw values with their CF attributes (``scale_factor``, ``add_offset``, ``_FillValue``) and
+the coordinate variables beside it, so that ``xarray.open_zarr(store)[name]`` decodes to what
+``xarray.open_dataset(file)[name]`` gives; the file's global attributes become the group's."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from .. import _engine, defaults
+from ..array import Array
+from ..errors import InvalidInputError
+from ..plan import plan
+
+NETCDF_CLASSIC_MAGICS = (b"CDF\x01", b"CDF\x02", b"CDF\x05")
+
+
+def _netcdf4():
+    try:
+        import netCDF4
+    except ImportError:
+        raise InvalidInputError("reading NetCDF needs netCDF4: pip install 'cubeslab[netcdf]'") from None
+    return netCDF4
+
+
+def _value(value):
+    if isinstance(value, np.ndarray):
+        return [_value(v) for v in value.tolist()]
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, bytes):
+        return value.decode(errors="replace")
+    return value
+
+
+def _attributes(variable) -> dict:
+    return {name: _value(variable.getncattr(name)) for name in variable.ncattrs()}
+
+
+def _choose(path, dataset, variable: str | None) -> str:
+    data = [
+        name for name, v in dataset.variables.items()
+        if name not in dataset.dimensions and v.ndim >= 1 and v.dtype.kind in "biuf"
+    ]  # fmt: skip
+    if variable is None:
+        if len(data) != 1:
+            listed = ", ".join(f"{n} {dataset.variables[n].dimensions}" for n in data) or "none"
+            raise InvalidInputError(
+                f"{path}: {'no' if not data else 'more than one'} data variable; choose one with --variable "
+                f"(the variables: {listed})"
+            )
+        return data[0]
+    if variable not in dataset.variables:
+        raise InvalidInputError(
+            f"{path}: no variable {variable}; the variables: {', '.join(dataset.variables)}"
+        )
+    kind = dataset.variables[variable].dtype
+    if not isinstance(kind, np.dtype) or kind.kind not in "biuf":
+        raise InvalidInputError(f"{path}: variable {variable} holds {kind}, not numbers cubeslab stores")
+    return variable
+
+
+def ingest_netcdf(
+    path: str | os.PathLike,
+    store: str | os.PathLike,
+    *,
+    variable: str | None = None,
+    overwrite: bool = False,
+    durable: bool = False,
+    layout: str = defaults.LAYOUT,
+    access: str | None = None,
+    compress: str | None = None,
+    memory_limit: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict:
+    """Write one variable of a NetCDF file, with its coordinates, into a new store."""
+    netCDF4 = _netcdf4()
+    try:
+        dataset = netCDF4.Dataset(path)
+    except OSError as error:
+        raise InvalidInputError(f"{path}: not a NetCDF file netCDF4 reads: {error}") from None
+    dataset.set_auto_maskandscale(False)
+    name = _choose(path, dataset, variable)
+    source = dataset.variables[name]
+    shape, dtype = tuple(source.shape), np.dtype(source.dtype).newbyteorder("=")
+    if not shape or 0 in shape:
+        raise InvalidInputError(
+            f"{path}: variable {name} has shape {shape}; cubeslab stores non-empty arrays"
+        )
+    listed = str(source.__dict__.get("coordinates", "")).split()
+    coordinates = [d for d in source.dimensions if d in dataset.variables] + [
+        c for c in listed if c in dataset.variables and c not in source.dimensions
+    ]
+    limit = int(memory_limit or defaults.MEMORY_LIMIT)
+    picked = plan(shape, dtype, layout=layout, access=access, compress=compress, top=1)[0]["layout"]
+    chunks, shards = picked["inner"], picked["shard"]
+    publication = _engine.Publication(os.fspath(store), overwrite)
+    staging = os.fspath(publication.staging)
+    _engine.create_group(
+        staging, name, json.dumps({k: _value(dataset.getncattr(k)) for k in dataset.ncattrs()})
+    )
+    attributes = _attributes(source)
+    fill = attributes.get("_FillValue")
+    Array.create(
+        os.path.join(staging, name), shape, dtype, chunks=chunks, shards=shards, compress=compress,
+        dimension_names=list(source.dimensions), attributes=attributes, fill_value=fill,
+    )  # fmt: skip
+    row_bytes = int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize
+    rows = max(shards[0], (limit // 2 // max(row_bytes, 1)) // shards[0] * shards[0])
+    with Array(os.path.join(staging, name), cache=max(limit // 2, 1)) as out:
+        for start in range(0, shape[0], rows):
+            stop = min(shape[0], start + rows)
+            out[start:stop] = np.asarray(source[start:stop], dtype=dtype)
+            if progress is not None:
+                progress(stop * row_bytes, int(np.prod(shape, dtype=np.int64)) * dtype.itemsize)
+    for coordinate in coordinates:
+        c = dataset.variables[coordinate]
+        values = np.asarray(c[...])
+        if values.dtype.kind not in "biuf":
+            continue  # string coordinates: left to the file
+        values = values.astype(values.dtype.newbyteorder("="))
+        Array.from_numpy(
+            os.path.join(staging, coordinate), values, chunks=values.shape,
+            dimension_names=list(c.dimensions), attributes=_attributes(c),
+        )  # fmt: skip
+    dataset.close()
+    publication.commit(durable)
+    return {
+        "source": os.fspath(path),
+        "variable": name,
+        "shape": list(shape),
+        "dtype": dtype.name,
+        "plan": {"layout": f"{'x'.join(map(str, chunks))}/{'x'.join(map(str, shards))}", "strategy": layout},
+        "stored_bytes": sum(p.stat().st_size for p in Path(store).rglob("*") if p.is_file()),
+    }
