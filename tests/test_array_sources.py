@@ -341,3 +341,14 @@ def test_a_netcdf_variable_opens_in_xarray_as_the_file_does(tmp_path, fmt):
     assert got.attrs["title"] == "a test grid"
     raw = cubeslab.open(tmp_path / "t.zarr")[...]
     assert raw.dtype == np.int16 and raw[0, 0, 0] == -999  # stored raw, decoded by the reader
+
+
+def test_info_lists_a_netcdf_files_variables(tmp_path):
+    import json
+
+    netcdf_file(tmp_path / "t.nc", "NETCDF4")
+    done = subprocess.run([*CLI, "info", str(tmp_path / "t.nc"), "--json"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["variables"]["temp"] == "int16 {'time': 4, 'lat': 5, 'lon': 6}"
+    assert report["attributes"]["title"] == "a test grid"

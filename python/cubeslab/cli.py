@@ -239,10 +239,14 @@ def info(
     offset_byte: Annotated[int, typer.Option(help=HELP["offset_byte"])] = defaults.OFFSET_BYTE,
 ) -> None:
     """Geometry, layout, size, compression ratio and completeness of a store (or what a SEG-Y file holds)."""
-    from .sources import array_source
+    from .sources import array_source, is_netcdf
 
-    array = array_source(path) if path.is_file() else None
-    if array is not None:
+    array = array_source(path) if path.is_file() and not is_netcdf(path) else None
+    if path.is_file() and is_netcdf(path):
+        from .sources.netcdf import describe_netcdf
+
+        report = describe_netcdf(path)
+    elif array is not None:
         report = array.describe()
     elif path.is_file():
         from .ingest import describe_segy

@@ -65,6 +65,24 @@ def _choose(path, dataset, variable: str | None) -> str:
     return variable
 
 
+def describe_netcdf(path: str | os.PathLike) -> dict:
+    """What ``cubeslab info`` shows of a NetCDF file: its variables and global attributes."""
+    netCDF4 = _netcdf4()
+    try:
+        with netCDF4.Dataset(path) as dataset:
+            return {
+                "file": os.fspath(path),
+                "format": f"netcdf ({dataset.data_model})",
+                "variables": {
+                    name: f"{v.dtype} {dict(zip(v.dimensions, v.shape, strict=True))}"
+                    for name, v in dataset.variables.items()
+                },
+                "attributes": {k: _value(dataset.getncattr(k)) for k in dataset.ncattrs()},
+            }
+    except OSError as error:
+        raise InvalidInputError(f"{path}: not a NetCDF file netCDF4 reads: {error}") from None
+
+
 def ingest_netcdf(
     path: str | os.PathLike,
     store: str | os.PathLike,
