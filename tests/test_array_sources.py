@@ -352,3 +352,18 @@ def test_info_lists_a_netcdf_files_variables(tmp_path):
     report = json.loads(done.stdout)
     assert report["variables"]["temp"] == "int16 {'time': 4, 'lat': 5, 'lon': 6}"
     assert report["attributes"]["title"] == "a test grid"
+
+
+def test_info_lists_an_hdf5_files_datasets(tmp_path):
+    import json
+
+    import h5py
+
+    with h5py.File(tmp_path / "v.h5", "w") as f:
+        f["a/b"] = np.zeros((4, 5), np.float32)
+        f["c"] = np.arange(3)
+        f["c"].make_scale("c")
+    done = subprocess.run([*CLI, "info", str(tmp_path / "v.h5"), "--json"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    datasets = json.loads(done.stdout)["datasets"]
+    assert datasets == {"/a/b": "float32 [4, 5]", "/c": "int64 [3] (dimension scale)"}

@@ -239,13 +239,19 @@ def info(
     offset_byte: Annotated[int, typer.Option(help=HELP["offset_byte"])] = defaults.OFFSET_BYTE,
 ) -> None:
     """Geometry, layout, size, compression ratio and completeness of a store (or what a SEG-Y file holds)."""
-    from .sources import array_source, is_netcdf
+    from .sources import HDF5_MAGIC, array_source, is_netcdf, signature_of
 
-    array = array_source(path) if path.is_file() and not is_netcdf(path) else None
-    if path.is_file() and is_netcdf(path):
+    netcdf = path.is_file() and is_netcdf(path)
+    hdf5 = path.is_file() and not netcdf and signature_of(path).startswith(HDF5_MAGIC)
+    array = array_source(path) if path.is_file() and not netcdf and not hdf5 else None
+    if netcdf:
         from .sources.netcdf import describe_netcdf
 
         report = describe_netcdf(path)
+    elif hdf5:
+        from .sources.hdf5 import describe_hdf5
+
+        report = describe_hdf5(path)
     elif array is not None:
         report = array.describe()
     elif path.is_file():

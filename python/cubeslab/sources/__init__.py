@@ -79,4 +79,4 @@ def array_source(
     return None
 
 
-__all__ = ["ArraySource", "array_source"]
+__all__ = ["HDF5_MAGIC", "ArraySource", "array_source", "is_netcdf", "signature_of"]

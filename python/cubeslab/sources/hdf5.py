@@ -42,6 +42,23 @@ def _datasets(h5py, group) -> list[str]:
     return found
 
 
+def describe_hdf5(path: str | os.PathLike) -> dict:
+    """What ``cubeslab info`` shows of an HDF5 file: every dataset's type and shape, and which are
+    dimension scales."""
+    h5py = _h5py()
+    try:
+        f = h5py.File(path, "r")
+    except OSError as error:
+        raise InvalidInputError(f"{path}: not an HDF5 file h5py reads: {error}") from None
+    with f:
+        datasets = {}
+        for name in _datasets(h5py, f):
+            d = f[name]
+            scale = " (dimension scale)" if d.attrs.get("CLASS") == b"DIMENSION_SCALE" else ""
+            datasets[name] = f"{d.dtype} {list(d.shape)}{scale}"
+        return {"file": os.fspath(path), "format": "hdf5", "datasets": datasets}
+
+
 def hdf5_source(path: str | os.PathLike, dataset: str | None = None) -> ArraySource:
     h5py = _h5py()
     try:
