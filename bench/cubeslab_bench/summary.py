@@ -28,6 +28,20 @@ def _table(doc: dict, prefix: str) -> dict | None:
     return next((t for t in doc["tables"] if t["title"].startswith(prefix)), None)
 
 
+def fastest_row(need: str, ours: dict[str, float], others: dict[str, float]) -> list[str]:
+    """A summary row from times (ms) by tool: the pick, cubeslab's best, the fastest other tool, and
+    the other's time over cubeslab's."""
+    best_ours, best_other = min(ours, key=ours.__getitem__), min(others, key=others.__getitem__)
+    ratio = others[best_other] / ours[best_ours]
+    return [
+        need,
+        best_ours if ratio >= 1 else best_other,
+        f"{best_ours} {ours[best_ours]:.3g} ms",
+        f"{best_other} {others[best_other]:.3g} ms",
+        f"{ratio:.2g}x",
+    ]
+
+
 def _fold(ratios: list[float]) -> str:
     low, high = min(ratios), max(ratios)
     return f"{low:.2g}x" if low == high else f"{low:.2g}–{high:.2g}x"
@@ -56,19 +70,7 @@ def seismic_reads(doc: dict) -> list[list[str]]:
             }
             if not ours or not others:
                 continue
-            best_ours = min(ours, key=ours.__getitem__)
-            best_other = min(others, key=others.__getitem__)
-            ratio = others[best_other] / ours[best_ours]
-            pick = best_ours if ratio >= 1 else best_other
-            rows.append(
-                [
-                    f"{row[0]} of a 3-D survey, {state}",
-                    pick,
-                    f"{best_ours} {ours[best_ours]:.3g} ms",
-                    f"{best_other} {others[best_other]:.3g} ms",
-                    f"{ratio:.2g}x",
-                ]
-            )
+            rows.append(fastest_row(f"{row[0]} of a 3-D survey, {state}", ours, others))
     return rows
 
 
@@ -128,17 +130,7 @@ def msi_selections(doc: dict) -> list[list[str]]:
         others = {t: v for t, v in times.items() if not t.startswith("cubeslab")}
         if not ours or not others:
             continue
-        best_ours, best_other = min(ours, key=ours.__getitem__), min(others, key=others.__getitem__)
-        ratio = others[best_other] / ours[best_ours]
-        rows.append(
-            [
-                f"MSI {access}, warm",
-                best_ours if ratio >= 1 else best_other,
-                f"{best_ours} {ours[best_ours]:.3g} ms",
-                f"{best_other} {others[best_other]:.3g} ms",
-                f"{ratio:.2g}x",
-            ]
-        )
+        rows.append(fastest_row(f"MSI {access}, warm", ours, others))
     return rows
 
 

@@ -176,36 +176,30 @@ def ingest(
     stays marked incomplete and :func:`cubeslab.open` refuses it.
     """
 
-    if is_netcdf(source, dataset):
-        for name, given in (("views", views), ("resume", resume)):
-            if given:
-                raise InvalidInputError(f"{name} applies to SEG-Y ingest; {source} is a NetCDF file")
-
-        def reported(done: int, total: int) -> None:
-            if progress is not None:
-                progress(Phase("write volume", 1, "bytes", done, total))
-
-        return ingest_netcdf(
-            source, store, variable=variable, overwrite=overwrite, durable=durable, layout=layout,
-            access=access, compress=with_max_error(compress, max_error), memory_limit=memory_limit,
-            progress=reported,
-        )  # fmt: skip
-    array = array_source(
-        source, shape=shape, dtype=dtype, order=order, offset=offset, hdu=hdu, dataset=dataset
+    netcdf = is_netcdf(source, dataset)
+    array = (
+        None
+        if netcdf
+        else array_source(
+            source, shape=shape, dtype=dtype, order=order, offset=offset, hdu=hdu, dataset=dataset
+        )
     )
-    if array is not None:
+    if netcdf or array is not None:
         for name, given in (("views", views), ("resume", resume)):
             if given:
-                raise InvalidInputError(f"{name} applies to SEG-Y ingest; {source} is an array file")
+                raise InvalidInputError(f"{name} applies to SEG-Y ingest; {source} is an N-D array file")
 
         def report(done: int, total: int) -> None:
             if progress is not None:
                 progress(Phase("write volume", 1, "bytes", done, total))
 
-        return ingest_array(
-            array, store, overwrite=overwrite, durable=durable, layout=layout, access=access,
+        common: dict[str, Any] = dict(
+            overwrite=overwrite, durable=durable, layout=layout, access=access,
             compress=with_max_error(compress, max_error), memory_limit=memory_limit, progress=report,
         )  # fmt: skip
+        if array is not None:
+            return ingest_array(array, store, **common)
+        return ingest_netcdf(source, store, variable=variable, **common)
     if dtype not in (None, "native"):
         dtype = np.dtype(dtype).name
     source_bytes = os.path.getsize(source) if os.path.isfile(source) else 0

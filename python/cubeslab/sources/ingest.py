@@ -1,17 +1,56 @@
 """An N-D array file into a store: planned like a SEG-Y ingest, written in slabs of whole shards
-through the engine's window writer within the memory bound, and published only when complete."""
+through the engine's window writer within the memory bound, and published only when complete. The
+pieces (plan, slab writing, summary) serve every non-SEG-Y source."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
 from .. import _engine, defaults
+from ..array import Array
 from ..create import create
+from ..description import AXES_ATTR
 from ..plan import plan
+from ..store_report import store_size
 from .raw import ArraySource
+
+Progress = Callable[[int, int], None]
+"""Called with (bytes written, bytes in all) after each slab."""
+
+
+def planned(shape, dtype, layout: str, access: str | None, compress: str | None) -> tuple[list, list]:
+    """(chunks, shards) the planner picks for an array, as for an ingest."""
+    picked = plan(shape, dtype, layout=layout, access=access, compress=compress, top=1)[0]["layout"]
+    return picked["inner"], picked["shard"]
+
+
+def write_in_slabs(
+    out: Array, read: Callable[[int, int], np.ndarray], shards, limit: int, progress: Progress | None
+) -> None:
+    """Write ``read(start, stop)`` (rows of the first axis) into ``out`` in slabs of whole shards of
+    half the memory bound each; ``out``'s write cache holds the other half."""
+    shape, dtype = out.shape, out.dtype
+    row_bytes = int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize
+    rows = max(shards[0], (limit // 2 // max(row_bytes, 1)) // shards[0] * shards[0])
+    for start in range(0, shape[0], rows):
+        stop = min(shape[0], start + rows)
+        out[start:stop] = read(start, stop)
+        if progress is not None:
+            progress(stop * row_bytes, shape[0] * row_bytes)
+
+
+def summary(source: str, store, shape, dtype: np.dtype, chunks, shards, layout: str) -> dict:
+    return {
+        "source": source,
+        "shape": list(shape),
+        "dtype": dtype.name,
+        "plan": {"layout": f"{'x'.join(map(str, chunks))}/{'x'.join(map(str, shards))}", "strategy": layout},
+        "stored_bytes": store_size(Path(store)),
+    }
 
 
 def ingest_array(
@@ -24,49 +63,24 @@ def ingest_array(
     access: str | None = None,
     compress: str | None = None,
     memory_limit: int | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> dict:
-    """Write ``source`` into a new store at ``store``; returns the summary. ``progress(done, total)``
-    is called with bytes after each slab."""
+    """Write ``source`` into a new store at ``store``; returns the summary."""
     shape, dtype = source.shape, source.dtype
     limit = int(memory_limit or defaults.MEMORY_LIMIT)
-    picked = plan(shape, dtype, layout=layout, access=access, compress=compress, top=1)[0]["layout"]
-    chunks, shards = picked["inner"], picked["shard"]
-    # Slabs of whole shards along the first axis, half the bound each; the cache holds the other half.
-    row_bytes = int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize
-    rows = max(shards[0], (limit // 2 // max(row_bytes, 1)) // shards[0] * shards[0])
+    chunks, shards = planned(shape, dtype, layout, access, compress)
     publication = _engine.Publication(os.fspath(store), overwrite)
-    staging = os.fspath(publication.staging)
-    total = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     attributes: dict = {"source": source.path, **(source.attributes or {})}
     dims = [f"dim_{d}" for d in range(len(shape))]
     if source.axes is not None:
         names = [a["name"] for a in source.axes]
         dims = names if len(set(names)) == len(names) else dims
-        attributes["cubeslab"] = {
-            "axes": [{k: a[k] for k in ("origin", "step", "unit")} for a in source.axes]
-        }
+        recorded = [{k: a[k] for k in ("origin", "step", "unit")} for a in source.axes]
+        attributes["cubeslab"] = {AXES_ATTR: recorded}
     with create(
-        staging, shape, dtype, dims=dims, chunks=chunks, shards=shards, compress=compress,
-        cache=max(limit // 2, 1), attributes=attributes,
+        os.fspath(publication.staging), shape, dtype, dims=dims, chunks=chunks, shards=shards,
+        compress=compress, cache=max(limit // 2, 1), attributes=attributes,
     ) as out:  # fmt: skip
-        for start in range(0, shape[0], rows):
-            stop = min(shape[0], start + rows)
-            out[start:stop] = source.read(start, stop)
-            if progress is not None:
-                progress(stop * row_bytes, total)
+        write_in_slabs(out.amplitude, source.read, shards, limit, progress)
     publication.commit(durable)
-    stored = sum(f.stat().st_size for f in _files(store))
-    return {
-        "source": source.path,
-        "shape": list(shape),
-        "dtype": dtype.name,
-        "plan": {"layout": f"{'x'.join(map(str, chunks))}/{'x'.join(map(str, shards))}", "strategy": layout},
-        "stored_bytes": stored,
-    }
-
-
-def _files(store: str | os.PathLike):
-    from pathlib import Path
-
-    return [p for p in Path(store).rglob("*") if p.is_file()]
+    return summary(source.path, store, shape, dtype, chunks, shards, layout)

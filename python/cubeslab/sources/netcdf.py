@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 
 from .. import _engine, defaults
 from ..array import Array
 from ..errors import InvalidInputError
-from ..plan import plan
+from .ingest import Progress, planned, summary, write_in_slabs
 
 NETCDF_CLASSIC_MAGICS = (b"CDF\x01", b"CDF\x02", b"CDF\x05")
 
@@ -94,7 +92,7 @@ def ingest_netcdf(
     access: str | None = None,
     compress: str | None = None,
     memory_limit: int | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> dict:
     """Write one variable of a NetCDF file, with its coordinates, into a new store."""
     netCDF4 = _netcdf4()
@@ -115,8 +113,7 @@ def ingest_netcdf(
         c for c in listed if c in dataset.variables and c not in source.dimensions
     ]
     limit = int(memory_limit or defaults.MEMORY_LIMIT)
-    picked = plan(shape, dtype, layout=layout, access=access, compress=compress, top=1)[0]["layout"]
-    chunks, shards = picked["inner"], picked["shard"]
+    chunks, shards = planned(shape, dtype, layout, access, compress)
     publication = _engine.Publication(os.fspath(store), overwrite)
     staging = os.fspath(publication.staging)
     _engine.create_group(
@@ -128,14 +125,10 @@ def ingest_netcdf(
         os.path.join(staging, name), shape, dtype, chunks=chunks, shards=shards, compress=compress,
         dimension_names=list(source.dimensions), attributes=attributes, fill_value=fill,
     )  # fmt: skip
-    row_bytes = int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize
-    rows = max(shards[0], (limit // 2 // max(row_bytes, 1)) // shards[0] * shards[0])
     with Array(os.path.join(staging, name), cache=max(limit // 2, 1)) as out:
-        for start in range(0, shape[0], rows):
-            stop = min(shape[0], start + rows)
-            out[start:stop] = np.asarray(source[start:stop], dtype=dtype)
-            if progress is not None:
-                progress(stop * row_bytes, int(np.prod(shape, dtype=np.int64)) * dtype.itemsize)
+        write_in_slabs(
+            out, lambda start, stop: np.asarray(source[start:stop], dtype=dtype), shards, limit, progress
+        )
     for coordinate in coordinates:
         c = dataset.variables[coordinate]
         values = np.asarray(c[...])
@@ -148,11 +141,4 @@ def ingest_netcdf(
         )  # fmt: skip
     dataset.close()
     publication.commit(durable)
-    return {
-        "source": os.fspath(path),
-        "variable": name,
-        "shape": list(shape),
-        "dtype": dtype.name,
-        "plan": {"layout": f"{'x'.join(map(str, chunks))}/{'x'.join(map(str, shards))}", "strategy": layout},
-        "stored_bytes": sum(p.stat().st_size for p in Path(store).rglob("*") if p.is_file()),
-    }
+    return summary(os.fspath(path), store, shape, dtype, chunks, shards, layout) | {"variable": name}

@@ -136,12 +136,7 @@ impl ArrayWriter {
             return Ok(());
         }
         let chunk = self.array.chunk_shape().to_vec();
-        let per_dim: Vec<Vec<ChunkSpan>> = window
-            .dims
-            .iter()
-            .zip(&chunk)
-            .map(|(range, &c)| chunk_spans(range, c))
-            .collect();
+        let per_dim = spans_by_dim(window, &chunk);
         let window_strides = strides(&window.shape());
         let chunk_strides = strides(&chunk);
         let mut chunks = self.chunks.lock().unwrap_or_else(|p| p.into_inner());
@@ -196,7 +191,7 @@ impl ArrayWriter {
                 chunks.info.dirty_bytes += self.chunk_bytes() as u64;
             }
         }
-        self.evict(&mut chunks, None)
+        self.evict(&mut chunks)
     }
 
     /// The cached chunk at `indices`, read from disk first if `read` (else
@@ -277,17 +272,16 @@ impl ArrayWriter {
         Ok(full)
     }
 
-    /// Past the bound, evict least recently used chunks (never `keep`) down
+    /// Past the bound, evict least recently used chunks down
     /// to seven eighths of it, writing the dirty ones back in parallel. A
     /// chunk whose write-back fails stays cached, dirty.
-    fn evict(&self, chunks: &mut Chunks, keep: Option<&[u64]>) -> Result<()> {
+    fn evict(&self, chunks: &mut Chunks) -> Result<()> {
         if chunks.info.bytes <= self.limit || chunks.held.len() <= 1 {
             return Ok(());
         }
         let mut order: Vec<(u64, Vec<u64>)> = chunks
             .held
             .iter()
-            .filter(|(k, _)| Some(k.as_slice()) != keep)
             .map(|(k, c)| (c.last_use, k.clone()))
             .collect();
         order.sort_unstable();
@@ -447,12 +441,7 @@ impl ArrayWriter {
             return Ok(());
         }
         let chunk = self.array.chunk_shape().to_vec();
-        let per_dim: Vec<Vec<ChunkSpan>> = window
-            .dims
-            .iter()
-            .zip(&chunk)
-            .map(|(range, &c)| chunk_spans(range, c))
-            .collect();
+        let per_dim = spans_by_dim(window, &chunk);
         let steps = {
             let mut s = [1u64; MAX_DIMS];
             for (d, r) in window.dims.iter().enumerate() {
@@ -487,6 +476,16 @@ impl ArrayWriter {
             ..chunks.info
         }
     }
+}
+
+/// Per dimension, the chunks a window touches and its part of each.
+fn spans_by_dim(window: &Window, chunk: &[u64]) -> Vec<Vec<ChunkSpan>> {
+    window
+        .dims
+        .iter()
+        .zip(chunk)
+        .map(|(range, &c)| chunk_spans(range, c))
+        .collect()
 }
 
 impl Drop for ArrayWriter {
