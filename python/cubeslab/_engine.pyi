@@ -52,6 +52,42 @@ class ZarrArray:
     ) -> None: ...
     def write_array(self, data: _Buffer, threads: int | None = None) -> None: ...
 
+class ChunkedFileArray:
+    def __init__(
+        self,
+        path: _Path,
+        dataset: str,
+        shape: list[int],
+        dtype: str,
+        big_endian: bool,
+        fill_value: bytes,
+        *,
+        offset: int | None = None,
+        chunk_shape: list[int] | None = None,
+        filters: list[tuple[int, list[int], str]] = ...,
+        chunks: _Buffer | None = None,
+    ) -> None: ...
+    @property
+    def shape(self) -> list[int]: ...
+    @property
+    def dtype(self) -> str: ...
+    @property
+    def chunk_shape(self) -> list[int]: ...
+    @property
+    def inner_chunk_shape(self) -> None: ...
+    @property
+    def stored_chunks(self) -> int: ...
+    def read_into(
+        self,
+        starts: list[int],
+        stops: list[int],
+        steps: list[int],
+        out: _Buffer,
+        threads: int | None = None,
+        in_flight: int | None = None,
+        verify: bool = True,
+    ) -> None: ...
+
 class Progress:
     def __init__(self) -> None: ...
     def snapshot(self) -> tuple[str, int, str, int, int]: ...

@@ -6,6 +6,7 @@
 //!
 //! * [`window`]: which elements a read selects, and how they map to chunks.
 //! * [`store`]: Zarr v3 arrays on a filesystem: open, create, read, write.
+//! * [`chunked_file`]: HDF5 and NetCDF 4 datasets read in place, in parallel, through their chunk index.
 //! * [`compress`]: `--compress` names, codec chains, error metrics, ZFP tuning.
 //! * [`segy`]: SEG-Y headers, sample formats and survey geometry.
 //! * [`ingest`]: SEG-Y → cube store, streaming within a memory bound.
@@ -16,12 +17,14 @@
 //! * [`writer`]: window writes through a memory-bounded write-back cache of chunks.
 //! * [`verify`]: re-read every chunk with checksums; compare a store with its SEG-Y source.
 //! * [`config`]: threads and requests in flight.
+//! * [`read_ahead`]: byte ranges handed to the kernel ahead of the copy; page-cache residency.
 //! * [`progress`]: a long job's phase and count, watched from another thread; the request to stop.
 //! * `share`: a read's pieces shared by the calling thread and the pool's workers.
 #![warn(missing_docs)]
 // N-D index arithmetic reads best as loops over dimension numbers.
 #![allow(clippy::needless_range_loop)]
 
+pub mod chunked_file;
 pub mod compress;
 pub mod config;
 pub mod dtype;
@@ -31,6 +34,7 @@ pub mod handle;
 pub mod ingest;
 pub mod plan;
 pub mod progress;
+pub mod read_ahead;
 pub mod segy;
 mod share;
 pub mod store;

@@ -25,6 +25,18 @@ use rayon::ThreadPool;
 
 use crate::error::{Error, Result};
 
+/// The output pointer, shared by worker threads that write disjoint parts.
+#[derive(Clone, Copy)]
+pub(crate) struct SendPtr(pub *mut u8);
+// SAFETY: every task writes a disjoint region of the buffer behind the pointer.
+unsafe impl Send for SendPtr {}
+unsafe impl Sync for SendPtr {}
+impl SendPtr {
+    pub fn get(self) -> *mut u8 {
+        self.0
+    }
+}
+
 /// One piece of the work: `run(p)` for `p` in `0..pieces`.
 type Piece<'a> = dyn Fn(u64) -> Result<()> + Sync + 'a;
 

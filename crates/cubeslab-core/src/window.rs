@@ -194,6 +194,22 @@ pub fn chunk_spans(range: &DimRange, chunk_len: u64) -> Vec<ChunkSpan> {
     spans
 }
 
+/// First and last element offsets (in elements, within the chunk) that a
+/// task's selection touches.
+pub fn selected_extent(
+    spans: &[ChunkSpan],
+    steps: &[u64; MAX_DIMS],
+    chunk_strides: &[u64; MAX_DIMS],
+) -> (u64, u64) {
+    let mut lo = 0;
+    let mut hi = 0;
+    for (d, s) in spans.iter().enumerate() {
+        lo += s.first * chunk_strides[d];
+        hi += (s.first + (s.count - 1) * steps[d]) * chunk_strides[d];
+    }
+    (lo, hi)
+}
+
 /// C-order multi-index of linear index `i` in a grid of `shape` (a fixed
 /// array, not a `Vec`: it runs once per chunk or trace on hot paths).
 pub fn unravel(mut i: u64, shape: &[u64]) -> [u64; MAX_DIMS] {

@@ -4,6 +4,7 @@
 //! GIL, turns a panic into an exception and maps engine errors to the
 //! classes of `cubeslab.errors`.
 
+mod chunked_file;
 mod errors;
 mod options;
 mod plan;
@@ -126,21 +127,12 @@ impl ZarrArray {
         in_flight: Option<usize>,
         verify: bool,
     ) -> PyResult<()> {
-        if out.readonly() || !out.is_c_contiguous() {
-            return Err(crate::errors::invalid_input(
-                "out must be a writable C-contiguous buffer",
-            ));
-        }
         let window = window(&starts, &stops, &steps)?;
         let options = ReadOptions {
             parallelism: Parallelism::resolve(threads, in_flight),
             verify,
         };
-        let (ptr, len) = (out.buf_ptr() as usize, out.len_bytes());
-        engine(py, move || {
-            // SAFETY: the buffer is held (and so kept alive and unmoved) by
-            // `out` for the duration of the call; it is writable and contiguous.
-            let slice = unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, len) };
+        into_buffer(py, &out, |slice| {
             self.inner.read_into(&window, slice, &options)
         })
     }
@@ -203,6 +195,27 @@ impl ZarrArray {
             self.inner.volume().write_array(slice, parallelism)
         })
     }
+}
+
+/// Run `fill` on the bytes of `out` with the GIL released, after checking
+/// that `out` is writable and C-contiguous.
+pub(crate) fn into_buffer(
+    py: Python<'_>,
+    out: &PyBuffer<u8>,
+    fill: impl FnOnce(&mut [u8]) -> cubeslab_core::error::Result<()> + Send,
+) -> PyResult<()> {
+    if out.readonly() || !out.is_c_contiguous() {
+        return Err(crate::errors::invalid_input(
+            "out must be a writable C-contiguous buffer",
+        ));
+    }
+    let (ptr, len) = (out.buf_ptr() as usize, out.len_bytes());
+    engine(py, move || {
+        // SAFETY: the buffer is held (and so kept alive and unmoved) by
+        // `out` for the duration of the call; it is writable and contiguous.
+        let slice = unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, len) };
+        fill(slice)
+    })
 }
 
 pub(crate) fn window(starts: &[u64], stops: &[u64], steps: &[u64]) -> PyResult<Window> {
@@ -471,6 +484,7 @@ fn dtypes() -> Vec<&'static str> {
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ZarrArray>()?;
+    m.add_class::<chunked_file::ChunkedFileArray>()?;
     m.add_class::<Ingest>()?;
     m.add_class::<Progress>()?;
     m.add_class::<IngestOptions>()?;

@@ -11,7 +11,11 @@ use std::{fs::File, path::Path};
 use memmap2::{Advice, Mmap};
 
 use super::{checksum::crc32c, identity::ShardIdentity, truncation::Watched, StoreError};
-use crate::{error::Result, Error};
+use crate::{
+    error::Result,
+    read_ahead::{self, will_need},
+    Error,
+};
 
 /// How a shard's index is laid out.
 #[derive(Debug, Clone)]
@@ -52,26 +56,6 @@ const ABSENT: u64 = u64::MAX;
 
 /// Bytes before the index asked for with it: an identity block is shorter.
 const IDENTITY_REACH: usize = 512;
-
-/// The largest range handed to `madvise(WILLNEED)` at once. The kernel reads
-/// at most max(read-ahead window, device's optimal IO size) per call and
-/// silently drops the rest — 128 KiB with default settings — so longer
-/// requests are advised in pieces of this size (the block layer merges
-/// them again).
-pub const WILL_NEED_PIECE: u64 = 128 << 10;
-
-/// Ask the kernel to start reading `len` bytes at `offset` of `map` into the
-/// page cache, without waiting.
-pub fn will_need(map: &Mmap, offset: u64, len: u64) {
-    let end = (offset + len).min(map.len() as u64);
-    let mut at = offset;
-    while at < end {
-        let n = WILL_NEED_PIECE.min(end - at);
-        // Advice is a hint; failure only costs speed.
-        let _ = map.advise_range(Advice::WillNeed, at as usize, n as usize);
-        at += n;
-    }
-}
 
 /// Why the chunk ranges of `index` are not disjoint and inside `data`, if
 /// they are not. Two entries sharing bytes would each pass their checksum
@@ -309,23 +293,8 @@ impl ShardFile {
     /// Whether every page of the range is in the page cache (so reading it
     /// costs memory bandwidth only).
     pub fn is_resident(&self, offset: u64, len: u64) -> bool {
-        let Some(map) = &self.map else { return true };
-        // SAFETY: sysconf has no preconditions.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as usize;
-        let start = offset as usize / page * page;
-        let end = ((offset + len) as usize).min(map.len());
-        if end <= start {
-            return true;
-        }
-        let mut pages = vec![0u8; (end - start).div_ceil(page)];
-        // SAFETY: the range lies inside the mapping and starts on a page boundary.
-        let ok = unsafe {
-            libc::mincore(
-                map.as_ptr().add(start) as *mut libc::c_void,
-                end - start,
-                pages.as_mut_ptr(),
-            )
-        };
-        ok == 0 && pages.iter().all(|p| p & 1 == 1)
+        self.map
+            .as_ref()
+            .is_none_or(|map| read_ahead::is_resident(map, offset, len))
     }
 }

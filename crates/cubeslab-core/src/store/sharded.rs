@@ -20,7 +20,9 @@ use super::{
 };
 use crate::{
     error::Result,
-    window::{strides, ChunkSpan, Placement, Window, MAX_DIMS},
+    read_ahead::Prefetcher,
+    share::SendPtr,
+    window::{selected_extent, strides, ChunkSpan, Placement, Window, MAX_DIMS},
     Error,
 };
 
@@ -124,7 +126,9 @@ impl ZarrArray {
             if !check_ahead {
                 while let Some((t, task)) = copier.advance() {
                     if !warm {
-                        ahead.advance(t, &range_of, &shards);
+                        ahead.advance(t, &range_of, &|slot, offset, len| {
+                            shards[slot].prefetch(offset, len)
+                        });
                     }
                     copy(task)?;
                 }
@@ -141,7 +145,9 @@ impl ZarrArray {
                         break;
                     };
                     if !warm {
-                        ahead.advance(t, &range_of, &shards);
+                        ahead.advance(t, &range_of, &|slot, offset, len| {
+                            shards[slot].prefetch(offset, len)
+                        });
                     }
                     self.check_raw(&shards[slot], inner)?;
                     n += 1;
@@ -433,22 +439,6 @@ fn inner_key(shard: &ShardFile, inner: usize) -> String {
     format!("{} (inner chunk {inner})", shard.key)
 }
 
-/// First and last element offsets (in elements, within the chunk) that a
-/// task's selection touches.
-fn selected_extent(
-    spans: &[ChunkSpan],
-    steps: &[u64; MAX_DIMS],
-    chunk_strides: &[u64; MAX_DIMS],
-) -> (u64, u64) {
-    let mut lo = 0;
-    let mut hi = 0;
-    for (d, s) in spans.iter().enumerate() {
-        lo += s.first * chunk_strides[d];
-        hi += (s.first + (s.count - 1) * steps[d]) * chunk_strides[d];
-    }
-    (lo, hi)
-}
-
 /// How many runs of chunks each worker gets. Warm, four: the runs even out
 /// uneven work. Cold, one: a worker's read-ahead never reaches past its
 /// own run, so one long run keeps its requests in flight from start to end
@@ -473,83 +463,3 @@ pub const CHECK_AHEAD_BYTES: usize = 512 << 10;
 /// thread alone (a trace, a small box): a worker arrives too late to save
 /// anything on them (docs/reads.md).
 pub const SERIAL_BYTES: u64 = 256 << 10;
-
-/// Ranges closer than this are requested as one: the kernel then issues
-/// fewer, larger reads, which every device serves faster.
-pub const COALESCE_GAP: u64 = 64 * 1024;
-
-/// Largest single request handed to the kernel.
-pub const MAX_REQUEST: u64 = 8 << 20;
-
-/// One worker's read-ahead over its run of tasks: merges neighbouring byte
-/// ranges into requests and keeps `outstanding` of them issued ahead of the
-/// task being copied.
-struct Prefetcher {
-    /// Next task whose range has not been requested.
-    scan: u64,
-    last: u64,
-    outstanding: usize,
-    /// For each issued request, the task after the last one it covers.
-    issued: std::collections::VecDeque<u64>,
-}
-
-impl Prefetcher {
-    fn new(first: u64, last: u64, outstanding: usize) -> Self {
-        Self {
-            scan: first,
-            last,
-            outstanding,
-            issued: Default::default(),
-        }
-    }
-
-    /// Called before copying task `t`.
-    fn advance(
-        &mut self,
-        t: u64,
-        range_of: &impl Fn(u64) -> Option<(usize, u64, u64)>,
-        shards: &[Arc<ShardFile>],
-    ) {
-        while self.issued.front().is_some_and(|&end| end <= t) {
-            self.issued.pop_front();
-        }
-        while self.issued.len() < self.outstanding && self.scan < self.last {
-            let mut request: Option<(usize, u64, u64)> = None;
-            while self.scan < self.last {
-                let Some((slot, offset, len)) = range_of(self.scan) else {
-                    self.scan += 1;
-                    continue;
-                };
-                match &mut request {
-                    None => request = Some((slot, offset, len)),
-                    Some((s, o, l))
-                        if *s == slot
-                            && offset >= *o
-                            && offset <= *o + *l + COALESCE_GAP
-                            && *l < MAX_REQUEST =>
-                    {
-                        *l = (*l).max(offset + len - *o);
-                    }
-                    Some(_) => break,
-                }
-                self.scan += 1;
-            }
-            if let Some((slot, offset, len)) = request {
-                shards[slot].prefetch(offset, len);
-                self.issued.push_back(self.scan);
-            }
-        }
-    }
-}
-
-/// The output pointer, shared by worker threads that write disjoint parts.
-#[derive(Clone, Copy)]
-struct SendPtr(*mut u8);
-// SAFETY: every task writes a disjoint region of the buffer behind the pointer.
-unsafe impl Send for SendPtr {}
-unsafe impl Sync for SendPtr {}
-impl SendPtr {
-    fn get(self) -> *mut u8 {
-        self.0
-    }
-}

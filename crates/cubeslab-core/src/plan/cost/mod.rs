@@ -16,7 +16,8 @@ use super::{
     profile::{DeviceProfile, EngineCosts, MemoryRates},
 };
 use crate::{
-    store::{pieces_per_thread, TaskOrder, COALESCE_GAP, MAX_REQUEST, SERIAL_BYTES},
+    read_ahead::{COALESCE_GAP, MAX_REQUEST},
+    store::{pieces_per_thread, TaskOrder, SERIAL_BYTES},
     window::{strides, ChunkSpan, Window, MAX_DIMS},
 };
 

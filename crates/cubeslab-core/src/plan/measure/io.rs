@@ -12,7 +12,7 @@ use std::{
 use super::MeasureOptions;
 use crate::plan::profile::IoTable;
 
-use crate::{error::Result, store::will_need, Error};
+use crate::{error::Result, read_ahead::will_need, Error};
 
 /// Drop a file's pages from the page cache.
 pub fn evict(file: &File) {

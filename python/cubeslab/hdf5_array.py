@@ -1,0 +1,142 @@
+"""`Hdf5Array`: an HDF5 dataset or NetCDF 4 variable read in place by the engine, no ingest.
+
+h5py opens the file once to find the dataset, its filters and its chunk index; then every read goes to
+the engine, which reads the chunks' bytes from the file in parallel and decodes them (deflate, shuffle,
+fletcher32, zstd, lz4, blosc) straight into the output. Values are the stored ones, in native byte
+order: a NetCDF variable's ``scale_factor``, ``add_offset`` and ``_FillValue`` are in its attributes,
+not applied (as ``xarray.open_dataset(..., mask_and_scale=False)``).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from . import _engine
+from .array import Array, ReadSettings
+from .errors import InvalidInputError
+from .hdf5_file import dataset_attributes, dataset_axes, is_hdf5_file, open_dataset
+
+
+def chunk_table(data) -> np.ndarray:
+    """One row per stored chunk of an h5py dataset: its origin, then byte offset, size, filter mask."""
+    rows: list[tuple[int, ...]] = []
+    dsid = data.id
+    if hasattr(dsid, "chunk_iter"):
+        dsid.chunk_iter(lambda c: rows.append((*c.chunk_offset, c.byte_offset, c.size, c.filter_mask)))
+    else:  # HDF5 before 1.12.3: one call per chunk
+        for i in range(dsid.get_num_chunks()):
+            c = dsid.get_chunk_info(i)
+            rows.append((*c.chunk_offset, c.byte_offset, c.size, c.filter_mask))
+    return np.array(rows, dtype=np.uint64).reshape(-1, data.ndim + 3)
+
+
+def engine_array(path: str, data, name: str) -> _engine.ChunkedFileArray:
+    """The engine's reader of h5py dataset ``data`` (named ``name``) in file ``path``."""
+    import h5py
+
+    native = data.dtype.newbyteorder("=")
+    if native.name not in _engine.dtypes():
+        raise InvalidInputError(f"{path}: dataset {name} holds {data.dtype}, a type cubeslab does not read")
+    big_endian = data.dtype.byteorder == ">" or (data.dtype.byteorder == "=" and np.little_endian is False)
+    fill = np.array(data.fillvalue if data.fillvalue is not None else 0, dtype=data.dtype).tobytes()
+    common = (path, name, list(data.shape), native.name, big_endian, fill)
+    plist = data.id.get_create_plist()
+    layout = plist.get_layout()
+    if layout == h5py.h5d.COMPACT:
+        raise InvalidInputError(
+            f"{path}: dataset {name} is stored compact (inside its header, at most 64 KiB), which cubeslab "
+            "does not read in place; read it with h5py, or ingest the file"
+        )
+    if layout == h5py.h5d.CONTIGUOUS:
+        offset = data.id.get_offset()
+        if offset is not None:
+            return _engine.ChunkedFileArray(*common, offset=offset)
+        # Never written: one chunk of the whole shape, absent, so every read gives the fill value.
+        return _engine.ChunkedFileArray(*common, chunk_shape=list(data.shape))
+    filters = []
+    for i in range(plist.get_nfilters()):
+        code, _flags, values, filter_name = plist.get_filter(i)
+        filters.append((int(code), [int(v) for v in values], filter_name.decode(errors="replace")))
+    return _engine.ChunkedFileArray(
+        *common, chunk_shape=list(data.chunks), filters=filters, chunks=chunk_table(data)
+    )
+
+
+class Hdf5Array(Array):
+    """A dataset of an HDF5 file (``dataset="/group/name"``) or a variable of a NetCDF 4 file
+    (``variable="name"``), read in place, in parallel, by the engine. Read-only.
+
+    Without either, the file's only N-D numeric dataset is taken (else the error lists them).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        dataset: str | None = None,
+        settings: ReadSettings | None = None,
+        *,
+        variable: str | None = None,
+    ):
+        if dataset is not None and variable is not None:
+            raise InvalidInputError("give dataset= (HDF5) or variable= (NetCDF 4), not both")
+        self.path = os.fspath(path)
+        self.settings = settings or ReadSettings()
+        self.copies = []
+        self.writable = False
+        flag = "variable=" if variable is not None else "dataset="
+        if variable is not None and os.path.isfile(self.path) and not is_hdf5_file(self.path):
+            raise InvalidInputError(
+                f"{self.path}: not a NetCDF 4 file (classic NetCDF has no chunks to read in place); "
+                "ingest it with cubeslab ingest, which reads it through netCDF4"
+            )
+        f, data, name = open_dataset(self.path, variable if variable is not None else dataset, flag=flag)
+        with f:
+            self.dataset = name
+            self._chunks = tuple(data.chunks) if data.chunks else tuple(data.shape)
+            self._engine = engine_array(self.path, data, name)  # type: ignore[assignment]
+            self.shape = tuple(self._engine.shape)
+            self.dtype = np.dtype(self._engine.dtype)
+            axes = dataset_axes(data)
+            self.metadata = {
+                "shape": list(self.shape),
+                "data_type": self.dtype.name,
+                "dimension_names": [a["name"] for a in axes],
+                "attributes": dataset_attributes(data),
+                "source": {"file": self.path, "dataset": name, "chunks": data.chunks},
+            }
+
+    def source_for(self, window=()) -> str:
+        return self.path
+
+    def write(self, window, values=None, *, casting: str = "same_kind") -> None:
+        raise InvalidInputError(
+            f"{self.path}: dataset {self.dataset} is read in place and read-only; ingest it to write"
+        )
+
+    @property
+    def chunks(self) -> tuple[int, ...]:
+        """The file's chunk shape (the whole shape for a contiguous dataset)."""
+        return self._chunks
+
+    @property
+    def shards(self) -> None:
+        return None
+
+    @property
+    def stored_chunks(self) -> int:
+        """Chunks stored in the file (the others hold the fill value)."""
+        return self._engine.stored_chunks  # type: ignore[attr-defined]
+
+    def __repr__(self) -> str:
+        return (
+            f"<cubeslab.Hdf5Array {self.path!r} dataset={self.dataset!r} shape={self.shape} "
+            f"dtype={self.dtype} chunks={self.chunks}>"
+        )
+
+    def __getstate__(self) -> dict:
+        return {"path": self.path, "dataset": self.dataset, "settings": self.settings}
+
+    def __setstate__(self, state: dict) -> None:
+        Hdf5Array.__init__(self, state["path"], state["dataset"], state["settings"])

@@ -1,0 +1,130 @@
+"""An HDF5 file's datasets through h5py (the ``hdf5`` extra): find the one asked for, and its axes and
+attributes as cubeslab keeps them. Shared by HDF5 ingest and by datasets read in place."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .errors import InvalidInputError
+
+HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
+
+
+def is_hdf5_file(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a file that starts with the HDF5 signature (HDF5, or NetCDF 4)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(HDF5_MAGIC)) == HDF5_MAGIC
+    except OSError:
+        return False
+
+
+def h5py_module():
+    try:
+        import h5py
+    except ImportError:
+        raise InvalidInputError("reading HDF5 needs h5py: pip install 'cubeslab[hdf5]' (or h5py)") from None
+    return h5py
+
+
+def json_value(value):
+    """An HDF5 attribute's value as JSON can hold it."""
+    if isinstance(value, bytes):
+        return value.decode(errors="replace")
+    if isinstance(value, np.ndarray):
+        return (
+            [json_value(v) for v in value.tolist()]
+            if value.dtype.kind != "S"
+            else [v.decode(errors="replace") for v in value.tolist()]
+        )
+    if isinstance(value, np.generic):
+        return value.item()
+    return value if isinstance(value, (bool, int, float, str, list)) else str(value)
+
+
+def datasets_in(h5py, group) -> list[str]:
+    """Every dataset under ``group``, by absolute name."""
+    found: list[str] = []
+    group.visititems(lambda name, obj: found.append("/" + name) if isinstance(obj, h5py.Dataset) else None)
+    return found
+
+
+def open_dataset(path: str | os.PathLike, dataset: str | None = None, *, flag: str = "--dataset"):
+    """The open h5py file and the numeric N-D dataset ``dataset`` in it (or its only such dataset),
+    with its name; refused with the datasets listed when there is no such dataset, and for virtual
+    datasets and external storage. ``flag`` is how the caller names the choice in messages."""
+    h5py = h5py_module()
+    try:
+        f = h5py.File(path, "r")
+    except OSError as error:
+        raise InvalidInputError(f"{path}: not an HDF5 file h5py reads: {error}") from None
+    names = datasets_in(h5py, f)
+    scales = {n for n in names if f[n].attrs.get("CLASS") == b"DIMENSION_SCALE"}
+    if dataset is None:
+        candidates = [n for n in names if n not in scales and f[n].ndim >= 1 and f[n].dtype.kind in "biuf"]
+        if len(candidates) != 1:
+            listed = ", ".join(f"{n} {f[n].shape} {f[n].dtype}" for n in names) or "none"
+            f.close()
+            raise InvalidInputError(
+                f"{path}: {'no' if not candidates else 'more than one'} N-D numeric dataset; choose one with "
+                f"{flag} (the datasets: {listed})"
+            )
+        dataset = candidates[0]
+    if not dataset.startswith("/"):
+        dataset = "/" + dataset
+    if dataset not in f or not isinstance(f[dataset], h5py.Dataset):
+        f.close()
+        raise InvalidInputError(f"{path}: no dataset {dataset}; the datasets: {', '.join(names) or 'none'}")
+    data = f[dataset]
+    problem = None
+    if data.dtype.kind not in "biuf":
+        problem = f"holds {data.dtype}, not numbers cubeslab stores"
+    elif data.ndim == 0:
+        problem = "is a scalar; cubeslab stores 1 to 8 dimensions"
+    elif data.is_virtual:
+        problem = "is virtual (its data lies in other files)"
+    elif data.external:
+        problem = f"keeps its data in external files {data.external}"
+    if problem:
+        f.close()
+        raise InvalidInputError(f"{path}: dataset {dataset} {problem}")
+    return f, data, dataset
+
+
+# HDF5's and netCDF-4's bookkeeping attributes: structure, not metadata of the values.
+INTERNAL_ATTRIBUTES = frozenset(
+    {
+        "DIMENSION_LIST",
+        "REFERENCE_LIST",
+        "CLASS",
+        "NAME",
+        "_Netcdf4Dimid",
+        "_Netcdf4Coordinates",
+        "_nc3_strict",
+    }
+)
+
+
+def dataset_attributes(data) -> dict:
+    """A dataset's own attributes as JSON values."""
+    return {k: json_value(v) for k, v in data.attrs.items() if k not in INTERNAL_ATTRIBUTES}
+
+
+def dataset_axes(data) -> list[dict]:
+    """Each dimension's name, and origin, step and unit where a dimension scale gives them."""
+    axes = []
+    for d, dim in enumerate(data.dims):
+        axis = {"name": dim.label or f"dim_{d}", "origin": 0.0, "step": 1.0, "unit": None}
+        if len(dim):
+            scale = dim[0]
+            axis["name"] = dim.label or scale.name.rsplit("/", 1)[-1]
+            values = np.asarray(scale[...], dtype=np.float64)
+            steps = np.diff(values)
+            if values.size and (steps.size == 0 or np.allclose(steps, steps[0], rtol=1e-9, atol=0)):
+                axis["origin"], axis["step"] = float(values[0]), float(steps[0]) if steps.size else 1.0
+            unit = scale.attrs.get("units")
+            axis["unit"] = json_value(unit) if unit is not None else None
+        axes.append(axis)
+    return axes
