@@ -336,15 +336,22 @@ def parse_window(text: str) -> tuple:
 @app.command()
 def export(
     store: Annotated[Path, typer.Argument(help="Cube store")],
-    output: Annotated[Path, typer.Argument(help="SEG-Y file to write, or .npy, or SEPlib .H")],
+    output: Annotated[
+        Path, typer.Argument(help="SEG-Y file to write, or .npy, SEPlib .H, .h5, .nc or .fits")
+    ],
     format: Annotated[int | None, typer.Option(help="Sample format code (default: the source's)")] = None,
     overwrite: Annotated[bool, typer.Option(help="Replace an existing file")] = False,
+    compress: Annotated[
+        str | None, typer.Option(help="deflate or deflate:LEVEL (1-9) for .h5 and .nc (default: none)")
+    ] = None,
 ) -> None:
-    """Write a survey store back to SEG-Y, or any store to .npy or SEPlib (.H and its binary .H@)."""
+    """Write a survey store back to SEG-Y, or any store to .npy, SEPlib (.H and its binary .H@), HDF5,
+    NetCDF 4 or FITS."""
     from . import export as run_export
+    from .ingest import ARRAY_EXPORTS
 
-    n = run_export(store, output, format=format, overwrite=overwrite)
-    what = "elements" if output.suffix in (".npy", ".H") else "traces"
+    n = run_export(store, output, format=format, overwrite=overwrite, compress=compress)
+    what = "elements" if output.suffix in ARRAY_EXPORTS else "traces"
     console.print(f"wrote {n:,} {what} to {escape(str(output))}")
 
 

@@ -176,7 +176,7 @@ def ingest(
     stays marked incomplete and :func:`cubeslab.open` refuses it.
     """
 
-    netcdf = is_netcdf(source, dataset)
+    netcdf = (variable is not None and dataset is None) or is_netcdf(source, dataset)
     array = (
         None
         if netcdf
@@ -225,6 +225,21 @@ def ingest(
     return summary
 
 
+# Array-file formats a store exports to, by the output's suffix.
+ARRAY_EXPORTS = {
+    ".npy": "npy",
+    ".H": "seplib",
+    ".h5": "hdf5",
+    ".hdf5": "hdf5",
+    ".he5": "hdf5",
+    ".nc": "netcdf",
+    ".nc4": "netcdf",
+    ".fits": "fits",
+    ".fit": "fits",
+    ".fts": "fits",
+}
+
+
 def export(
     store: str | os.PathLike,
     output: str | os.PathLike,
@@ -232,24 +247,32 @@ def export(
     format: int | None = None,
     overwrite: bool = False,
     threads: int | None = None,
+    compress: str | None = None,
 ) -> int:
     """Write a store out: to SEG-Y (a survey's live traces, inline by inline; returns the number of
-    traces), or, when ``output`` ends so, to ``.npy`` or a SEPlib ``.H`` (any store; returns the number of
-    elements).
+    traces), or, when ``output`` ends so, to ``.npy``, SEPlib ``.H``, HDF5 ``.h5``, NetCDF 4 ``.nc`` or
+    FITS ``.fits`` (any store; returns the number of elements).
 
     format: SEG-Y sample format code of the output (default: the source's).
+    compress: ``"deflate"`` or ``"deflate:LEVEL"`` for HDF5 and NetCDF (default: none).
     An MDIO store's headers are rebuilt as SEG-Y bytes first.
     """
     from . import mdio
+    from .sources import export as array_export
 
-    if os.fspath(output).endswith(".npy"):
-        from .sources.export import export_npy
-
-        return export_npy(store, output, overwrite=overwrite)
-    if os.fspath(output).endswith(".H"):
-        from .sources.export import export_seplib
-
-        return export_seplib(store, output, overwrite=overwrite)
+    kind = ARRAY_EXPORTS.get(os.path.splitext(os.fspath(output))[1])
+    if compress is not None and kind not in ("hdf5", "netcdf"):
+        raise InvalidInputError(f"{output}: compress= applies to HDF5 and NetCDF exports only")
+    if kind == "npy":
+        return array_export.export_npy(store, output, overwrite=overwrite)
+    if kind == "seplib":
+        return array_export.export_seplib(store, output, overwrite=overwrite)
+    if kind == "hdf5":
+        return array_export.export_hdf5(store, output, overwrite=overwrite, compress=compress)
+    if kind == "netcdf":
+        return array_export.export_netcdf(store, output, overwrite=overwrite, compress=compress)
+    if kind == "fits":
+        return array_export.export_fits(store, output, overwrite=overwrite)
     if mdio.is_mdio_export_source(store):
         return mdio.export_segy(store, output, format=format, overwrite=overwrite, threads=threads)
     options = _engine.ExportOptions(format=format, overwrite=overwrite, threads=threads)

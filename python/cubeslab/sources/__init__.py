@@ -36,7 +36,12 @@ def is_netcdf(path: str | os.PathLike, dataset: str | None = None) -> bool:
             return True  # netCDF4 reads it either way
         try:
             with h5py.File(path, "r") as f:
-                return "_NCProperties" in f.attrs
+                return "_NCProperties" in f.attrs or any(
+                    # Files from netCDF-C before 4.4.1 have no _NCProperties; their dimensions are marked.
+                    "_Netcdf4Dimid" in f[name].attrs
+                    for name in f
+                    if isinstance(f[name], h5py.Dataset)
+                )
         except OSError:
             return False  # the HDF5 reader says what is wrong
     return False

@@ -3,7 +3,9 @@ slab (within a bounded memory) under a temporary name, then renamed into place."
 
 from __future__ import annotations
 
+import json
 import os
+from typing import Any
 
 import numpy as np
 
@@ -79,3 +81,269 @@ def export_seplib(store: str | os.PathLike, output: str | os.PathLike, *, overwr
         f.write("\n".join(lines) + "\n")
     os.replace(f"{header}.tmp", header)
     return int(np.prod(array.shape))
+
+
+def _check_free(paths: list[str], overwrite: bool) -> None:
+    for path in paths:
+        if os.path.exists(path) and not overwrite:
+            raise StoreExistsError(f"{path} already exists; pass overwrite (--overwrite) to replace it")
+
+
+def _slabs(array):
+    """``(start, stop)`` runs of the first axis whose values fit half the memory limit."""
+    row_bytes = max(1, int(np.prod(array.shape[1:], dtype=np.int64)) * array.dtype.itemsize)
+    rows = max(1, defaults.MEMORY_LIMIT // 2 // row_bytes)
+    for start in range(0, array.shape[0], rows):
+        yield start, min(start + rows, array.shape[0])
+
+
+def _deflate_level(compress: str | None) -> int | None:
+    """``None`` (no compression), or the level of ``"deflate"`` / ``"deflate:N"`` (default 4)."""
+    if compress in (None, "none"):
+        return None
+    name, _, level = compress.partition(":")
+    if name != "deflate" or (level and not (level.isdigit() and 1 <= int(level) <= 9)):
+        raise InvalidInputError(
+            f"--compress {compress!r}: HDF5 and NetCDF exports take deflate or deflate:1..9"
+        )
+    return int(level or 4)
+
+
+class _Export:
+    """What every export of a store needs: the main array, its name, axes and coordinates."""
+
+    def __init__(self, store: str | os.PathLike):
+        from ..cube import Cube
+        from ..description import describe
+
+        self.cube = Cube(store)
+        self.array = self.cube.amplitude
+        self.description = describe(store)
+        main = os.path.basename(self.array.path.rstrip("/"))
+        self.name = main if os.path.normpath(self.array.path) != os.path.normpath(self.cube.path) else "data"
+        self.coordinates: dict[str, tuple[np.ndarray, dict]] = {}
+        for axis, dim in zip(self.description["axes"], self.cube.dims, strict=True):
+            stored = os.path.join(self.cube.path, dim, "zarr.json")
+            if dim != self.name and os.path.isfile(stored):
+                self.coordinates[dim] = (self.cube.coords[dim], self.cube._array(dim).attributes)
+            else:
+                values = axis["origin"] + axis["step"] * np.arange(axis["size"], dtype=np.float64)
+                units = {"units": axis["unit"]} if axis.get("unit") else {}
+                self.coordinates[dim] = (values, units)
+
+        # Other arrays of the group (a NetCDF source's auxiliary and scalar coordinates, a survey's
+        # trace mask): name -> values, dimension names, attributes.
+        self.auxiliary: dict[str, tuple[np.ndarray, list[str], dict]] = {}
+        if os.path.normpath(self.array.path) != os.path.normpath(self.cube.path):
+            for entry in sorted(os.listdir(self.cube.path)):
+                if entry in (self.name, *self.coordinates) or not _is_numeric_array(
+                    os.path.join(self.cube.path, entry)
+                ):
+                    continue
+                other = self.cube._array(entry)
+                if set(other.dimension_names or []) <= set(self.cube.dims):
+                    self.auxiliary[entry] = (other[...], list(other.dimension_names or []), other.attributes)
+
+    def attributes(self) -> dict:
+        """The main array's attributes as HDF5 and NetCDF can hold them (nested values as JSON text)."""
+        return _plain(self.description["attributes"])
+
+    def chunks(self) -> tuple[int, ...]:
+        return tuple(min(c, n) for c, n in zip(self.array.chunks, self.array.shape, strict=True))
+
+
+def _is_numeric_array(path: str) -> bool:
+    """Whether ``path`` is a Zarr array of a type the engine reads (not, say, MDIO's header structs)."""
+    from .. import _engine
+
+    try:
+        with open(os.path.join(path, "zarr.json")) as f:
+            metadata = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return metadata.get("node_type") == "array" and metadata.get("data_type") in _engine.dtypes()
+
+
+def _plain(attributes: dict) -> dict:
+    """Attributes as HDF5 and NetCDF hold them: numbers and text, nested values as JSON text."""
+    return {
+        k: v if isinstance(v, (bool, int, float, str)) else json.dumps(v)
+        for k, v in attributes.items()
+        if v is not None and k != "cubeslab"
+    }
+
+
+def _publish(write, output: str) -> None:
+    """Run ``write(temporary)``, then rename it to ``output``; nothing is left behind on failure."""
+    temporary = f"{output}.tmp"
+    try:
+        write(temporary)
+        os.replace(temporary, output)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+        raise
+
+
+def export_hdf5(
+    store: str | os.PathLike,
+    output: str | os.PathLike,
+    *,
+    overwrite: bool = False,
+    compress: str | None = None,
+) -> int:
+    """Write the store to ``output`` (.h5) with h5py: the main array as a dataset in the store's chunk
+    shape (deflated on request), each axis as a dimension scale, the attributes kept."""
+    from ..hdf5_file import h5py_module
+
+    h5py = h5py_module()
+    level = _deflate_level(compress)
+    _check_free([os.fspath(output)], overwrite)
+    export = _Export(store)
+    array = export.array
+
+    def write(path: str) -> None:
+        with h5py.File(path, "w") as f:
+            options = {"compression": "gzip", "compression_opts": level} if level else {}
+            data = f.create_dataset(
+                export.name, shape=array.shape, dtype=array.dtype, chunks=export.chunks(), **options
+            )
+            for start, stop in _slabs(array):
+                data[start:stop] = array[start:stop]
+            for key, value in export.attributes().items():
+                data.attrs[key] = value
+            for d, (dim, (values, attributes)) in enumerate(export.coordinates.items()):
+                scale = f.create_dataset(dim, data=values)
+                for key, value in attributes.items():
+                    scale.attrs[key] = (
+                        value if isinstance(value, (bool, int, float, str)) else json.dumps(value)
+                    )
+                scale.make_scale(dim)
+                data.dims[d].attach_scale(scale)
+
+    _publish(write, os.fspath(output))
+    return array.size
+
+
+def export_netcdf(
+    store: str | os.PathLike,
+    output: str | os.PathLike,
+    *,
+    overwrite: bool = False,
+    compress: str | None = None,
+) -> int:
+    """Write the store to ``output`` (.nc, NetCDF 4) with netCDF4: one dimension and coordinate variable
+    per axis, the main array as a variable in the store's chunk shape (deflated on request). Values go as
+    stored: CF attributes (``scale_factor``, ``add_offset``, ``_FillValue``) travel with them."""
+    try:
+        import netCDF4
+    except ImportError:
+        raise InvalidInputError("writing NetCDF needs netCDF4: pip install 'cubeslab[netcdf]'") from None
+    level = _deflate_level(compress)
+    _check_free([os.fspath(output)], overwrite)
+    export = _Export(store)
+    array = export.array
+    attributes = export.attributes()
+    fill = attributes.pop("_FillValue", None)
+    global_attributes = {k: v for k, v in export.cube.attributes.items() if isinstance(v, (int, float, str))}
+
+    def write(path: str) -> None:
+        with netCDF4.Dataset(path, "w", format="NETCDF4") as d:
+            d.setncatts(global_attributes)
+            for dim, (values, coordinate_attributes) in export.coordinates.items():
+                d.createDimension(dim, len(values))
+                if dim == export.name:
+                    continue
+                plain = _plain(coordinate_attributes)
+                variable = d.createVariable(
+                    dim, values.dtype, (dim,), fill_value=plain.pop("_FillValue", None)
+                )
+                variable.set_auto_maskandscale(False)
+                variable[:] = values
+                variable.setncatts(plain)
+            for name, (values, dims, other_attributes) in export.auxiliary.items():
+                plain = _plain(other_attributes)
+                other = d.createVariable(
+                    name, values.dtype, tuple(dims), fill_value=plain.pop("_FillValue", None)
+                )
+                other.set_auto_maskandscale(False)
+                other[...] = values
+                other.setncatts(plain)
+            deflate: dict[str, Any] = {"zlib": True, "complevel": level} if level else {}
+            main = d.createVariable(
+                export.name, array.dtype, tuple(export.coordinates), fill_value=fill,
+                chunksizes=export.chunks(), **deflate,
+            )  # fmt: skip
+            main.set_auto_maskandscale(False)
+            # Every other array of the store is a coordinate of the main one: listed, so readers know.
+            listed = str(attributes.get("coordinates", "")).split()
+            listed += [name for name in export.auxiliary if name not in listed]
+            main.setncatts(attributes | ({"coordinates": " ".join(listed)} if listed else {}))
+            for start, stop in _slabs(array):
+                main[start:stop] = array[start:stop]
+
+    _publish(write, os.fspath(output))
+    return array.size
+
+
+# Types FITS stores through an offset (its convention for unsigned and signed bytes): stored type, BZERO.
+FITS_OFFSET_TYPES = {
+    "int8": ("uint8", -128),
+    "uint16": ("int16", 1 << 15),
+    "uint32": ("int32", 1 << 31),
+    "uint64": ("int64", 1 << 63),
+}
+FITS_BITPIX = {"uint8": 8, "int16": 16, "int32": 32, "int64": 64, "float32": -32, "float64": -64}
+
+
+def export_fits(store: str | os.PathLike, output: str | os.PathLike, *, overwrite: bool = False) -> int:
+    """Write the store to ``output`` (.fits) as a primary image, streamed slab by slab with astropy; each
+    axis as a linear WCS axis (CTYPE, CRVAL, CDELT, CUNIT; FITS lists the last numpy axis first), the
+    header cards of a FITS source restored."""
+    from .fits import _astropy
+
+    fits = _astropy()
+    _check_free([os.fspath(output)], overwrite)
+    export = _Export(store)
+    array = export.array
+    name = array.dtype.name
+    stored, bzero = FITS_OFFSET_TYPES.get(name, (name, 0))
+    if stored not in FITS_BITPIX:
+        raise InvalidInputError(f"{store}: FITS has no image type for {array.dtype}")
+    header = fits.Header()
+    header["SIMPLE"] = True
+    header["BITPIX"] = FITS_BITPIX[stored]
+    header["NAXIS"] = array.ndim
+    for number, n in enumerate(reversed(array.shape), start=1):
+        header[f"NAXIS{number}"] = n
+    if bzero:
+        header["BZERO"], header["BSCALE"] = bzero, 1
+    structural = {"SIMPLE", "BITPIX", "NAXIS", "EXTEND", "BZERO", "BSCALE", "BLANK", "PCOUNT", "GCOUNT"}
+    cards = export.description["attributes"].get("fits_header", {})
+    for key, value in cards.items():
+        if key not in structural and not key.startswith("NAXIS") and len(key) <= 8:
+            header[key] = value
+    for number, axis in enumerate(reversed(export.description["axes"]), start=1):
+        header[f"CTYPE{number}"] = axis["name"][:68]
+        header[f"CRPIX{number}"], header[f"CRVAL{number}"], header[f"CDELT{number}"] = (
+            1.0,
+            axis["origin"],
+            axis["step"],
+        )
+        if axis.get("unit"):
+            header[f"CUNIT{number}"] = axis["unit"]
+    big_endian = np.dtype(stored).newbyteorder(">")
+
+    def write(path: str) -> None:
+        stream = fits.StreamingHDU(path, header)
+        for start, stop in _slabs(array):
+            values = array[start:stop]
+            if name == "uint64":
+                values = (values - np.uint64(bzero)).view(np.int64)
+            elif bzero:
+                values = (values.astype(np.int64) - bzero).astype(stored)
+            stream.write(values.astype(big_endian))
+        stream.close()
+
+    _publish(write, os.fspath(output))
+    return array.size

@@ -112,6 +112,11 @@ def ingest_netcdf(
     coordinates = [d for d in source.dimensions if d in dataset.variables] + [
         c for c in listed if c in dataset.variables and c not in source.dimensions
     ]
+    # A scalar coordinate of any variable is one of the whole dataset's, so xarray gives it to each.
+    for other in dataset.variables.values():
+        for c in str(other.__dict__.get("coordinates", "")).split():
+            if c in dataset.variables and dataset.variables[c].ndim == 0 and c not in coordinates:
+                coordinates.append(c)
     limit = int(memory_limit or defaults.MEMORY_LIMIT)
     chunks, shards = planned(shape, dtype, layout, access, compress)
     publication = _engine.Publication(os.fspath(store), overwrite)

@@ -3,7 +3,7 @@
 //! and undone in reverse; bit `i` of a chunk's filter mask says filter `i`
 //! was skipped for that chunk.
 
-use std::{borrow::Cow, io::Read};
+use std::{borrow::Cow, cell::RefCell};
 
 /// HDF5's registered filter identifiers for the filters this reader undoes.
 pub mod id {
@@ -120,12 +120,28 @@ fn skipped(mask: u32, filter: usize) -> bool {
     filter < 32 && mask & (1 << filter) != 0
 }
 
+thread_local! {
+    /// libdeflate's decompressor holds tables worth reusing across chunks.
+    static INFLATER: RefCell<libdeflater::Decompressor> = RefCell::new(libdeflater::Decompressor::new());
+}
+
+/// A zlib stream decoded whole into a buffer of the chunk's size, grown if
+/// it holds more (libdeflate decodes whole buffers, about twice as fast as
+/// zlib's streaming inflate).
 fn inflate(data: &[u8], size: usize) -> Result<Vec<u8>, String> {
-    let mut out = Vec::with_capacity(size);
-    flate2::bufread::ZlibDecoder::new(data)
-        .read_to_end(&mut out)
-        .map_err(|e| format!("deflate: {e}"))?;
-    Ok(out)
+    let mut out = vec![0u8; size.max(64)];
+    loop {
+        match INFLATER.with(|d| d.borrow_mut().zlib_decompress(data, &mut out)) {
+            Ok(n) => {
+                out.truncate(n);
+                return Ok(out);
+            }
+            Err(libdeflater::DecompressionError::InsufficientSpace) if out.len() < 1 << 36 => {
+                out.resize(out.len() * 2, 0);
+            }
+            Err(e) => return Err(format!("deflate: {e}")),
+        }
+    }
 }
 
 /// Undo the shuffle filter: the first bytes of every element come first in

@@ -81,6 +81,10 @@ impl ZarrArray {
             }
             .into());
         }
+        if self.shape.is_empty() {
+            // A 0-d array: one element, one chunk, nothing to place.
+            return self.write_chunk(&[], data).map(drop);
+        }
         let grid = self.chunk_grid_shape();
         let n_chunks: u64 = grid.iter().product();
         let nd = self.shape.len();

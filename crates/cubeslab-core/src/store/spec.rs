@@ -91,6 +91,14 @@ impl ArraySpec {
             path: path.join("zarr.json"),
             message,
         };
+        if self.shape.len() > crate::window::MAX_DIMS {
+            return Err(invalid(format!(
+                "{} dimensions; cubeslab stores at most {}",
+                self.shape.len(),
+                crate::window::MAX_DIMS
+            ))
+            .into());
+        }
         let metadata: ArrayMetadata =
             serde_json::from_value(self.metadata()).map_err(|e| invalid(e.to_string()))?;
         if let ArrayMetadata::V3(v3) = &metadata {

@@ -1,0 +1,200 @@
+"""A store out to HDF5, NetCDF 4 and FITS (`cubeslab export STORE OUT.h5|.nc|.fits`), read back by the
+format's own library (h5py, netCDF4 and xarray, astropy) as the oracle: values exact, axes as dimension
+scales, coordinate variables or WCS, attributes kept, the store's chunk shape kept, deflate on request;
+and an export ingested again gives the same store."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+import pytest
+import zarr
+
+import cubeslab
+
+CLI = [sys.executable, "-m", "cubeslab.cli"]
+
+
+def cube_h5(path, dtype=">f4"):
+    """An HDF5 file with a 3-D dataset, dimension scales (one in metres) and attributes."""
+    rng = np.random.default_rng(3)
+    data = (rng.standard_normal((20, 30, 40)) * 50).astype(dtype)
+    with h5py.File(path, "w") as f:
+        d = f.create_dataset("velocity", data=data, chunks=(10, 10, 20))
+        d.attrs["units"] = "m/s"
+        d.attrs["survey"] = "north"
+        for i, (name, values) in enumerate(
+            [("x", np.arange(20) * 12.5), ("y", 100 + np.arange(30) * 25.0), ("depth", np.arange(40) * 4.0)]
+        ):
+            scale = f.create_dataset(name, data=values)
+            if name == "depth":
+                scale.attrs["units"] = "m"
+            scale.make_scale(name)
+            d.dims[i].attach_scale(scale)
+    return data
+
+
+@pytest.mark.parametrize("compress", [None, "deflate:6"])
+def test_an_hdf5_export_reads_in_h5py_as_the_store_and_ingests_back(tmp_path, compress):
+    data = cube_h5(tmp_path / "in.h5")
+    cubeslab.ingest(tmp_path / "in.h5", tmp_path / "s.zarr")
+    store_chunks = cubeslab.open(tmp_path / "s.zarr").amplitude.chunks
+    n = cubeslab.export(tmp_path / "s.zarr", tmp_path / "out.h5", compress=compress)
+    assert n == data.size
+    with h5py.File(tmp_path / "out.h5") as f:
+        d = f["amplitude"] if "amplitude" in f else f["data"]
+        np.testing.assert_array_equal(d[...], data)
+        assert d.chunks == store_chunks
+        assert d.compression == ("gzip" if compress else None)
+        assert d.compression_opts == (6 if compress else None)
+        assert d.attrs["units"] == "m/s" and d.attrs["survey"] == "north"
+        assert [dim.label or dim[0].name.lstrip("/") for dim in d.dims] == ["x", "y", "depth"]
+        np.testing.assert_array_equal(d.dims[1][0][...], 100 + np.arange(30) * 25.0)
+        assert d.dims[2][0].attrs["units"] == "m"
+    cubeslab.ingest(tmp_path / "out.h5", tmp_path / "again.zarr")
+    np.testing.assert_array_equal(cubeslab.open(tmp_path / "again.zarr").amplitude[...], data)
+
+
+def netcdf_file(path):
+    import netCDF4
+
+    with netCDF4.Dataset(path, "w", format="NETCDF4") as d:
+        d.title = "a test grid"
+        d.createDimension("time", 4)
+        d.createDimension("lat", 5)
+        d.createDimension("lon", 6)
+        t = d.createVariable("time", "f8", ("time",))
+        t.units = "days since 2000-01-01"
+        t[:] = np.arange(4)
+        lat = d.createVariable("lat", "f4", ("lat",))
+        lat.units = "degrees_north"
+        lat[:] = np.linspace(-10, 10, 5)
+        d.createVariable("lon", "f4", ("lon",))[:] = np.linspace(0, 50, 6)
+        v = d.createVariable("temp", "i2", ("time", "lat", "lon"), fill_value=-999)
+        v.scale_factor, v.add_offset, v.units = 0.01, 273.15, "K"
+        v.set_auto_maskandscale(False)
+        raw = (np.arange(120).reshape(4, 5, 6) * 3).astype("i2")
+        raw[0, 0, 0] = -999
+        v[:] = raw
+
+
+@pytest.mark.parametrize("compress", [None, "deflate"])
+def test_a_netcdf_export_opens_in_xarray_as_the_source_did(tmp_path, compress):
+    import netCDF4
+    import xarray as xr
+
+    netcdf_file(tmp_path / "in.nc")
+    cubeslab.ingest(tmp_path / "in.nc", tmp_path / "s.zarr")
+    cubeslab.export(tmp_path / "s.zarr", tmp_path / "out.nc", compress=compress)
+    expected = xr.open_dataset(tmp_path / "in.nc")
+    got = xr.open_dataset(tmp_path / "out.nc")
+    xr.testing.assert_identical(got["temp"], expected["temp"])  # values, CF decoding, fill, coordinates
+    assert got.attrs["title"] == "a test grid"
+    with netCDF4.Dataset(tmp_path / "out.nc") as d:
+        assert d.data_model == "NETCDF4"
+        assert d["temp"].filters()["zlib"] is (compress is not None)
+        assert tuple(d["temp"].chunking()) == cubeslab.open(tmp_path / "s.zarr").amplitude.chunks
+
+
+def test_a_netcdf_file_from_another_tool_round_trips(tmp_path, data_dir):
+    import netCDF4
+    import xarray as xr
+
+    source = tmp_path / "cth.nc"
+    shutil.copy(data_dir / "netcdf" / "20171025_2056.Cloud_Top_Height.nc", source)
+    cubeslab.ingest(source, tmp_path / "s.zarr", variable="HT")
+    cubeslab.export(tmp_path / "s.zarr", tmp_path / "out.nc", compress="deflate")
+    with netCDF4.Dataset(source) as a, netCDF4.Dataset(tmp_path / "out.nc") as b:
+        a.set_auto_maskandscale(False)
+        b.set_auto_maskandscale(False)
+        np.testing.assert_array_equal(b["HT"][...], a["HT"][...])  # the stored values, exactly
+        assert b["HT"].getncattr("_FillValue") == a["HT"].getncattr("_FillValue")
+    expected = xr.open_dataset(source)["HT"]
+    got = xr.open_dataset(tmp_path / "out.nc")["HT"]
+    # Decoded alike: NaN where filled, and the file's float32 scale_factor (a JSON number in the store,
+    # so float64 after the trip) to float32 precision.
+    np.testing.assert_allclose(got.values, expected.values, rtol=1e-6)
+    assert sorted(got.coords) == sorted(expected.coords)
+    assert (
+        got.attrs["units"] == expected.attrs["units"]
+        and got.attrs["long_name"] == expected.attrs["long_name"]
+    )
+
+
+def test_a_fits_image_from_another_tool_round_trips_with_its_wcs(tmp_path, data_dir):
+    from astropy.io import fits
+
+    cubeslab.ingest(data_dir / "fits" / "arange.fits", tmp_path / "s.zarr")
+    cubeslab.export(tmp_path / "s.zarr", tmp_path / "out.fits")
+    with fits.open(data_dir / "fits" / "arange.fits") as a, fits.open(tmp_path / "out.fits") as b:
+        np.testing.assert_array_equal(b[0].data, a[0].data)
+        assert b[0].data.dtype == a[0].data.dtype
+        for i in (1, 2, 3):
+            assert b[0].header[f"NAXIS{i}"] == a[0].header[f"NAXIS{i}"]
+
+
+@pytest.mark.parametrize(
+    "dtype", ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "float32", "float64"]
+)
+def test_every_fits_type_round_trips_through_astropy(tmp_path, dtype):
+    from astropy.io import fits
+
+    info = np.iinfo(dtype) if np.dtype(dtype).kind in "iu" else None
+    rng = np.random.default_rng(1)
+    data = (
+        rng.integers(info.min, info.max, size=(6, 7, 8), dtype=dtype, endpoint=True)
+        if info
+        else rng.standard_normal((6, 7, 8)).astype(dtype)
+    )
+    np.save(tmp_path / "a.npy", data)
+    cubeslab.ingest(tmp_path / "a.npy", tmp_path / "s.zarr")
+    cubeslab.export(tmp_path / "s.zarr", tmp_path / "out.fits")
+    with fits.open(tmp_path / "out.fits") as f:
+        assert f[0].data.dtype.newbyteorder("=") == np.dtype(dtype)
+        np.testing.assert_array_equal(f[0].data, data)
+
+
+def test_an_mdio_store_exports_to_hdf5(tmp_path, data_dir):
+    mdio = data_dir / "mdio" / "f3.mdio"
+    cubeslab.export(mdio, tmp_path / "f3.h5")
+    expected = zarr.open_group(mdio, mode="r")["amplitude"][...]
+    with h5py.File(tmp_path / "f3.h5") as f:
+        np.testing.assert_array_equal(f["amplitude"][...], expected)
+        np.testing.assert_array_equal(f["inline"][...], zarr.open_group(mdio, mode="r")["inline"][...])
+
+
+def test_the_command_line_exports_and_refuses_to_overwrite(tmp_path):
+    cube_h5(tmp_path / "in.h5")
+    cubeslab.ingest(tmp_path / "in.h5", tmp_path / "s.zarr")
+    (tmp_path / "out.nc").write_bytes(b"keep me")
+    done = subprocess.run(
+        [*CLI, "export", str(tmp_path / "s.zarr"), str(tmp_path / "out.nc")], capture_output=True, text=True
+    )
+    assert done.returncode == 1 and "already exists" in done.stderr + done.stdout
+    assert (tmp_path / "out.nc").read_bytes() == b"keep me"
+    done = subprocess.run(
+        [
+            *CLI,
+            "export",
+            str(tmp_path / "s.zarr"),
+            str(tmp_path / "out.nc"),
+            "--overwrite",
+            "--compress",
+            "deflate",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "wrote 24,000 elements" in done.stdout
+    bad = subprocess.run(
+        [*CLI, "export", str(tmp_path / "s.zarr"), str(tmp_path / "x.h5"), "--compress", "zstd"],
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 1 and "deflate" in bad.stderr + bad.stdout
+    assert not (tmp_path / "x.h5").exists() and not (tmp_path / "x.h5.tmp").exists()
