@@ -65,7 +65,7 @@ def create(
         dimension_names=dims, attributes=attributes, fill_value=fill_value,
     )  # fmt: skip
     for name, values in coordinates.items():
-        Array.from_numpy(Path(path) / name, values, chunks=values.shape)
+        Array.from_numpy(Path(path) / name, values, chunks=values.shape, dimension_names=[name])
     return open(path, "r+", cache=cache)
 
 

@@ -125,7 +125,8 @@ class _Export:
         for axis, dim in zip(self.description["axes"], self.cube.dims, strict=True):
             stored = os.path.join(self.cube.path, dim, "zarr.json")
             if dim != self.name and os.path.isfile(stored):
-                self.coordinates[dim] = (self.cube.coords[dim], self.cube._array(dim).attributes)
+                units = {"units": axis["unit"]} if axis.get("unit") else {}
+                self.coordinates[dim] = (self.cube.coords[dim], units | self.cube._array(dim).attributes)
             else:
                 values = axis["origin"] + axis["step"] * np.arange(axis["size"], dtype=np.float64)
                 units = {"units": axis["unit"]} if axis.get("unit") else {}

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import _engine, defaults
 from ..array import Array
-from ..create import create
+from ..create import MAIN_ARRAY, create
 from ..description import AXES_ATTR
 from ..plan import plan
 from ..store_report import store_size
@@ -72,13 +72,21 @@ def ingest_array(
     publication = _engine.Publication(os.fspath(store), overwrite)
     attributes: dict = {"source": source.path, **(source.attributes or {})}
     dims = [f"dim_{d}" for d in range(len(shape))]
+    coords = {}
     if source.axes is not None:
         names = [a["name"] for a in source.axes]
-        dims = names if len(set(names)) == len(names) else dims
+        dims = names if len(set(names)) == len(names) and MAIN_ARRAY not in names else dims
         recorded = [{k: a[k] for k in ("origin", "step", "unit")} for a in source.axes]
         attributes["cubeslab"] = {AXES_ATTR: recorded}
+        # Axes the source gives a scale (a SEPlib o/d, a FITS WCS, an HDF5 dimension scale) become
+        # coordinate arrays, as xarray shows them.
+        coords = {
+            dim: a["origin"] + a["step"] * np.arange(n, dtype=np.float64)
+            for dim, a, n in zip(dims, source.axes, shape, strict=True)
+            if (a["origin"], a["step"]) != (0.0, 1.0) or a.get("unit")
+        }
     with create(
-        os.fspath(publication.staging), shape, dtype, dims=dims, chunks=chunks, shards=shards,
+        os.fspath(publication.staging), shape, dtype, dims=dims, coords=coords, chunks=chunks, shards=shards,
         compress=compress, cache=max(limit // 2, 1), attributes=attributes,
     ) as out:  # fmt: skip
         write_in_slabs(out.amplitude, source.read, shards, limit, progress)

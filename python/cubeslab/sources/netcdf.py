@@ -125,6 +125,10 @@ def ingest_netcdf(
         staging, name, json.dumps({k: _value(dataset.getncattr(k)) for k in dataset.ncattrs()})
     )
     attributes = _attributes(source)
+    extra = [c for c in coordinates if c not in source.dimensions and c not in listed]
+    if extra:
+        # Listed on the variable, as xarray's own writer lists them, so that readers of the store see them.
+        attributes["coordinates"] = " ".join(listed + extra)
     fill = attributes.get("_FillValue")
     Array.create(
         os.path.join(staging, name), shape, dtype, chunks=chunks, shards=shards, compress=compress,
