@@ -166,6 +166,52 @@ class Fits(Tool):
             return np.ascontiguousarray(hdu.section[block][steps])
 
 
+class Hdf4(Tool):
+    label = "HDF4"
+    peer = "pyhdf"
+    suffix = ".hdf"
+
+    def write(self, path, arrays) -> None:
+        from pyhdf.SD import SD, SDC
+
+        sd = SD(str(path), SDC.WRITE | SDC.CREATE)
+        try:
+            for name, data in arrays.items():
+                dataset = sd.create(name, SDC.UINT16, data.shape)
+                dataset[:] = data
+                dataset.endaccess()
+        finally:
+            sd.end()
+
+    def read(self, path, name, key):
+        from pyhdf.SD import SD
+
+        sd = SD(str(path))
+        try:
+            dataset = sd.select(name)
+            data = np.asarray(dataset[key], dtype=DTYPE)
+            dataset.endaccess()
+            return data
+        finally:
+            sd.end()
+
+
+class InPlace(Tool):
+    """cubeslab reading another format's file as it is (``cubeslab.open(file, dataset=...)``), no ingest:
+    the file written by ``writer``."""
+
+    def __init__(self, writer: Tool, keyword: str) -> None:
+        self.writer, self.keyword = writer, keyword
+        self.label, self.peer, self.suffix = f"cubeslab:{writer.label}", writer.peer, writer.suffix
+        self.many_limit = writer.many_limit
+
+    def write(self, path, arrays) -> None:
+        self.writer.write(path, arrays)
+
+    def read(self, path, name, key):
+        return cubeslab.open(path, **{self.keyword: name})[key]
+
+
 class Raw(Tool):
     label = "raw"
     peer = "numpy"
@@ -192,13 +238,17 @@ class Raw(Tool):
 
 
 def all_tools() -> list[Tool]:
+    hdf5, netcdf4 = H5py(), NetCDF("NETCDF4", "netCDF-4", ".nc4")
     return [
         Cubeslab(),
-        H5py(),
-        NetCDF("NETCDF4", "netCDF-4", ".nc4"),
+        hdf5,
+        InPlace(hdf5, "dataset"),
+        netcdf4,
+        InPlace(netcdf4, "variable"),
         # netCDF 3.5's classic format, the one the reference measured; CDF5 is the classic variant with
         # unsigned 16-bit integers.
         NetCDF("NETCDF3_64BIT_DATA", "netCDF-CDF5", ".cdf5"),
         Fits(),
+        Hdf4(),
         Raw(),
     ]

@@ -20,6 +20,7 @@ MODULES = {
     "seismic-zfp": "seismic_zfp",
     "netcdf4": "netCDF4",
     "astropy": "astropy.io.fits",
+    "pyhdf": "pyhdf.SD",
     "numpy": "numpy",
     "dask": "distributed",
 }
