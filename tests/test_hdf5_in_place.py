@@ -297,3 +297,26 @@ def test_a_copy_of_the_file_reads_the_same(tmp_path, h5_file):
     np.testing.assert_array_equal(
         cubeslab.open(copy, dataset="zstd")[...], cubeslab.open(h5_file, dataset="zstd")[...]
     )
+
+
+def test_an_external_link_is_read_from_the_file_it_points_into(tmp_path):
+    data = values((20, 30), "<f4", 5)
+    with h5py.File(tmp_path / "target.h5", "w") as f:
+        f.create_dataset("pad", data=np.zeros(5000))  # so the two files' offsets differ
+        f.create_dataset("d", data=data, chunks=(8, 8), compression="gzip")
+    with h5py.File(tmp_path / "links.h5", "w") as f:
+        f["x"] = h5py.ExternalLink("target.h5", "/d")
+    np.testing.assert_array_equal(cubeslab.open(tmp_path / "links.h5", dataset="x")[...], data)
+    cubeslab.ingest(tmp_path / "links.h5", tmp_path / "s.zarr", dataset="x")
+    np.testing.assert_array_equal(cubeslab.open(tmp_path / "s.zarr").amplitude[...], data)
+
+
+def test_a_truncated_netcdf_file_is_refused_naming_it(tmp_path, data_dir):
+    path = tmp_path / "cut.nc"
+    whole = (data_dir / NETCDF_DIR / "issue672.nc").read_bytes()
+    path.write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(cubeslab.InvalidInputError, match=r"cut\.nc: "):
+        cubeslab.ingest(path, tmp_path / "x.zarr", variable="azi_angle_trip")
+    with pytest.raises(cubeslab.InvalidInputError, match=r"cut\.nc: "):
+        cubeslab.open(path, variable="azi_angle_trip")
+    assert not (tmp_path / "x.zarr").exists()

@@ -95,7 +95,8 @@ class Hdf5Array(Array):
         with f:
             self.dataset = name
             self._chunks = tuple(data.chunks) if data.chunks else tuple(data.shape)
-            self._engine = engine_array(self.path, data, name)  # type: ignore[assignment]
+            # The file that holds the bytes: another one when `name` is an external link.
+            self._engine = engine_array(data.file.filename, data, name)  # type: ignore[assignment]
             self.shape = tuple(self._engine.shape)
             self.dtype = np.dtype(self._engine.dtype)
             axes = dataset_axes(data)

@@ -60,23 +60,29 @@ def open_dataset(path: str | os.PathLike, dataset: str | None = None, *, flag: s
         f = h5py.File(path, "r")
     except OSError as error:
         raise InvalidInputError(f"{path}: not an HDF5 file h5py reads: {error}") from None
-    names = datasets_in(h5py, f)
-    scales = {n for n in names if f[n].attrs.get("CLASS") == b"DIMENSION_SCALE"}
-    if dataset is None:
-        candidates = [n for n in names if n not in scales and f[n].ndim >= 1 and f[n].dtype.kind in "biuf"]
-        if len(candidates) != 1:
-            listed = ", ".join(f"{n} {f[n].shape} {f[n].dtype}" for n in names) or "none"
+    if dataset is not None and not dataset.startswith("/"):
+        dataset = "/" + dataset
+    if dataset is None or not isinstance(f.get(dataset), h5py.Dataset):
+        # Only to choose, or to say what exists: listing a file of many objects takes a while.
+        names = datasets_in(h5py, f)
+        if dataset is None:
+            scales = {n for n in names if f[n].attrs.get("CLASS") == b"DIMENSION_SCALE"}
+            candidates = [
+                n for n in names if n not in scales and f[n].ndim >= 1 and f[n].dtype.kind in "biuf"
+            ]
+            if len(candidates) != 1:
+                listed = ", ".join(f"{n} {f[n].shape} {f[n].dtype}" for n in names) or "none"
+                f.close()
+                raise InvalidInputError(
+                    f"{path}: {'no' if not candidates else 'more than one'} N-D numeric dataset; choose one "
+                    f"with {flag} (the datasets: {listed})"
+                )
+            dataset = candidates[0]
+        else:
             f.close()
             raise InvalidInputError(
-                f"{path}: {'no' if not candidates else 'more than one'} N-D numeric dataset; choose one with "
-                f"{flag} (the datasets: {listed})"
+                f"{path}: no dataset {dataset}; the datasets: {', '.join(names) or 'none'}"
             )
-        dataset = candidates[0]
-    if not dataset.startswith("/"):
-        dataset = "/" + dataset
-    if dataset not in f or not isinstance(f[dataset], h5py.Dataset):
-        f.close()
-        raise InvalidInputError(f"{path}: no dataset {dataset}; the datasets: {', '.join(names) or 'none'}")
     data = f[dataset]
     problem = None
     if data.dtype.kind not in "biuf":

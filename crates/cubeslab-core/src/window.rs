@@ -318,6 +318,44 @@ impl Placement<'_> {
         }
     }
 
+    /// Call `run(src_byte, dst_byte, len)` for each stretch of the selection
+    /// that is contiguous in both the chunk and the output, neighbouring
+    /// runs merged (whole rows of a chunk make one stretch), if the
+    /// innermost runs are contiguous and at least `min_bytes` long; else
+    /// return false without calling it.
+    pub fn for_each_stretch(
+        &self,
+        spans: &[ChunkSpan],
+        min_bytes: usize,
+        mut run: impl FnMut(usize, usize, usize),
+    ) -> bool {
+        let inner = self.inner_dim(spans);
+        let e = self.elem;
+        let len = spans[inner].count as usize * e;
+        if self.steps[inner] * self.src_strides[inner] != 1
+            || self.dst_strides[inner] != 1
+            || len < min_bytes
+        {
+            return false;
+        }
+        let mut pending: Option<(usize, usize, usize)> = None;
+        self.for_each_run(spans, inner, |s, d| {
+            let (s, d) = (s as usize * e, d as usize * e);
+            match &mut pending {
+                Some((ps, pd, pl)) if *ps + *pl == s && *pd + *pl == d => *pl += len,
+                _ => {
+                    if let Some((ps, pd, pl)) = pending.replace((s, d, len)) {
+                        run(ps, pd, pl);
+                    }
+                }
+            }
+        });
+        if let Some((ps, pd, pl)) = pending {
+            run(ps, pd, pl);
+        }
+        true
+    }
+
     /// Copy the selected elements of `src` (a whole chunk, C order) into `dst`.
     ///
     /// # Safety
@@ -465,6 +503,52 @@ mod tests {
                 expected[to..to + len].copy_from_slice(&src[from..from + len]);
                 assert_eq!(dst, expected, "len {len}, from {from}, to {to}");
             }
+        }
+    }
+
+    #[test]
+    fn stretches_copy_what_copy_copies_and_merge_whole_rows() {
+        // A 4x6x8 chunk of u16; windows that keep the last dimension contiguous.
+        let chunk = [4u64, 6, 8];
+        let src: Vec<u8> = (0..4 * 6 * 8 * 2).map(|i| (i % 251) as u8).collect();
+        // (start, stop, step) per dimension, and the stretches expected.
+        type Case = (&'static [(u64, u64, u64)], usize);
+        let cases: [Case; 3] = [
+            (&[(0, 4, 1), (0, 6, 1), (0, 8, 1)], 1), // the whole chunk: one stretch
+            (&[(1, 3, 1), (2, 5, 1), (0, 8, 1)], 2), // whole rows, two blocks
+            (&[(0, 4, 2), (1, 2, 1), (2, 7, 1)], 2), // part rows, stepped
+        ];
+        for (window, stretches) in cases {
+            let dims: Vec<DimRange> = window
+                .iter()
+                .map(|&(start, stop, step)| DimRange { start, stop, step })
+                .collect();
+            let out_shape: Vec<u64> = dims.iter().map(DimRange::len).collect();
+            let spans: Vec<ChunkSpan> = dims.iter().map(|r| chunk_spans(r, 8)[0]).collect();
+            let (src_strides, dst_strides) = (strides(&chunk), strides(&out_shape));
+            let mut steps = [1u64; MAX_DIMS];
+            for (d, r) in dims.iter().enumerate() {
+                steps[d] = r.step;
+            }
+            let placement = Placement {
+                src_strides: &src_strides,
+                dst_strides: &dst_strides,
+                steps: &steps,
+                ndim: 3,
+                elem: 2,
+            };
+            let n = out_shape.iter().product::<u64>() as usize * 2;
+            let mut expected = vec![0u8; n];
+            unsafe { placement.copy(&spans, &src, expected.as_mut_ptr()) };
+            let mut got = vec![0u8; n];
+            let mut count = 0;
+            assert!(placement.for_each_stretch(&spans, 0, |s, d, len| {
+                got[d..d + len].copy_from_slice(&src[s..s + len]);
+                count += 1;
+            }));
+            assert_eq!(got, expected, "{window:?}");
+            assert_eq!(count, stretches, "{window:?}");
+            assert!(!placement.for_each_stretch(&spans, n + 1, |_, _, _| {}));
         }
     }
 

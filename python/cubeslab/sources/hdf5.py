@@ -30,6 +30,18 @@ def describe_hdf5(path: str | os.PathLike) -> dict:
         return {"file": os.fspath(path), "format": "hdf5", "datasets": datasets}
 
 
+def in_place_reader(path: str | os.PathLike, dataset: str, *, variable: bool = False):
+    """Rows ``start:stop`` of the dataset read by the engine in parallel, or None where it cannot read
+    the dataset in place (a filter it lacks, compact storage): then h5py or netCDF4 reads it."""
+    from ..hdf5_array import Hdf5Array
+
+    try:
+        array = Hdf5Array(path, variable=dataset) if variable else Hdf5Array(path, dataset)
+    except InvalidInputError:
+        return None
+    return lambda start, stop: array[start:stop]
+
+
 def hdf5_source(path: str | os.PathLike, dataset: str | None = None) -> ArraySource:
     _, data, dataset = open_dataset(path, dataset)
     return ArraySource(
@@ -38,4 +50,5 @@ def hdf5_source(path: str | os.PathLike, dataset: str | None = None) -> ArraySou
         "hdf5",
         dataset_axes(data),
         attributes={"hdf5_dataset": dataset, **dataset_attributes(data)},
+        slab_reader=in_place_reader(path, dataset),
     )

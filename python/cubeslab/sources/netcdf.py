@@ -13,6 +13,8 @@ import numpy as np
 from .. import _engine, defaults
 from ..array import Array
 from ..errors import InvalidInputError
+from ..hdf5_file import is_hdf5_file
+from .hdf5 import in_place_reader
 from .ingest import Progress, planned, summary, write_in_slabs
 
 NETCDF_CLASSIC_MAGICS = (b"CDF\x01", b"CDF\x02", b"CDF\x05")
@@ -134,9 +136,14 @@ def ingest_netcdf(
         os.path.join(staging, name), shape, dtype, chunks=chunks, shards=shards, compress=compress,
         dimension_names=list(source.dimensions), attributes=attributes, fill_value=fill,
     )  # fmt: skip
+    # A NetCDF 4 variable is an HDF5 dataset: read in place by the engine, in parallel, where it can.
+    in_place = in_place_reader(path, source.group().path.rstrip("/") + "/" + name, variable=True) if (
+        is_hdf5_file(path)
+    ) else None  # fmt: skip
+    read = in_place or (lambda start, stop: source[start:stop])
     with Array(os.path.join(staging, name), cache=max(limit // 2, 1)) as out:
         write_in_slabs(
-            out, lambda start, stop: np.asarray(source[start:stop], dtype=dtype), shards, limit, progress
+            out, lambda start, stop: np.asarray(read(start, stop), dtype=dtype), shards, limit, progress
         )
     for coordinate in coordinates:
         c = dataset.variables[coordinate]

@@ -25,6 +25,8 @@ class ArraySource:
     convert: Callable[[np.ndarray], np.ndarray] | None = None  # raw values to stored ones (FITS scaling)
     stored_dtype: np.dtype | None = None  # the type `convert` gives
     attributes: dict | None = None  # the file's own metadata, kept with the store
+    # Reads rows start:stop faster than slicing `data` (an HDF5 dataset read in place, in parallel).
+    slab_reader: Callable[[int, int], np.ndarray] | None = None
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -49,7 +51,7 @@ class ArraySource:
 
     def read(self, start: int, stop: int) -> np.ndarray:
         """Rows ``start:stop`` of the first axis, C-contiguous, in native byte order."""
-        rows = self.data[start:stop]
+        rows = self.slab_reader(start, stop) if self.slab_reader is not None else self.data[start:stop]
         if self.convert is not None:
             rows = self.convert(rows)
         return np.ascontiguousarray(rows, dtype=self.dtype)

@@ -104,6 +104,7 @@ pub struct ChunkedFile {
     /// Declared before `map`: unregistered before the unmap.
     watched: Watched,
     map: Mmap,
+    file: File,
 }
 
 impl std::fmt::Debug for ChunkedFile {
@@ -270,6 +271,7 @@ impl ChunkedFile {
             places,
             watched,
             map,
+            file,
         })
     }
 

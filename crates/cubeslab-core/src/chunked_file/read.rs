@@ -4,6 +4,8 @@
 //! Unfiltered chunks are copied from the mapped file, only where selected;
 //! filtered ones are decoded whole, then copied.
 
+use std::os::unix::fs::FileExt;
+
 use super::{ChunkedFile, ChunkedFileError, Place};
 use crate::{
     error::Result,
@@ -15,6 +17,11 @@ use crate::{
         MAX_DIMS,
     },
 };
+
+/// Stretches of unfiltered data at least this long are read with `pread`
+/// rather than copied from the mapping (below it, a system call per
+/// stretch costs more than the page faults it saves).
+const PREAD_BYTES: usize = 16 << 10;
 
 impl ChunkedFile {
     /// Read `window` into `out` (C order, native byte order).
@@ -105,9 +112,29 @@ impl ChunkedFile {
                 // output, which is as large as the window (checked above);
                 // the source holds the whole chunk the spans address.
                 None => unsafe { placement.fill(&picked[..nd], &self.fill, dst) },
-                Some(place) if self.pipeline.passes_through(place.mask) => unsafe {
-                    placement.copy(&picked[..nd], self.stored(place), dst)
-                },
+                Some(place) if self.pipeline.passes_through(place.mask) => {
+                    // Long stretches are read with pread: a copy from the page cache
+                    // without mapping each page into this process first.
+                    let mut failed = None;
+                    let read =
+                        placement.for_each_stretch(&picked[..nd], PREAD_BYTES, |s, d, len| {
+                            if failed.is_none() {
+                                // SAFETY: as for the copies: this task's part of the output.
+                                let target =
+                                    unsafe { std::slice::from_raw_parts_mut(dst.add(d), len) };
+                                failed = self
+                                    .file
+                                    .read_exact_at(target, place.offset + s as u64)
+                                    .err();
+                            }
+                        });
+                    if let Some(error) = failed {
+                        return Err(crate::Error::io(&self.path, error));
+                    }
+                    if !read {
+                        unsafe { placement.copy(&picked[..nd], self.stored(place), dst) }
+                    }
+                }
                 Some(place) => {
                     let decoded = self
                         .pipeline
