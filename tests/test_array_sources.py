@@ -367,3 +367,20 @@ def test_info_lists_an_hdf5_files_datasets(tmp_path):
     assert done.returncode == 0, done.stderr
     datasets = json.loads(done.stdout)["datasets"]
     assert datasets == {"/a/b": "float32 [4, 5]", "/c": "int64 [3] (dimension scale)"}
+
+
+def test_a_chunked_source_is_planned_for_reads_of_its_own_chunks(tmp_path):
+    import h5py
+
+    with h5py.File(tmp_path / "c.h5", "w") as f:
+        f.create_dataset("chunked", data=volume(), chunks=(10, 15, 25))
+        f.create_dataset("contiguous", data=volume())
+    chunked = cubeslab.ingest(tmp_path / "c.h5", tmp_path / "a.zarr", dataset="chunked")
+    assert chunked["plan"]["access"] == "box:10x15x25"
+    assert (
+        cubeslab.ingest(tmp_path / "c.h5", tmp_path / "b.zarr", dataset="contiguous")["plan"]["access"]
+        == "planes"
+    )
+    given = cubeslab.ingest(tmp_path / "c.h5", tmp_path / "d.zarr", dataset="chunked", access="inline")
+    assert given["plan"]["access"] == "inline"
+    np.testing.assert_array_equal(cubeslab.open(tmp_path / "a.zarr").amplitude[...], volume())

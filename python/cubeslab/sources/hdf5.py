@@ -51,4 +51,5 @@ def hdf5_source(path: str | os.PathLike, dataset: str | None = None) -> ArraySou
         dataset_axes(data),
         attributes={"hdf5_dataset": dataset, **dataset_attributes(data)},
         slab_reader=in_place_reader(path, dataset),
+        chunks=data.chunks,
     )

@@ -22,6 +22,12 @@ Progress = Callable[[int, int], None]
 """Called with (bytes written, bytes in all) after each slab."""
 
 
+def natural_access(chunks) -> str | None:
+    """The reads a chunked source was laid out for: boxes of its chunk shape (None: the planner's
+    default, every plane)."""
+    return f"box:{'x'.join(str(int(c)) for c in chunks)}" if chunks else None
+
+
 def planned(shape, dtype, layout: str, access: str | None, compress: str | None) -> tuple[list, list]:
     """(chunks, shards) the planner picks for an array, as for an ingest."""
     picked = plan(shape, dtype, layout=layout, access=access, compress=compress, top=1)[0]["layout"]
@@ -43,12 +49,18 @@ def write_in_slabs(
             progress(stop * row_bytes, shape[0] * row_bytes)
 
 
-def summary(source: str, store, shape, dtype: np.dtype, chunks, shards, layout: str) -> dict:
+def summary(
+    source: str, store, shape, dtype: np.dtype, chunks, shards, layout: str, access: str | None
+) -> dict:
     return {
         "source": source,
         "shape": list(shape),
         "dtype": dtype.name,
-        "plan": {"layout": f"{'x'.join(map(str, chunks))}/{'x'.join(map(str, shards))}", "strategy": layout},
+        "plan": {
+            "layout": f"{'x'.join(map(str, chunks))}/{'x'.join(map(str, shards))}",
+            "strategy": layout,
+            "access": access or "planes",
+        },
         "stored_bytes": store_size(Path(store)),
     }
 
@@ -68,6 +80,7 @@ def ingest_array(
     """Write ``source`` into a new store at ``store``; returns the summary."""
     shape, dtype = source.shape, source.dtype
     limit = int(memory_limit or defaults.MEMORY_LIMIT)
+    access = access or natural_access(source.chunks)
     chunks, shards = planned(shape, dtype, layout, access, compress)
     publication = _engine.Publication(os.fspath(store), overwrite)
     attributes: dict = {"source": source.path, **(source.attributes or {})}
@@ -91,4 +104,4 @@ def ingest_array(
     ) as out:  # fmt: skip
         write_in_slabs(out.amplitude, source.read, shards, limit, progress)
     publication.commit(durable)
-    return summary(source.path, store, shape, dtype, chunks, shards, layout)
+    return summary(source.path, store, shape, dtype, chunks, shards, layout, access)

@@ -15,7 +15,7 @@ from ..array import Array
 from ..errors import InvalidInputError
 from ..hdf5_file import is_hdf5_file
 from .hdf5 import in_place_reader
-from .ingest import Progress, planned, summary, write_in_slabs
+from .ingest import Progress, natural_access, planned, summary, write_in_slabs
 
 NETCDF_CLASSIC_MAGICS = (b"CDF\x01", b"CDF\x02", b"CDF\x05")
 
@@ -120,6 +120,8 @@ def ingest_netcdf(
             if c in dataset.variables and dataset.variables[c].ndim == 0 and c not in coordinates:
                 coordinates.append(c)
     limit = int(memory_limit or defaults.MEMORY_LIMIT)
+    chunking = source.chunking() if hasattr(source, "chunking") else "contiguous"
+    access = access or natural_access(None if chunking == "contiguous" else chunking)
     chunks, shards = planned(shape, dtype, layout, access, compress)
     publication = _engine.Publication(os.fspath(store), overwrite)
     staging = os.fspath(publication.staging)
@@ -157,4 +159,4 @@ def ingest_netcdf(
         )  # fmt: skip
     dataset.close()
     publication.commit(durable)
-    return summary(os.fspath(path), store, shape, dtype, chunks, shards, layout) | {"variable": name}
+    return summary(os.fspath(path), store, shape, dtype, chunks, shards, layout, access) | {"variable": name}

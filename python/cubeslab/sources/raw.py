@@ -27,6 +27,7 @@ class ArraySource:
     attributes: dict | None = None  # the file's own metadata, kept with the store
     # Reads rows start:stop faster than slicing `data` (an HDF5 dataset read in place, in parallel).
     slab_reader: Callable[[int, int], np.ndarray] | None = None
+    chunks: tuple[int, ...] | None = None  # the file's own chunk shape, if it is chunked
 
     @property
     def shape(self) -> tuple[int, ...]:
