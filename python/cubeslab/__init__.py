@@ -5,7 +5,7 @@
 >>> cube.inline[2400].shape                        # doctest: +SKIP
 """
 
-from . import errors
+from . import errors, msi  # noqa: F401 - msi registers its cube kind with open()
 from .array import Array, ReadSettings, warn_over_limits_in_environment
 from .create import create
 from .cube import Cube, open

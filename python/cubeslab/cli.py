@@ -143,8 +143,16 @@ def ingest(
     hdu: Annotated[int | None, typer.Option(help="FITS: the HDU (default: the first with an image)")] = None,
     dataset: Annotated[str | None, typer.Option(help="HDF5: the dataset (default: the only N-D one)")] = None,
     variable: Annotated[str | None, typer.Option(help="NetCDF: the variable (default: the only one)")] = None,
+    mz_bin: Annotated[
+        str | None,
+        typer.Option(help="imzML, processed: m/z bin width, 0.01 (Da) or 10ppm (default: from the data)"),
+    ] = None,
+    mz_range: Annotated[
+        str | None,
+        typer.Option(help="imzML, processed: the m/z range binned, LOW:HIGH (default: every peak)"),
+    ] = None,
 ) -> None:
-    """Reorganise a SEG-Y file, an .npy file or raw bytes into a sharded Zarr v3 store."""
+    """Reorganise a SEG-Y, imzML, HDF5, NetCDF, FITS, SEPlib, .npy or raw file into a sharded Zarr store."""
     from . import ingest as run_ingest
 
     with warnings.catch_warnings(record=True) as noted, PhaseBars() as bars:
@@ -159,13 +167,18 @@ def ingest(
             allow_truncated=allow_truncated, sample_interval_us=sample_interval,
             vertical="depth" if depth else "time", progress=bars.update,
             shape=parse_shape(shape) if shape is not None else None, order=order.value, offset=offset,
-            hdu=hdu, dataset=dataset, variable=variable,
+            hdu=hdu, dataset=dataset, variable=variable, mz_bin=mz_bin, mz_range=mz_range,
         )  # fmt: skip
     for warning in noted:
         errors.print(f"[yellow]warning:[/] {escape(str(warning.message))}")
     if "live_traces" not in summary:  # an array file
         shape_text = "x".join(map(str, summary["shape"]))
         console.print(f"[green]ingested[/] {shape_text} {summary['dtype']} into {escape(str(store))}")
+        if "mz_bin" in summary:
+            console.print(
+                f"m/z bins {summary['mz_bin']} over {summary['mz_range'][0]:g}..{summary['mz_range'][1]:g}: "
+                f"{summary['outside_range']:,} peaks outside, {summary['merged']:,} merged into a filled bin"
+            )
         console.print(f"layout {summary['plan']['layout']}, {summary['stored_bytes'] / 1e6:,.1f} MB")
         return
     live, missing = summary["live_traces"], summary["missing_traces"]

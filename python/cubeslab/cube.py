@@ -570,6 +570,11 @@ class Cube:
         )
 
 
+KINDS: dict[str, type[Cube]] = {}
+"""Cube classes for stores of a kind (``attributes["cubeslab"]["kind"]`` of the main array), registered by
+the modules that define them (``cubeslab.msi``); :func:`open` returns one for such a store."""
+
+
 def open(
     path: str | os.PathLike,
     mode: str = "r",
@@ -602,4 +607,6 @@ def open(
         raise InvalidInputError("cache= is the write cache of mode='r+'; a store opened to read has none")
     if mode == "r+" and cache is None:
         cache = defaults.WRITE_CACHE
-    return Cube(path, settings, cache=cache)
+    cube = Cube(path, settings, cache=cache)
+    kind = cube.amplitude.attributes.get("cubeslab", {}).get("kind")
+    return KINDS[kind](path, settings, cache=cache) if kind in KINDS else cube

@@ -15,6 +15,7 @@ import numpy as np
 from . import _engine, defaults
 from .compression import with_max_error
 from .errors import IngestWarning, InvalidInputError
+from .msi.ingest import ingest_imzml, is_imzml
 from .sources import array_source, is_netcdf
 from .sources.ingest import ingest_array
 from .sources.netcdf import ingest_netcdf
@@ -135,6 +136,8 @@ def ingest(
     hdu: int | None = None,
     dataset: str | None = None,
     variable: str | None = None,
+    mz_bin: str | float | None = None,
+    mz_range=None,
     progress: ProgressCallback | None = None,
 ) -> dict:
     """Reorganise a SEG-Y file, an ``.npy`` file or raw bytes into a cube store; returns the summary.
@@ -144,6 +147,9 @@ def ingest(
         float32). ``.npy`` files say all that themselves. Both are stored as they are (no conversion).
     hdu: a FITS file's HDU (default: the first with an image).
     dataset: an HDF5 file's dataset, e.g. ``/seismic/volume`` (default: its only N-D numeric one).
+    mz_bin, mz_range: for a processed-mode imzML file, the width of the m/z bins (``"10ppm"``, or
+        ``0.01`` Da; default chosen from the data and reported) and the range binned (``"100:1000"``;
+        default every peak's).
     variable: a NetCDF file's variable (default: its only data variable); stored with its coordinate
         variables and raw values with their CF attributes, so xarray decodes the store as the file.
 
@@ -176,6 +182,22 @@ def ingest(
     stays marked incomplete and :func:`cubeslab.open` refuses it.
     """
 
+    if is_imzml(source):
+        for name, given in (("views", views), ("resume", resume)):
+            if given:
+                raise InvalidInputError(f"{name} applies to SEG-Y ingest; {source} is imzML")
+
+        def imzml_progress(done: int, total: int) -> None:
+            if progress is not None:
+                progress(Phase("write volume", 1, "bytes", done, total))
+
+        return ingest_imzml(
+            source, store, mz_bin=mz_bin, mz_range=mz_range, overwrite=overwrite, durable=durable,
+            layout=layout, access=access, compress=with_max_error(compress, max_error),
+            memory_limit=memory_limit, progress=imzml_progress,
+        )  # fmt: skip
+    if mz_bin is not None or mz_range is not None:
+        raise InvalidInputError(f"mz_bin and mz_range apply to imzML files; {source} is not one")
     netcdf = (variable is not None and dataset is None) or is_netcdf(source, dataset)
     array = (
         None

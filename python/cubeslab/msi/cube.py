@@ -1,0 +1,118 @@
+"""`MsiCube`: a mass-spectrometry imaging store in MSI terms. ``cubeslab.open`` returns one for a store
+ingested from imzML. Pixels are addressed by the file's own coordinates (x and y as imzML and pyimzML
+number them) and m/z by value; a tolerance given as a plain number is in Da, ``"10ppm"`` is relative."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from ..cube import KINDS, Cube
+from ..errors import InvalidInputError, LabelError
+from .ingest import MSI_KIND
+
+
+def tolerance_da(mz: float, tol) -> float:
+    """The half-width in Da of a window around ``mz``: ``tol`` in Da, or ``"Nppm"`` / ``"NDa"``."""
+    if isinstance(tol, (int, float)):
+        value, unit = float(tol), "Da"
+    else:
+        match = re.fullmatch(r"\s*([0-9.eE+-]+)\s*(ppm|Da|da)?\s*", str(tol))
+        if not match:
+            raise InvalidInputError(f"tol={tol!r}: give Da (0.01) or ppm ('10ppm')")
+        value, unit = float(match.group(1)), (match.group(2) or "Da")
+    if value < 0:
+        raise InvalidInputError(f"tol={tol!r}: must not be negative")
+    return value * mz * 1e-6 if unit == "ppm" else value
+
+
+class MsiCube(Cube):
+    """An MSI cube (x, y, m/z): spectra, ion images, sub-cubes by label, the TIC image and mean spectrum."""
+
+    @property
+    def mz(self) -> np.ndarray:
+        return self.coords["mz"]
+
+    def _pixel(self, x: int, y: int) -> tuple[int, int]:
+        xs, ys = self.coords["x"], self.coords["y"]
+        i, j = int(x) - int(xs[0]), int(y) - int(ys[0])
+        if not (0 <= i < len(xs) and 0 <= j < len(ys)) or not self.pixel_mask()[i, j]:
+            raise LabelError(f"{self.path}: the file has no spectrum at pixel x={x}, y={y}")
+        return i, j
+
+    def spectrum(self, x: int, y: int) -> tuple[np.ndarray, np.ndarray]:
+        """(m/z, intensity) at pixel (x, y)."""
+        i, j = self._pixel(x, y)
+        return self.mz, self.amplitude[i, j, :]
+
+    def _mz_window(self, mz: float, tol) -> slice:
+        half = tolerance_da(float(mz), tol)
+        axis = self.mz
+        return slice(
+            int(np.searchsorted(axis, mz - half, "left")), int(np.searchsorted(axis, mz + half, "right"))
+        )
+
+    def ion_image(self, mz, tol="10ppm") -> np.ndarray:
+        """The sum of intensities within ``mz ± tol`` at every pixel (x, y); for a list of m/z values, a
+        stack of images (one per value, first axis)."""
+        if np.ndim(mz) > 0:
+            return np.stack([self.ion_image(m, tol) for m in np.asarray(mz, dtype=np.float64)])
+        window = self._mz_window(float(mz), tol)
+        values = self.amplitude[:, :, window]
+        return values.sum(axis=2, dtype=np.float64)
+
+    @property
+    def subcube(self) -> _Subcube:
+        """``msi.subcube[x0:x1, y0:y1, mz0:mz1]``: the intensities within those labels (x and y
+        inclusive, as pixel numbers; m/z by value), with ``.mz``, ``.x``, ``.y`` of what was cut."""
+        return _Subcube(self)
+
+    def tic(self) -> np.ndarray:
+        """The total ion current image (x, y), computed during ingest."""
+        return self._array("tic")[...]
+
+    def mean_spectrum(self) -> tuple[np.ndarray, np.ndarray]:
+        """(m/z, mean intensity over the pixels the file has), computed during ingest."""
+        return self.mz, self._array("mean_spectrum")[...]
+
+    def pixel_mask(self) -> np.ndarray:
+        """True where the file has a spectrum."""
+        if not hasattr(self, "_mask"):
+            self._mask = self._array("pixel_mask")[...]
+        return self._mask
+
+    def to_xarray(self, chunks=None):
+        """The cube as an ``xarray.DataArray`` (x, y, mz) with its coordinates (needs the ``xarray``
+        extra); dask-backed in shard-sized chunks when ``chunks`` is given."""
+        import xarray as xr
+
+        data = (
+            self.to_dask(None if chunks in (None, "shards", {}) else chunks)
+            if chunks is not None
+            else self[...]
+        )
+        return xr.DataArray(
+            data, dims=("x", "y", "mz"), coords={d: self.coords[d] for d in ("x", "y", "mz")},
+            name="intensity",
+            attrs=self.amplitude.attributes.get("imzml", {}),
+        )  # fmt: skip
+
+
+class _Subcube:
+    def __init__(self, cube: MsiCube):
+        self.cube = cube
+
+    def __getitem__(self, key) -> np.ndarray:
+        if not isinstance(key, tuple) or len(key) != 3 or not all(isinstance(k, slice) for k in key):
+            raise InvalidInputError("subcube takes three label ranges: msi.subcube[x0:x1, y0:y1, mz0:mz1]")
+        windows = []
+        for name, k in zip(("x", "y", "mz"), key, strict=True):
+            axis = self.cube.coords[name]
+            low = int(np.searchsorted(axis, k.start, "left")) if k.start is not None else 0
+            high = int(np.searchsorted(axis, k.stop, "right")) if k.stop is not None else len(axis)
+            windows.append(slice(low, high))
+        return self.cube.amplitude[tuple(windows)]
+
+
+KINDS[MSI_KIND] = MsiCube

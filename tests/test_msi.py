@@ -1,0 +1,244 @@
+"""Mass-spectrometry imaging: imzML files (the format's own examples in tests/data/imzml, and files written
+here by pyimzML's writer) ingested and read back in MSI terms, against pyimzML reading the same file:
+continuous mode exactly, processed mode against an independent numpy binning (np.histogram) of pyimzML's
+spectra; bad files refused naming the file and the element or byte."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from pyimzml.ImzMLParser import ImzMLParser, getionimage
+from pyimzml.ImzMLWriter import ImzMLWriter
+
+import cubeslab
+from cubeslab.msi import MsiCube
+
+CLI = [sys.executable, "-m", "cubeslab.cli"]
+
+
+def example(data_dir, tmp_path, mode: str):
+    """A copy of the imzML example of ``mode`` (Continuous or Processed), its .ibd beside it."""
+    for suffix in (".imzML", ".ibd"):
+        shutil.copy(data_dir / "imzml" / f"Example_{mode}{suffix}", tmp_path / f"e{suffix}")
+    return tmp_path / "e.imzML"
+
+
+def test_a_continuous_file_stores_every_spectrum_exactly(tmp_path, data_dir):
+    source = example(data_dir, tmp_path, "Continuous")
+    summary = cubeslab.ingest(source, tmp_path / "s.zarr")
+    assert summary["mode"] == "continuous" and summary["plan"]["access"] == "spectra,ion-images"
+    msi = cubeslab.open(tmp_path / "s.zarr")
+    assert isinstance(msi, MsiCube)
+    parser = ImzMLParser(str(source))
+    for i, (x, y, _) in enumerate(parser.coordinates):
+        mz, intensity = parser.getspectrum(i)
+        got_mz, got = msi.spectrum(x, y)
+        np.testing.assert_array_equal(got, intensity)
+        np.testing.assert_array_equal(got_mz, np.asarray(mz, dtype=np.float64))
+    for mz, tol in ((500.0, 0.5), (150.1, 0.05), (799.0, 2)):
+        np.testing.assert_allclose(msi.ion_image(mz, tol=tol), getionimage(parser, mz, tol=tol).T, rtol=1e-6)
+    stack = msi.ion_image([300.0, 600.0], tol=1.0)
+    assert stack.shape == (2, 3, 3)
+    np.testing.assert_allclose(stack[1], getionimage(parser, 600.0, tol=1.0).T, rtol=1e-6)
+    tic = np.array([[parser.getspectrum(parser.coordinates.index((x, y, 1)))[1].sum() for y in (1, 2, 3)]
+                    for x in (1, 2, 3)])  # fmt: skip
+    np.testing.assert_allclose(msi.tic(), tic, rtol=1e-6)
+    spectra = np.array([parser.getspectrum(i)[1] for i in range(len(parser.coordinates))], dtype=np.float64)
+    np.testing.assert_allclose(msi.mean_spectrum()[1], spectra.mean(axis=0), rtol=1e-6)
+    assert msi.amplitude.attributes["imzml"]["pixel_size_um"] == [100.0, 100.0]
+    assert msi.amplitude.attributes["imzml"]["polarity"] == "negative"
+
+
+def histogram_binning(parser, edges: np.ndarray, nx: int, ny: int) -> np.ndarray:
+    cube = np.zeros((nx, ny, len(edges) - 1))
+    for i, (x, y, _) in enumerate(parser.coordinates):
+        mz, intensity = parser.getspectrum(i)
+        cube[x - 1, y - 1] = np.histogram(mz, bins=edges, weights=intensity)[0]
+    return cube
+
+
+@pytest.mark.parametrize("mz_bin", ["0.1", "500ppm"])
+def test_a_processed_file_is_binned_as_numpy_bins_pyimzmls_spectra(tmp_path, data_dir, mz_bin):
+    source = example(data_dir, tmp_path, "Processed")
+    # The range starts off the m/z values' grid (k/12), so no value sits on a bin edge.
+    summary = cubeslab.ingest(source, tmp_path / "s.zarr", mz_bin=mz_bin, mz_range="100.01:800")
+    msi = cubeslab.open(tmp_path / "s.zarr")
+    n = msi.shape[2]
+    if mz_bin.endswith("ppm"):
+        edges = 100.01 * (1 + 500e-6) ** np.arange(n + 1)
+    else:
+        edges = 100.01 + 0.1 * np.arange(n + 1)
+    assert edges[-2] <= 800 < edges[-1]
+    parser = ImzMLParser(str(source))
+    expected = histogram_binning(parser, edges, 3, 3)
+    np.testing.assert_allclose(msi[...], expected, rtol=1e-6, atol=1e-3)
+    # Each bin's m/z: its middle, geometric for ppm bins (equal relative width either side).
+    middle = np.sqrt(edges[:-1] * edges[1:]) if mz_bin.endswith("ppm") else (edges[:-1] + edges[1:]) / 2
+    np.testing.assert_allclose(msi.mz, middle, rtol=1e-9)
+    below = sum(int((parser.getspectrum(i)[0] < 100.01).sum()) for i in range(9))
+    assert summary["outside_range"] == below
+    assert summary["mz_bin"] == ("0.1 Da" if mz_bin == "0.1" else "500 ppm")
+
+
+def test_without_a_bin_width_one_is_chosen_from_the_data_and_reported(tmp_path, data_dir):
+    source = example(data_dir, tmp_path, "Processed")
+    summary = cubeslab.ingest(source, tmp_path / "s.zarr")
+    assert summary["mz_bin"].endswith("Da (chosen from the data)")
+    assert summary["merged"] == 0 and summary["outside_range"] == 0
+    parser = ImzMLParser(str(source))
+    total = sum(parser.getspectrum(i)[1].sum(dtype=np.float64) for i in range(9))
+    assert cubeslab.open(tmp_path / "s.zarr")[...].sum(dtype=np.float64) == pytest.approx(total, rel=1e-6)
+
+
+def write_imzml(path, mode: str, mz_dtype, intensity_dtype, *, missing=((2, 2),), nx=4, ny=3, seed=0):
+    """A small imzML written by pyimzML: a pixel grid with ``missing`` pixels left out."""
+    rng = np.random.default_rng(seed)
+    shared = np.sort(rng.uniform(100, 1000, 50)).astype(mz_dtype)
+    written = {}
+    with ImzMLWriter(str(path), mz_dtype=mz_dtype, intensity_dtype=intensity_dtype, mode=mode) as w:
+        for y in range(1, ny + 1):
+            for x in range(1, nx + 1):
+                if (x, y) in missing:
+                    continue
+                mz = shared if mode == "continuous" else np.sort(rng.uniform(100, 1000, 30)).astype(mz_dtype)
+                intensity = (rng.uniform(0, 1000, len(mz))).astype(intensity_dtype)
+                w.addSpectrum(mz, intensity, (x, y, 1))
+                written[(x, y)] = (mz, intensity)
+    return written
+
+
+@pytest.mark.parametrize("mz_dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("intensity_dtype", [np.float32, np.int32, np.float64])
+def test_generated_continuous_files_with_missing_pixels(tmp_path, mz_dtype, intensity_dtype):
+    written = write_imzml(tmp_path / "g.imzML", "continuous", mz_dtype, intensity_dtype)
+    cubeslab.ingest(tmp_path / "g.imzML", tmp_path / "s.zarr")
+    msi = cubeslab.open(tmp_path / "s.zarr")
+    assert msi.dtype == np.dtype(intensity_dtype)
+    assert not msi.pixel_mask()[1, 1] and msi.pixel_mask().sum() == len(written)
+    with pytest.raises(cubeslab.LabelError, match="no spectrum at pixel x=2, y=2"):
+        msi.spectrum(2, 2)
+    assert (msi[1, 1] == 0).all()
+    for (x, y), (mz, intensity) in written.items():
+        got_mz, got = msi.spectrum(x, y)
+        np.testing.assert_array_equal(got, intensity)
+        np.testing.assert_array_equal(got_mz, mz.astype(np.float64))
+
+
+@pytest.mark.parametrize("intensity_dtype", [np.float32, np.int32])
+def test_generated_processed_files_bin_as_numpy_does(tmp_path, intensity_dtype):
+    written = write_imzml(tmp_path / "g.imzML", "processed", np.float64, intensity_dtype)
+    summary = cubeslab.ingest(tmp_path / "g.imzML", tmp_path / "s.zarr", mz_bin=0.5, mz_range="100.25:1000")
+    msi = cubeslab.open(tmp_path / "s.zarr")
+    edges = 100.25 + 0.5 * np.arange(msi.shape[2] + 1)
+    merged = 0
+    for (x, y), (mz, intensity) in written.items():
+        expected = np.histogram(mz, bins=edges, weights=intensity.astype(np.float64))[0]
+        np.testing.assert_allclose(msi.spectrum(x, y)[1], expected, rtol=1e-6)
+        inside = (mz >= edges[0]) & (mz < edges[-1])
+        merged += int(inside.sum()) - len(np.unique(np.floor((mz[inside] - 100.25) / 0.5)))
+    assert summary["merged"] == merged
+
+
+def test_subcube_by_labels_and_xarray(tmp_path):
+    written = write_imzml(tmp_path / "g.imzML", "continuous", np.float64, np.float32, missing=())
+    cubeslab.ingest(tmp_path / "g.imzML", tmp_path / "s.zarr")
+    msi = cubeslab.open(tmp_path / "s.zarr")
+    mz = msi.mz
+    cut = msi.subcube[2:3, 1:2, mz[10] : mz[20]]
+    assert cut.shape == (2, 2, 11)
+    np.testing.assert_array_equal(cut[0, 1], written[(2, 2)][1][10:21])
+    da = msi.to_xarray()
+    np.testing.assert_array_equal(da["mz"].values, mz)
+    np.testing.assert_array_equal(da.sel(x=3, y=1).values, written[(3, 1)][1])
+
+
+def test_zlib_compressed_arrays_are_read(tmp_path):
+    from pyimzml.compression import ZlibCompression
+
+    rng = np.random.default_rng(4)
+    mz = np.sort(rng.uniform(100, 500, 40))
+    written = [rng.uniform(0, 10, 40).astype(np.float32) for _ in (1, 2)]
+    with ImzMLWriter(
+        str(tmp_path / "z.imzML"), mode="continuous", intensity_compression=ZlibCompression()
+    ) as w:
+        for x, intensity in zip((1, 2), written, strict=True):
+            w.addSpectrum(mz, intensity, (x, 1, 1))
+    cubeslab.ingest(tmp_path / "z.imzML", tmp_path / "s.zarr")
+    # pyimzML's parser hands out the compressed bytes undecoded here, so the oracle is what was written.
+    np.testing.assert_array_equal(cubeslab.open(tmp_path / "s.zarr").spectrum(2, 1)[1], written[1])
+
+
+def test_bad_files_are_refused_naming_what_is_wrong(tmp_path, data_dir):
+    source = example(data_dir, tmp_path, "Continuous")
+    ibd = tmp_path / "e.ibd"
+    whole = ibd.read_bytes()
+    ibd.write_bytes(b"\0" + whole[1:])
+    with pytest.raises(
+        cubeslab.InvalidInputError, match=r"e\.ibd: UUID .* disagrees with the imzML's 554a27fa"
+    ):
+        cubeslab.ingest(source, tmp_path / "x.zarr")
+    ibd.write_bytes(whole[:1000])
+    with pytest.raises(
+        cubeslab.InvalidInputError, match=r"e\.ibd: spectrum \d+'s .* past the end of the 1000-byte"
+    ):
+        cubeslab.ingest(source, tmp_path / "x.zarr")
+    ibd.write_bytes(whole[:16] + bytes(len(whole) - 16))  # same UUID and size: the SHA-1 tells
+    with pytest.raises(
+        cubeslab.InvalidInputError, match=r"e\.ibd: SHA1 .* disagrees with the imzML's a5be532d"
+    ):
+        cubeslab.ingest(source, tmp_path / "x.zarr")
+    ibd.unlink()
+    with pytest.raises(
+        cubeslab.InvalidInputError, match=r"e\.imzML: its binary file .*e\.ibd does not exist"
+    ):
+        cubeslab.ingest(source, tmp_path / "x.zarr")
+    ibd.write_bytes(whole)
+    text = source.read_text(encoding="latin-1")
+    source.write_text(
+        text.replace(
+            'accession="MS:1000521" name="32-bit float"', 'accession="MS:1000999" name="128-bit float"', 1
+        ),
+        encoding="latin-1",
+    )
+    with pytest.raises(
+        cubeslab.InvalidInputError,
+        match=r"e\.imzML: spectrum 0 \(Scan=1\): unknown data type 128-bit float \(MS:1000999\)",
+    ):
+        cubeslab.ingest(source, tmp_path / "x.zarr")
+    source.write_text(
+        text.replace('name="position x" value="2"', 'name="position x" value="1"', 1), encoding="latin-1"
+    )
+    with pytest.raises(cubeslab.InvalidInputError, match=r"spectra 0 and 1 are both at pixel x=1, y=1"):
+        cubeslab.ingest(source, tmp_path / "x.zarr")
+    (tmp_path / "n.imzML").write_text("<?xml version='1.0'?><html><body/></html>")
+    with pytest.raises(cubeslab.InvalidInputError, match=r"n\.imzML: not imzML"):
+        cubeslab.ingest(tmp_path / "n.imzML", tmp_path / "x.zarr")
+    assert not (tmp_path / "x.zarr").exists()
+
+
+def test_unsorted_mz_and_3d_files_are_refused(tmp_path):
+    with ImzMLWriter(str(tmp_path / "u.imzML"), mode="processed") as w:
+        w.addSpectrum(np.array([100.0, 300.0, 200.0]), np.ones(3, np.float32), (1, 1, 1))
+    with pytest.raises(cubeslab.InvalidInputError, match=r"u\.imzML: spectrum 0's m/z array is not sorted"):
+        cubeslab.ingest(tmp_path / "u.imzML", tmp_path / "x.zarr", mz_bin=1)
+    with ImzMLWriter(str(tmp_path / "z.imzML"), mode="processed") as w:
+        for z in (1, 2):
+            w.addSpectrum(np.array([100.0, 200.0]), np.ones(2, np.float32), (1, 1, z))
+    with pytest.raises(cubeslab.InvalidInputError, match=r"z\.imzML: a 3-D imzML"):
+        cubeslab.ingest(tmp_path / "z.imzML", tmp_path / "x.zarr")
+    assert not (tmp_path / "x.zarr").exists()
+
+
+def test_the_command_line_reports_the_binning(tmp_path, data_dir):
+    source = example(data_dir, tmp_path, "Processed")
+    done = subprocess.run(
+        [*CLI, "ingest", str(source), str(tmp_path / "s.zarr"), "--mz-bin", "10ppm", "--mz-range", "100:800"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "m/z bins 10 ppm over 100..800" in done.stdout
