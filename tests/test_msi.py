@@ -242,3 +242,30 @@ def test_the_command_line_reports_the_binning(tmp_path, data_dir):
     )
     assert done.returncode == 0, done.stderr
     assert "m/z bins 10 ppm over 100..800" in done.stdout
+
+
+def test_the_command_line_reads_ion_images_and_spectra(tmp_path, data_dir):
+    source = example(data_dir, tmp_path, "Continuous")
+    cubeslab.ingest(source, tmp_path / "s.zarr")
+    store = str(tmp_path / "s.zarr")
+    command = [*CLI, "read", store, "--ion-image", "500", "--tol", "0.5", "-o", str(tmp_path / "i.npy")]
+    image = subprocess.run(command, capture_output=True, text=True)
+    assert image.returncode == 0, image.stderr
+    parser = ImzMLParser(str(source))
+    np.testing.assert_allclose(np.load(tmp_path / "i.npy"), getionimage(parser, 500.0, tol=0.5).T, rtol=1e-6)
+    for option, value in (("--ion-image", "500"), ("--spectrum", "2,3")):
+        picture = tmp_path / f"{option[2:]}.png"
+        done = subprocess.run(
+            [*CLI, "read", store, option, value, "-o", str(picture)], capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    spectrum = subprocess.run([*CLI, "read", store, "--spectrum", "2,3", "-o", str(tmp_path / "s.npy")],
+                              capture_output=True, text=True)  # fmt: skip
+    assert spectrum.returncode == 0
+    mz, intensity = np.load(tmp_path / "s.npy")
+    np.testing.assert_array_equal(mz, cubeslab.open(store).mz)
+    np.testing.assert_array_equal(intensity, parser.getspectrum(parser.coordinates.index((2, 3, 1)))[1])
+    missing = subprocess.run([*CLI, "read", store, "--spectrum", "9,9", "-o", str(tmp_path / "m.npy")],
+                             capture_output=True, text=True)  # fmt: skip
+    assert missing.returncode == 1 and "no spectrum at pixel x=9, y=9" in missing.stderr + missing.stdout

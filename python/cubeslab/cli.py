@@ -33,7 +33,7 @@ from rich.text import Text
 
 from . import defaults, plan_cli
 from .defaults import HELP
-from .errors import CubeslabError, IngestWarning, SelectionError
+from .errors import CubeslabError, IngestWarning, InvalidInputError, SelectionError
 from .ingest import Phase
 from .plan import check_access, check_compress, check_dtype
 from .sizes import parse_size, size_text
@@ -300,19 +300,30 @@ def read(
     crossline: Annotated[float | None, typer.Option(help="Crossline number")] = None,
     time: Annotated[float | None, typer.Option("--time", "--depth", help="Sample time (ms) or depth")] = None,
     window: Annotated[str | None, typer.Option(help="Positions, numpy style: '0:10,5,::2'")] = None,
+    ion_image: Annotated[float | None, typer.Option(help="MSI: the ion image at this m/z")] = None,
+    tol: Annotated[
+        str, typer.Option(help="MSI: the ion image's half-width, Da (0.01) or ppm (10ppm)")
+    ] = "10ppm",
+    spectrum: Annotated[str | None, typer.Option(help="MSI: the spectrum at pixel X,Y")] = None,
 ) -> None:
-    """Read a plane (by survey label) or a window (by position) to .npy or .png."""
+    """Read a plane (by survey label) or a window (by position) to .npy or .png; of an MSI store, an
+    ion image or a spectrum (a plot with an m/z axis)."""
     from . import open as open_cube
 
-    chosen = [x is not None for x in (inline, crossline, time, window)]
+    chosen = [x is not None for x in (inline, crossline, time, window, ion_image, spectrum)]
     if sum(chosen) != 1:
-        raise typer.BadParameter("give exactly one of --inline, --crossline, --time, --window")
+        raise typer.BadParameter(
+            "give exactly one of --inline, --crossline, --time, --window, --ion-image, --spectrum"
+        )
     if output.suffix not in (".npy", ".png"):
         raise typer.BadParameter(
             f"{output}: the output is written as .npy or .png; name the file with one of those suffixes",
             param_hint="'--output'",
         )
     cube = open_cube(store)
+    if ion_image is not None or spectrum is not None:
+        read_msi(cube, output, ion_image, tol, spectrum)
+        return
     axes = None
     if inline is not None:
         data, title, kept = cube.inline[inline], f"inline {inline:g}", (1, cube.ndim - 1)
@@ -330,6 +341,34 @@ def read(
         save_png(data, output, title, axes)
     else:
         np.save(output, data)
+    console.print(f"wrote {data.shape} {data.dtype} to {escape(str(output))}")
+
+
+def read_msi(cube, output: Path, mz: float | None, tol: str, pixel: str | None) -> None:
+    from .msi import MsiCube
+
+    if not isinstance(cube, MsiCube):
+        raise InvalidInputError(
+            f"{cube.path}: --ion-image and --spectrum read MSI stores (ingested from imzML)"
+        )
+    if mz is not None:
+        data, title = cube.ion_image(mz, tol=tol), f"m/z {mz:g} ± {tol}"
+    else:
+        try:
+            x, y = (int(v) for v in (pixel or "").split(","))
+        except ValueError:
+            raise typer.BadParameter(f"--spectrum {pixel!r}: give the pixel as X,Y") from None
+        mzs, values = cube.spectrum(x, y)
+        data, title = np.stack([mzs, values.astype(np.float64)]), f"spectrum at x={x}, y={y}"
+    if output.suffix == ".npy":
+        np.save(output, data)
+    else:
+        from .png import save_ion_image_png, save_spectrum_png
+
+        if mz is not None:
+            save_ion_image_png(data, output, title, (("x", cube.coords["x"]), ("y", cube.coords["y"])))
+        else:
+            save_spectrum_png(data[0], data[1], output, title)
     console.print(f"wrote {data.shape} {data.dtype} to {escape(str(output))}")
 
 

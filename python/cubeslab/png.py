@@ -47,3 +47,32 @@ def save_png(data: np.ndarray, path: Path, title: str, axes=None) -> None:
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+def save_ion_image_png(data: np.ndarray, path: Path, title: str, axes) -> None:
+    """An ion image (x across, y down, as the pixels lie on the slide) in a perceptual colour map."""
+    plt = pyplot()
+    (xname, xs), (yname, ys) = axes
+    fig, ax = plt.subplots(figsize=(6, 5), dpi=100)
+    extent = (float(xs[0]) - 0.5, float(xs[-1]) + 0.5, float(ys[-1]) + 0.5, float(ys[0]) - 0.5)
+    shown = ax.imshow(data.T, cmap="viridis", interpolation="nearest", extent=extent)
+    fig.colorbar(shown, ax=ax, label="intensity")
+    ax.set_xlabel(xname)
+    ax.set_ylabel(yname)
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def save_spectrum_png(mz: np.ndarray, intensity: np.ndarray, path: Path, title: str) -> None:
+    """A spectrum: intensity against m/z."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(8, 4), dpi=100)
+    ax.plot(mz, intensity, linewidth=0.7)
+    ax.set_xlabel("m/z")
+    ax.set_ylabel("intensity")
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
