@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMPS := .stamps
 ENGINE_SOURCES := Cargo.toml $(wildcard Cargo.lock) $(shell find crates -name '*.rs' -o -name Cargo.toml)
 
-.PHONY: help demo test bench bench-ingest bench-windows bench-hdf5 bench-reads bench-plan bench-compress fuzz lint build wheel rust-test py-test clean
+.PHONY: help demo test bench bench-ingest bench-windows bench-hdf5 bench-msi bench-reads bench-plan bench-compress fuzz lint build wheel rust-test py-test clean
 .DEFAULT_GOAL := help
 
 help: ## List the targets
@@ -63,11 +63,12 @@ py-test: build $(STAMPS)/system ## Python tests (API, CLI, round trips against s
 
 test: lint rust-test py-test ## Everything CI runs
 
-bench: build ## The benchmark studies at small size (bench/report/), then ingest speed and the default layout, window writes and HDF5 read in place (bench/results/)
+bench: build ## The benchmark studies at small size (bench/report/), then ingest speed and the default layout, window writes, HDF5 read in place and MSI (bench/results/)
 	OPENBLAS_NUM_THREADS=1 PYTHONPATH=bench $(VENV)/bin/cubeslab bench all --size small --out bench/report --data bench/data
 	$(PY) bench/ingest.py
 	$(PY) bench/windows.py
 	PYTHONPATH=bench $(PY) bench/hdf5.py
+	PYTHONPATH=bench $(PY) bench/msi.py
 
 bench-ingest: build ## Ingest speed and the default layout against a profiled one: bench/results/ingest.{json,md}
 	$(PY) bench/ingest.py
@@ -77,6 +78,9 @@ bench-windows: build ## Window writes beside h5py and zarr-python: bench/results
 
 bench-hdf5: build ## HDF5 read in place beside h5py and kerchunk+zarr-python (1 GB files, generated once): bench/results/hdf5.{json,md}
 	PYTHONPATH=bench $(PY) bench/hdf5.py
+
+bench-msi: build ## imzML ingest, ion images, spectra and sub-cubes beside pyimzML (a 1 GB file, generated once): bench/results/msi.{json,md}
+	PYTHONPATH=bench $(PY) bench/msi.py
 
 bench-reads: build ## Plane reads against another build (BASELINE=SITE: a folder with an older wheel installed by pip --target): bench/results/reads.{json,md}
 	$(PY) bench/reads.py --baseline $(BASELINE)

@@ -269,3 +269,21 @@ def test_the_command_line_reads_ion_images_and_spectra(tmp_path, data_dir):
     missing = subprocess.run([*CLI, "read", store, "--spectrum", "9,9", "-o", str(tmp_path / "m.npy")],
                              capture_output=True, text=True)  # fmt: skip
     assert missing.returncode == 1 and "no spectrum at pixel x=9, y=9" in missing.stderr + missing.stdout
+
+
+@pytest.mark.parametrize("mode", ["Continuous", "Processed"])
+def test_a_small_memory_limit_writes_in_slabs_of_m_z_with_the_same_result(tmp_path, data_dir, mode):
+    source = example(data_dir, tmp_path, mode)
+    options = {} if mode == "Continuous" else {"mz_bin": "0.1", "mz_range": "100.01:800"}
+    whole = cubeslab.ingest(source, tmp_path / "a.zarr", **options)
+    # 3 x 3 pixels: 64 KiB holds a few hundred m/z values of every pixel, not a pixel's whole spectrum.
+    sliced = cubeslab.ingest(
+        source, tmp_path / "b.zarr", memory_limit=64 << 10, layout="3x3x128/3x3x256", **options
+    )
+    a, b = cubeslab.open(tmp_path / "a.zarr"), cubeslab.open(tmp_path / "b.zarr")
+    np.testing.assert_array_equal(b[...], a[...])
+    np.testing.assert_allclose(b.tic(), a.tic())
+    np.testing.assert_allclose(b.mean_spectrum()[1], a.mean_spectrum()[1])
+    assert sliced.get("merged") == whole.get("merged") and sliced.get("outside_range") == whole.get(
+        "outside_range"
+    )

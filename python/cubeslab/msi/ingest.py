@@ -138,6 +138,84 @@ def _sorted(path: str, i: int, mz: np.ndarray) -> None:
         )
 
 
+def _slabs(shape, shards, itemsize: int, budget: int) -> list[tuple[slice, slice]]:
+    """(x window, m/z window) of each slab written: runs of whole shards along x when a shard's column
+    of pixels and every m/z value fits ``budget`` bytes, else runs of whole shards along m/z (every
+    pixel each), so that a slab never passes the budget (beyond one shard)."""
+    nx, ny, n = shape
+    column = shards[0] * ny * n * itemsize
+    if column <= budget:
+        rows = max(1, budget // column) * shards[0]
+        return [(slice(x, min(nx, x + rows)), slice(0, n)) for x in range(0, nx, rows)]
+    plane = nx * ny * shards[2] * itemsize
+    depth = max(1, budget // plane) * shards[2]
+    return [(slice(0, nx), slice(m, min(n, m + depth))) for m in range(0, n, depth)]
+
+
+class _Rows:
+    """Spectra ``chosen`` (file order), their values in the m/z window ``mw``, as one array. Continuous
+    files whose intensity arrays lie at a regular stride (as writers lay them) are read as one strided
+    view of the ``.ibd``; others spectrum by spectrum. Processed spectra are binned; their counts
+    (peaks outside the range, merged into a filled bin) are kept when ``count``."""
+
+    def __init__(self, spectra: Spectra, binning: Binning | None, n_mz: int, report: dict):
+        self.spectra, self.binning, self.n_mz, self.report = spectra, binning, n_mz, report
+        m = spectra.imzml
+        self.matrix = None
+        if binning is None:
+            if (m.intensity_length != n_mz).any():
+                i = int(np.argmax(m.intensity_length != n_mz))
+                raise InvalidInputError(
+                    f"{m.path}: spectrum {i} has {int(m.intensity_length[i])} intensities for {n_mz} m/z "
+                    "values"
+                )
+            offsets = m.intensity_offset
+            stride = int(offsets[1] - offsets[0]) if len(offsets) > 1 else n_mz * m.intensity.dtype.itemsize
+            regular = (np.diff(offsets) == stride).all() and stride >= n_mz * m.intensity.dtype.itemsize
+            if regular and not m.intensity.zlib:
+                base = spectra.data[int(offsets[0]) :]
+                # Every spectrum's intensities as rows of one (n, n_mz) view: no copy until sliced.
+                self.matrix = np.lib.stride_tricks.as_strided(
+                    base[: (len(offsets) - 1) * stride + n_mz * m.intensity.dtype.itemsize].view(np.uint8),
+                    shape=(len(offsets), n_mz * m.intensity.dtype.itemsize),
+                    strides=(stride, 1),
+                    writeable=False,
+                )
+
+    def __call__(self, chosen: np.ndarray, mw: slice, *, count: bool) -> np.ndarray:
+        m = self.spectra.imzml
+        if self.matrix is not None:
+            e = m.intensity.dtype.itemsize
+            raw = self.matrix[np.sort(chosen)][:, mw.start * e : mw.stop * e]
+            order = np.argsort(np.argsort(chosen))  # back from file order to the order asked for
+            return (
+                np.ascontiguousarray(raw[order])
+                .view(m.intensity.dtype)
+                .astype(m.intensity.dtype.newbyteorder("="))
+            )
+        rows = np.empty(
+            (len(chosen), mw.stop - mw.start), dtype=np.float64 if self.binning else m.intensity.dtype
+        )
+        for k, i in enumerate(chosen):
+            i = int(i)
+            values = self.spectra.intensity(i)
+            if self.binning is None:
+                rows[k] = values[mw]
+                continue
+            peaks = self.spectra.mz(i)
+            _sorted(m.path, i, peaks)
+            bins = self.binning.index(peaks)
+            inside = (bins >= 0) & (bins < self.binning.n)
+            if count:
+                self.report["outside_range"] += int((~inside).sum())
+                self.report["merged"] += int(inside.sum() - np.unique(bins[inside]).size)
+            binned = np.bincount(
+                bins[inside], weights=values[inside].astype(np.float64), minlength=self.binning.n
+            )
+            rows[k] = binned[mw]
+        return rows
+
+
 def ingest_imzml(
     source: str | os.PathLike,
     store: str | os.PathLike,
@@ -211,42 +289,24 @@ def ingest_imzml(
     total = np.zeros(len(mz), dtype=np.float64)
     publication = _engine.Publication(os.fspath(store), overwrite)
     staging = os.fspath(publication.staging)
-    row_bytes = shape[1] * shape[2] * dtype.itemsize
-    rows = max(shards[0], (limit // 2 // max(row_bytes, 1)) // shards[0] * shards[0])
-    order = np.argsort(ix, kind="stable")
+    rows_of = _Rows(spectra, binning, len(mz), report)
+    slabs = _slabs(shape, shards, dtype.itemsize, limit // 2)
     with create(
         staging, shape, dtype, dims=["x", "y", "mz"], coords={"x": xs, "y": ys, "mz": mz}, chunks=chunks,
         shards=shards, compress=compress, cache=max(limit // 2, 1), attributes=attributes, fill_value=0,
     ) as out:  # fmt: skip
-        start = 0
-        for x0 in range(0, shape[0], rows):
-            x1 = min(shape[0], x0 + rows)
-            slab = np.zeros((x1 - x0, *shape[1:]), dtype=dtype)
-            while start < n and ix[order[start]] < x1:
-                i = int(order[start])
-                values = spectra.intensity(i)
-                if binning is None:
-                    if len(values) != len(mz):
-                        raise InvalidInputError(
-                            f"{path}: spectrum {i} has {len(values)} intensities for {len(mz)} m/z values"
-                        )
-                    row = values
-                else:
-                    peaks = spectra.mz(i)
-                    _sorted(path, i, peaks)
-                    bins = binning.index(peaks)
-                    inside = (bins >= 0) & (bins < binning.n)
-                    report["outside_range"] += int((~inside).sum())
-                    bins, weights = bins[inside], values[inside].astype(np.float64)
-                    report["merged"] += int(bins.size - np.unique(bins).size)
-                    row = np.bincount(bins, weights=weights, minlength=binning.n)
-                slab[ix[i] - x0, iy[i]] = row
-                tic[ix[i], iy[i]] = float(np.sum(row, dtype=np.float64))
-                total += row
-                start += 1
-            out.amplitude[x0:x1] = slab
+        written, everything = 0, int(np.prod(shape)) * dtype.itemsize
+        for xw, mw in slabs:
+            chosen = np.flatnonzero((ix >= xw.start) & (ix < xw.stop))
+            values = rows_of(chosen, mw, count=mw.start == 0)
+            slab = np.zeros((xw.stop - xw.start, shape[1], mw.stop - mw.start), dtype=dtype)
+            slab[ix[chosen] - xw.start, iy[chosen]] = values
+            tic[ix[chosen], iy[chosen]] += values.sum(axis=1, dtype=np.float64)
+            total[mw] += values.sum(axis=0, dtype=np.float64)
+            out.amplitude[xw, :, mw] = slab
+            written += slab.nbytes
             if progress is not None:
-                progress(x1 * row_bytes, shape[0] * row_bytes)
+                progress(written, everything)
     for name, values, dims in (
         ("pixel_mask", mask, ["x", "y"]),
         ("tic", tic, ["x", "y"]),

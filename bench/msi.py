@@ -1,0 +1,226 @@
+"""Mass-spectrometry imaging from imzML: a generated continuous-mode file (written by pyimzML's writer,
+float32 intensities, sparse peaks on noise) ingested by cubeslab, then the reads MSI users make — an ion
+image, a spectrum, a sub-cube — by cubeslab on the store and by pyimzML on the file (getionimage,
+getspectrum), cold and warm.
+
+Cold: the file's ``.ibd`` (pyimzML) or the store's files (cubeslab) evicted from the page cache
+(posix_fadvise DONTNEED) before each run, the reader opened afresh (pyimzML's XML parse is not timed).
+Warm: read before. Medians of ``--runs`` runs. Bounds: cold, the bytes the read must fetch (the touched
+chunks for cubeslab, the spectra for pyimzML) at the disk's sequential rate; warm, the result at one core's
+copy rate. Ingest is set beside a sequential cold read of the ``.ibd``.
+
+Usage: python bench/msi.py [--size small|full] [--runs 3] [--out bench/results]
+Writes OUT/msi.json and OUT/msi.md; the imzML file is generated once into bench/data/msi/.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse
+import gc
+import json
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+
+from cubeslab_bench.measure import bounds, disk_bandwidth, evict, files_under, settle, stats
+
+ROOT = Path(__file__).resolve().parent
+SIZES = {"full": (100, 100, 25_000), "small": (40, 30, 12_500)}
+"""Pixels x, pixels y, m/z values: full is a 1.0 GB .ibd of float32 intensities."""
+ION_MZ, ION_TOL = 612.3, 0.05
+SPECTRUM_PIXEL = (37, 21)
+TARGETS = {"ion image": 100.0, "spectrum warm ms": 1.0, "ingest share": 0.5}
+
+
+def generate(path: Path, shape) -> None:
+    from pyimzml.ImzMLWriter import ImzMLWriter
+
+    if path.exists() and path.with_suffix(".ibd").exists():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nx, ny, n = shape
+    rng = np.random.default_rng(11)
+    mz = np.linspace(100.0, 1100.0, n)
+    peaks = rng.integers(0, n, 300)
+    with ImzMLWriter(str(path), mode="continuous", mz_dtype=np.float64, intensity_dtype=np.float32) as w:
+        for y in range(1, ny + 1):
+            for x in range(1, nx + 1):
+                intensity = rng.exponential(1.0, n).astype(np.float32)
+                intensity[peaks] += rng.uniform(10, 100, peaks.size).astype(np.float32)
+                w.addSpectrum(mz, intensity, (x, y, 1))
+
+
+def timed_runs(read, paths: list[Path], runs: int, cold: bool) -> dict:
+    times = []
+    if not cold:
+        read()
+    for _ in range(runs):
+        gc.collect()
+        if cold:
+            evict(paths)
+        t0 = time.perf_counter()
+        read()
+        times.append(time.perf_counter() - t0)
+    return stats(times)
+
+
+def measure(source: Path, store: Path, runs: int) -> dict:
+    from pyimzml.ImzMLParser import ImzMLParser, getionimage
+
+    import cubeslab
+
+    ibd = source.with_suffix(".ibd")
+    results: dict = {}
+    cubeslab.ingest(source, store, overwrite=True)  # untimed first ingest: the file warm as for the timed one
+    evict([ibd])
+    settle()
+    t0 = time.perf_counter()
+    cubeslab.ingest(source, store, overwrite=True)
+    ingest_s = time.perf_counter() - t0
+    results["ingest"] = {"seconds": ingest_s, "ibd_bytes": ibd.stat().st_size}
+    parser = ImzMLParser(str(source))
+    index = {(x, y): i for i, (x, y, _) in enumerate(parser.coordinates)}
+    store_files = files_under(store)
+
+    def fresh():
+        return cubeslab.open(store)
+
+    x, y = SPECTRUM_PIXEL
+    mz_axis = fresh().mz
+    lo, hi = int(np.searchsorted(mz_axis, 600.0)), int(np.searchsorted(mz_axis, 620.0))
+    reads = {
+        "ion image": (
+            lambda: fresh().ion_image(ION_MZ, tol=ION_TOL),
+            lambda: getionimage(parser, ION_MZ, tol=ION_TOL),
+        ),
+        "spectrum": (lambda: fresh().spectrum(x, y), lambda: parser.getspectrum(index[(x, y)])),
+        "sub-cube 10x10 pixels, m/z 600-620": (
+            lambda: fresh().subcube[10:19, 10:19, 600.0:620.0],
+            lambda: np.stack(
+                [parser.getspectrum(index[(i, j)])[1][lo:hi] for i in range(10, 20) for j in range(10, 20)]
+            ),
+        ),
+    }
+    expected = getionimage(parser, ION_MZ, tol=ION_TOL).T
+    got = fresh().ion_image(ION_MZ, tol=ION_TOL)
+    if not np.allclose(got, expected, rtol=1e-5):
+        raise SystemExit("cubeslab's ion image differs from pyimzML's")
+    for name, (ours, theirs) in reads.items():
+        results[name] = {
+            "cubeslab": {s: timed_runs(ours, store_files, runs, s == "cold") for s in ("cold", "warm")},
+            "pyimzML": {s: timed_runs(theirs, [ibd], runs, s == "cold") for s in ("cold", "warm")},
+        }
+    # Warm spectra take microseconds: the cube opened once, as a user holds it.
+    held = fresh()
+    results["spectrum"]["cubeslab"]["warm"] = timed_runs(
+        lambda: held.spectrum(x, y), [], max(runs, 20), False
+    )
+    results["ion image"]["cubeslab"]["warm"] = timed_runs(
+        lambda: held.ion_image(ION_MZ, tol=ION_TOL), [], max(runs, 5), False
+    )
+    chunks = held.amplitude.chunks
+    nx, ny, _ = held.shape
+    chunk_bytes = int(np.prod(chunks)) * held.dtype.itemsize
+    results["touched"] = {
+        "ion image": int(np.ceil(nx / chunks[0]) * np.ceil(ny / chunks[1])) * chunk_bytes,
+        "spectrum": int(np.ceil(held.shape[2] / chunks[2])) * chunk_bytes,
+        "pyimzML ion image": ibd.stat().st_size // 2 + 1,  # every intensity array (m/z is shared)
+    }
+    results["layout"] = {"chunks": list(chunks), "shards": list(held.amplitude.shards or chunks)}
+    evict([ibd, *store_files])
+    return results
+
+
+def table(r: dict) -> str:
+    bw = r["bounds"]
+    disk, memory = bw["disk_read_Bps"], bw["memory_copy_Bps"]
+    ingest = r["results"]["ingest"]
+    ingest_rate = ingest["ibd_bytes"] / ingest["seconds"]
+    sequential = r["ibd_sequential_Bps"]
+    lines = [
+        "# MSI: imzML in, ion images and spectra out",
+        "",
+        f"A continuous imzML of {r['shape'][0]} x {r['shape'][1]} pixels x {r['shape'][2]:,} m/z values"
+        f" (float32 intensities, {ingest['ibd_bytes'] / 1e9:.2f} GB .ibd) written by pyimzML; cubeslab layout chunks"
+        f" {r['results']['layout']['chunks']} in shards {r['results']['layout']['shards']}. Median of"
+        f" {r['runs']} runs, milliseconds; {r['cores']} cores; disk {disk / 1e6:.0f} MB/s, copy"
+        f" {memory / 1e9:.1f} GB/s.",
+        "",
+        "| read | state | cubeslab | pyimzML | pyimzML / cubeslab |",
+        "|---|---|---|---|---|",
+    ]
+    for name in ("ion image", "spectrum", "sub-cube 10x10 pixels, m/z 600-620"):
+        row = r["results"][name]
+        for state in ("cold", "warm"):
+            ours, theirs = row["cubeslab"][state]["median_s"], row["pyimzML"][state]["median_s"]
+            lines.append(
+                f"| {name} | {state} | {ours * 1e3:.3f} | {theirs * 1e3:.1f} | {theirs / ours:,.0f}x |"
+            )
+    touched = r["results"]["touched"]
+    image = r["results"]["ion image"]
+    cold_x, warm_x = (
+        image["pyimzML"][state]["median_s"] / image["cubeslab"][state]["median_s"]
+        for state in ("cold", "warm")
+    )
+    spectrum_ms = r["results"]["spectrum"]["cubeslab"]["warm"]["median_s"] * 1e3
+    ours, theirs = touched["ion image"], touched["pyimzML ion image"]
+    fetched = (
+        f"cubeslab fetches {ours / 1e6:.1f} MB ({ours / disk * 1e3:.1f} ms), "
+        f"pyimzML {theirs / 1e6:.0f} MB ({theirs / disk * 1e3:.0f} ms)"
+    )
+    share = ingest_rate / sequential
+    lines += [
+        "",
+        "| target | measured | bound | met |",
+        "|---|---|---|---|",
+        f"| ion image >= 100x pyimzML, cold | {cold_x:,.0f}x | {fetched} | {_yes(cold_x >= 100)} |",
+        f"| ion image >= 100x pyimzML, warm | {warm_x:,.0f}x | | {_yes(warm_x >= 100)} |",
+        f"| spectrum warm <= 1 ms | {spectrum_ms:.3f} ms | | {_yes(spectrum_ms <= 1)} |",
+        f"| ingest >= 50 % of a sequential cold read of the .ibd | {ingest_rate / 1e6:.0f} MB/s = {share:.0%} "
+        f"| {sequential / 1e6:.0f} MB/s | {_yes(share >= 0.5)} |",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _yes(met: bool) -> str:
+    return "yes" if met else "no"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--size", choices=sorted(SIZES), default="full")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=ROOT / "results")
+    parser.add_argument("--data", type=Path, default=ROOT / "data" / "msi")
+    args = parser.parse_args()
+    shape = SIZES[args.size]
+    source = args.data / f"tissue-{args.size}.imzML"
+    generate(source, shape)
+    ibd = source.with_suffix(".ibd")
+    report = {
+        "shape": list(shape),
+        "runs": args.runs,
+        "cores": os.cpu_count(),
+        "machine": platform.node(),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "bounds": bounds(args.data),
+        "ibd_sequential_Bps": disk_bandwidth(ibd, limit=min(ibd.stat().st_size, 1 << 30), repeats=3),
+    }
+    report["results"] = measure(source, args.data / f"tissue-{args.size}.zarr", args.runs)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "msi.json").write_text(json.dumps(report, indent=1))
+    text = table(report)
+    (args.out / "msi.md").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
