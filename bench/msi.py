@@ -147,7 +147,8 @@ def table(r: dict) -> str:
         "# MSI: imzML in, ion images and spectra out",
         "",
         f"A continuous imzML of {r['shape'][0]} x {r['shape'][1]} pixels x {r['shape'][2]:,} m/z values"
-        f" (float32 intensities, {ingest['ibd_bytes'] / 1e9:.2f} GB .ibd) written by pyimzML; cubeslab layout chunks"
+        f" (float32 intensities, {ingest['ibd_bytes'] / 1e9:.2f} GB .ibd) written by pyimzML; cubeslab layout"
+        " chunks"
         f" {r['results']['layout']['chunks']} in shards {r['results']['layout']['shards']}. Median of"
         f" {r['runs']} runs, milliseconds; {r['cores']} cores; disk {disk / 1e6:.0f} MB/s, copy"
         f" {memory / 1e9:.1f} GB/s.",
@@ -182,7 +183,8 @@ def table(r: dict) -> str:
         f"| ion image >= 100x pyimzML, cold | {cold_x:,.0f}x | {fetched} | {_yes(cold_x >= 100)} |",
         f"| ion image >= 100x pyimzML, warm | {warm_x:,.0f}x | | {_yes(warm_x >= 100)} |",
         f"| spectrum warm <= 1 ms | {spectrum_ms:.3f} ms | | {_yes(spectrum_ms <= 1)} |",
-        f"| ingest >= 50 % of a sequential cold read of the .ibd | {ingest_rate / 1e6:.0f} MB/s = {share:.0%} "
+        f"| ingest >= 50 % of a sequential cold read of the .ibd | {ingest_rate / 1e6:.0f} MB/s = "
+        f"{share:.0%} "
         f"| {sequential / 1e6:.0f} MB/s | {_yes(share >= 0.5)} |",
     ]
     return "\n".join(lines) + "\n"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -19,7 +20,7 @@ from ..array import Array
 from ..create import create
 from ..errors import InvalidInputError
 from ..sources.ingest import Progress, planned, summary
-from .imzml import Imzml, Spectra, check_ibd, parse
+from .imzml import Imzml, Spectra, check_checksum, check_ibd, parse
 
 MSI_KIND = "msi"
 """``attributes["cubeslab"]["kind"]`` of an MSI store's main array."""
@@ -138,18 +139,27 @@ def _sorted(path: str, i: int, mz: np.ndarray) -> None:
         )
 
 
-def _slabs(shape, shards, itemsize: int, budget: int) -> list[tuple[slice, slice]]:
-    """(x window, m/z window) of each slab written: runs of whole shards along x when a shard's column
-    of pixels and every m/z value fits ``budget`` bytes, else runs of whole shards along m/z (every
-    pixel each), so that a slab never passes the budget (beyond one shard)."""
+def _slabs(shape, shards, itemsize: int, budget: int) -> list[tuple[slice, slice, slice]]:
+    """(x, y, m/z) windows of the slabs written, each whole shards within ``budget`` bytes (beyond one
+    shard): runs of y rows when a shard's row of pixels and every m/z value fits (the order imzML
+    writers lay spectra out in, so each slab's spectra are read in one stretch of the ``.ibd``), else
+    runs along x, else runs along m/z over every pixel."""
     nx, ny, n = shape
-    column = shards[0] * ny * n * itemsize
-    if column <= budget:
-        rows = max(1, budget // column) * shards[0]
-        return [(slice(x, min(nx, x + rows)), slice(0, n)) for x in range(0, nx, rows)]
-    plane = nx * ny * shards[2] * itemsize
-    depth = max(1, budget // plane) * shards[2]
-    return [(slice(0, nx), slice(m, min(n, m + depth))) for m in range(0, n, depth)]
+
+    def runs(length: int, step: int, unit: int) -> list[slice]:
+        count = max(1, budget // max(unit, 1)) * step
+        return [slice(a, min(length, a + count)) for a in range(0, length, count)]
+
+    if shards[1] * nx * n * itemsize <= budget:
+        return [(slice(0, nx), y, slice(0, n)) for y in runs(ny, shards[1], shards[1] * nx * n * itemsize)]
+    if shards[0] * ny * n * itemsize <= budget:
+        return [(x, slice(0, ny), slice(0, n)) for x in runs(nx, shards[0], shards[0] * ny * n * itemsize)]
+    return [(slice(0, nx), slice(0, ny), m) for m in runs(n, shards[2], nx * ny * shards[2] * itemsize)]
+
+
+def _native(values: np.ndarray) -> np.ndarray:
+    """``values`` in this machine's byte order (imzML is little-endian)."""
+    return values if values.dtype.isnative else values.byteswap().view(values.dtype.newbyteorder())
 
 
 class _Rows:
@@ -184,18 +194,24 @@ class _Rows:
 
     def __call__(self, chosen: np.ndarray, mw: slice, *, count: bool) -> np.ndarray:
         m = self.spectra.imzml
-        if self.matrix is not None:
-            e = m.intensity.dtype.itemsize
-            raw = self.matrix[np.sort(chosen)][:, mw.start * e : mw.stop * e]
-            order = np.argsort(np.argsort(chosen))  # back from file order to the order asked for
-            return (
-                np.ascontiguousarray(raw[order])
-                .view(m.intensity.dtype)
-                .astype(m.intensity.dtype.newbyteorder("="))
-            )
-        rows = np.empty(
-            (len(chosen), mw.stop - mw.start), dtype=np.float64 if self.binning else m.intensity.dtype
-        )
+        e = m.intensity.dtype.itemsize
+        packed = self.matrix is not None and self.matrix.strides[0] == self.n_mz * e
+        whole = mw.stop - mw.start == self.n_mz
+        if packed and whole and len(chosen) and chosen[-1] - chosen[0] + 1 == len(chosen):
+            # A run of whole spectra lying back to back: one read straight into the result.
+            rows = np.empty((len(chosen), self.n_mz), dtype=m.intensity.dtype)
+            target, at = rows.data.cast("B"), int(m.intensity_offset[chosen[0]])
+            with open(m.ibd, "rb", buffering=0) as f:
+                while target:
+                    got = os.preadv(f.fileno(), [target], at)
+                    if got <= 0:
+                        raise InvalidInputError(f"{m.ibd}: cut short at byte {at} while reading spectra")
+                    target, at = target[got:], at + got
+            return _native(rows)
+        if self.matrix is not None:  # `chosen` ascends (file order): each one's window, copied once
+            return _native(self.matrix[:, mw.start * e : mw.stop * e][chosen].view(m.intensity.dtype))
+        kind = np.float64 if self.binning else m.intensity.dtype.newbyteorder("=")
+        rows = np.empty((len(chosen), mw.stop - mw.start), dtype=kind)
         for k, i in enumerate(chosen):
             i = int(i)
             values = self.spectra.intensity(i)
@@ -233,7 +249,7 @@ def ingest_imzml(
 ) -> dict:
     """Write an imzML file (and the ``.ibd`` beside it) into a new store; returns the summary."""
     imzml = parse(source)
-    check_ibd(imzml, checksum=checksum)
+    check_ibd(imzml, checksum=False)
     _check_grid(imzml)
     spectra = Spectra(imzml)
     path = imzml.path
@@ -291,19 +307,22 @@ def ingest_imzml(
     staging = os.fspath(publication.staging)
     rows_of = _Rows(spectra, binning, len(mz), report)
     slabs = _slabs(shape, shards, dtype.itemsize, limit // 2)
-    with create(
+    hashing = ThreadPoolExecutor(1)
+    checked = hashing.submit(check_checksum, imzml) if checksum else None
+    with hashing, create(
         staging, shape, dtype, dims=["x", "y", "mz"], coords={"x": xs, "y": ys, "mz": mz}, chunks=chunks,
         shards=shards, compress=compress, cache=max(limit // 2, 1), attributes=attributes, fill_value=0,
     ) as out:  # fmt: skip
         written, everything = 0, int(np.prod(shape)) * dtype.itemsize
-        for xw, mw in slabs:
-            chosen = np.flatnonzero((ix >= xw.start) & (ix < xw.stop))
+        for xw, yw, mw in slabs:
+            inside = (ix >= xw.start) & (ix < xw.stop) & (iy >= yw.start) & (iy < yw.stop)
+            chosen = np.flatnonzero(inside)
             values = rows_of(chosen, mw, count=mw.start == 0)
-            slab = np.zeros((xw.stop - xw.start, shape[1], mw.stop - mw.start), dtype=dtype)
-            slab[ix[chosen] - xw.start, iy[chosen]] = values
+            slab = np.zeros((xw.stop - xw.start, yw.stop - yw.start, mw.stop - mw.start), dtype=dtype)
+            slab[ix[chosen] - xw.start, iy[chosen] - yw.start] = values
             tic[ix[chosen], iy[chosen]] += values.sum(axis=1, dtype=np.float64)
             total[mw] += values.sum(axis=0, dtype=np.float64)
-            out.amplitude[xw, :, mw] = slab
+            out.amplitude[xw, yw, mw] = slab
             written += slab.nbytes
             if progress is not None:
                 progress(written, everything)
@@ -313,5 +332,7 @@ def ingest_imzml(
         ("mean_spectrum", total / max(int(mask.sum()), 1), ["mz"]),
     ):
         Array.from_numpy(os.path.join(staging, name), values, chunks=values.shape, dimension_names=dims)
+    if checked is not None:
+        checked.result()  # a checksum that disagrees stops the ingest here: nothing is published
     publication.commit(durable)
     return summary(path, store, shape, dtype, chunks, shards, layout, access) | report
