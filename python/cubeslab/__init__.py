@@ -8,10 +8,11 @@
 from . import errors, msi  # noqa: F401 - msi registers its cube kind with open()
 from .array import Array, ReadSettings, warn_over_limits_in_environment
 from .create import create
-from .cube import Cube, open
+from .cube import Cube
 from .description import describe
 from .errors import *  # noqa: F403 - the exception classes are part of the top-level API
 from .ingest import describe_segy, export, ingest
+from .opener import open
 from .verify import verify
 
 __version__ = "0.1.0"

@@ -9,9 +9,10 @@ import numpy as np
 
 from . import _engine, defaults
 from .array import Array
-from .cube import Cube, open
+from .cube import Cube
 from .description import create_arguments
 from .errors import InvalidInputError, StoreExistsError
+from .opener import open
 from .plan import plan
 
 

@@ -42,7 +42,7 @@ from xarray.core import indexing
 from . import schema
 from .array import Array
 from .cube import Cube
-from .cube import open as open_cube
+from .opener import open as open_cube
 
 # Variables over the trace dimensions, besides the amplitudes: the first is data, the rest coordinates.
 TRACE_VARIABLES = (schema.TRACE_MASK, schema.CDP_X, schema.CDP_Y)

@@ -8,8 +8,9 @@ import re
 
 import numpy as np
 
-from ..cube import KINDS, Cube
+from ..cube import Cube
 from ..errors import InvalidInputError, LabelError
+from ..opener import KINDS
 from .ingest import MSI_KIND
 
 

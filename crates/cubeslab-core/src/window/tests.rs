@@ -1,0 +1,165 @@
+//! Selection maths against direct gathers, and the copies against slice copies.
+
+use super::*;
+use proptest::prelude::*;
+
+fn selected(r: &DimRange) -> Vec<u64> {
+    (r.start..r.stop).step_by(r.step as usize).collect()
+}
+
+#[test]
+fn copy_run_copies_every_length_and_nothing_more() {
+    // Every branch of the in-line copy (and the memcpy beyond it), from
+    // unaligned offsets, against slice copying; the bytes around the run
+    // must stay untouched.
+    let src: Vec<u8> = (0..300u32).map(|i| (i * 7 + 3) as u8).collect();
+    for len in 0..=150 {
+        for (from, to) in [(0, 0), (1, 3), (5, 0), (13, 7)] {
+            let mut dst = vec![0xAAu8; 300];
+            // SAFETY: both ranges lie inside their buffers.
+            unsafe { copy_run(src.as_ptr().add(from), dst.as_mut_ptr().add(to), len) };
+            let mut expected = vec![0xAAu8; 300];
+            expected[to..to + len].copy_from_slice(&src[from..from + len]);
+            assert_eq!(dst, expected, "len {len}, from {from}, to {to}");
+        }
+    }
+}
+
+#[test]
+fn stretches_copy_what_copy_copies_and_merge_whole_rows() {
+    // A 4x6x8 chunk of u16; windows that keep the last dimension contiguous.
+    let chunk = [4u64, 6, 8];
+    let src: Vec<u8> = (0..4 * 6 * 8 * 2).map(|i| (i % 251) as u8).collect();
+    // (start, stop, step) per dimension, and the stretches expected.
+    type Case = (&'static [(u64, u64, u64)], usize);
+    let cases: [Case; 3] = [
+        (&[(0, 4, 1), (0, 6, 1), (0, 8, 1)], 1), // the whole chunk: one stretch
+        (&[(1, 3, 1), (2, 5, 1), (0, 8, 1)], 2), // whole rows, two blocks
+        (&[(0, 4, 2), (1, 2, 1), (2, 7, 1)], 2), // part rows, stepped
+    ];
+    for (window, stretches) in cases {
+        let dims: Vec<DimRange> = window
+            .iter()
+            .map(|&(start, stop, step)| DimRange { start, stop, step })
+            .collect();
+        let out_shape: Vec<u64> = dims.iter().map(DimRange::len).collect();
+        let spans: Vec<ChunkSpan> = dims.iter().map(|r| chunk_spans(r, 8)[0]).collect();
+        let (src_strides, dst_strides) = (strides(&chunk), strides(&out_shape));
+        let mut steps = [1u64; MAX_DIMS];
+        for (d, r) in dims.iter().enumerate() {
+            steps[d] = r.step;
+        }
+        let placement = Placement {
+            src_strides: &src_strides,
+            dst_strides: &dst_strides,
+            steps: &steps,
+            ndim: 3,
+            elem: 2,
+        };
+        let n = out_shape.iter().product::<u64>() as usize * 2;
+        let mut expected = vec![0u8; n];
+        unsafe { placement.copy(&spans, &src, expected.as_mut_ptr()) };
+        let mut got = vec![0u8; n];
+        let mut count = 0;
+        assert!(placement.for_each_stretch(&spans, 0, |s, d, len| {
+            got[d..d + len].copy_from_slice(&src[s..s + len]);
+            count += 1;
+        }));
+        assert_eq!(got, expected, "{window:?}");
+        assert_eq!(count, stretches, "{window:?}");
+        assert!(!placement.for_each_stretch(&spans, n + 1, |_, _, _| {}));
+    }
+}
+
+proptest! {
+    /// The spans cover exactly the selected indices, each once, in order.
+    #[test]
+    fn spans_cover_selection(start in 0u64..200, len in 0u64..300, step in 1u64..40, chunk in 1u64..50) {
+        let r = DimRange { start, stop: start + len, step };
+        let mut got = Vec::new();
+        for s in chunk_spans(&r, chunk) {
+            prop_assert!(s.count > 0);
+            prop_assert!(s.first + (s.count - 1) * step < chunk);
+            for i in 0..s.count {
+                prop_assert_eq!(s.out_first + i, got.len() as u64);
+                got.push(s.chunk * chunk + s.first + i * step);
+            }
+        }
+        prop_assert_eq!(got, selected(&r));
+    }
+
+    /// Copying every chunk's part of a window reproduces a direct gather.
+    #[test]
+    fn copy_matches_direct_gather(
+        shape in proptest::collection::vec(1u64..9, 1..4),
+        chunk_seed in proptest::collection::vec(1u64..6, 4),
+        window_seed in proptest::collection::vec((0u64..9, 0u64..9, 1u64..4), 4),
+    ) {
+        let nd = shape.len();
+        let chunk: Vec<u64> = (0..nd).map(|d| chunk_seed[d]).collect();
+        let dims: Vec<DimRange> = (0..nd).map(|d| {
+            let (a, b, step) = window_seed[d];
+            let (a, b) = (a % (shape[d] + 1), b % (shape[d] + 1));
+            DimRange { start: a.min(b), stop: a.max(b), step }
+        }).collect();
+        let window = Window { dims };
+        let total: u64 = shape.iter().product();
+        let data: Vec<u32> = (0..total as u32).collect();
+        let out_shape = window.shape();
+        let mut out = vec![u32::MAX; window.num_elements() as usize];
+        // Reference: direct gather.
+        let mut expected = Vec::new();
+        let full = strides(&shape);
+        let mut idx = vec![0u64; nd];
+        if window.num_elements() > 0 {
+            loop {
+                let flat: u64 = (0..nd).map(|d| (window.dims[d].start + idx[d] * window.dims[d].step) * full[d]).sum();
+                expected.push(data[flat as usize]);
+                let mut d = nd;
+                loop {
+                    if d == 0 { break; }
+                    d -= 1;
+                    idx[d] += 1;
+                    if idx[d] < out_shape[d] { break; }
+                    idx[d] = 0;
+                }
+                if idx.iter().all(|&i| i == 0) { break; }
+            }
+        }
+        // Through chunks: cut each chunk out of `data`, then copy its part.
+        let per_dim: Vec<Vec<ChunkSpan>> = (0..nd).map(|d| chunk_spans(&window.dims[d], chunk[d])).collect();
+        let src_strides = strides(&chunk);
+        let dst_strides = strides(&out_shape);
+        let mut steps = [1u64; MAX_DIMS];
+        for d in 0..nd { steps[d] = window.dims[d].step; }
+        let placement = Placement { src_strides: &src_strides, dst_strides: &dst_strides, steps: &steps, ndim: nd, elem: 4 };
+        let n_tasks: usize = per_dim.iter().map(Vec::len).product();
+        for t in 0..n_tasks {
+            let mut rem = t;
+            let mut spans = Vec::new();
+            for d in (0..nd).rev() {
+                spans.push(per_dim[d][rem % per_dim[d].len()]);
+                rem /= per_dim[d].len();
+            }
+            spans.reverse();
+            let chunk_len: u64 = chunk.iter().product();
+            let mut chunk_data = vec![0u32; chunk_len as usize];
+            for (i, v) in chunk_data.iter_mut().enumerate() {
+                let mut rem = i as u64;
+                let mut flat = 0u64;
+                let mut inside = true;
+                for d in (0..nd).rev() {
+                    let c = rem % chunk[d];
+                    rem /= chunk[d];
+                    let g = spans[d].chunk * chunk[d] + c;
+                    inside &= g < shape[d];
+                    flat += g * full[d];
+                }
+                *v = if inside { data[flat as usize] } else { 0 };
+            }
+            let bytes: Vec<u8> = chunk_data.iter().flat_map(|v| v.to_ne_bytes()).collect();
+            unsafe { placement.copy(&spans, &bytes, out.as_mut_ptr() as *mut u8) };
+        }
+        prop_assert_eq!(out, expected);
+    }
+}

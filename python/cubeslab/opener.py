@@ -1,0 +1,54 @@
+"""`cubeslab.open`: the right reader for a path — a cube store (a survey, any Zarr v3 array, an MDIO
+store), a store of a registered kind (an MSI cube), or an HDF5 / NetCDF 4 file read in place."""
+
+from __future__ import annotations
+
+import os
+
+from . import defaults
+from .array import ReadSettings
+from .cube import Cube
+from .errors import InvalidInputError
+from .hdf5_array import Hdf5Array
+from .hdf5_file import is_hdf5_file
+
+KINDS: dict[str, type[Cube]] = {}
+"""Cube classes for stores of a kind (``attributes["cubeslab"]["kind"]`` of the main array), registered by
+the modules that define them (``cubeslab.msi``); :func:`open` returns one for such a store."""
+
+
+def open(
+    path: str | os.PathLike,
+    mode: str = "r",
+    *,
+    cache: int | str | None = None,
+    threads=None,
+    in_flight=None,
+    verify: bool = True,
+    dataset: str | None = None,
+    variable: str | None = None,
+) -> Cube:
+    """Open a cube store (cubeslab, MDIO v1, or a plain Zarr v3 array), or read an HDF5 dataset
+    (``dataset="/group/name"``) or NetCDF 4 variable (``variable="name"``) in place, no ingest: that
+    returns an :class:`~cubeslab.hdf5_array.Hdf5Array`, read-only.
+
+    mode: ``"r"`` (the default) to read; ``"r+"`` to write windows of its amplitudes too, through a
+    write-back cache of ``cache`` bytes (or a size such as ``"512MiB"``; default
+    :data:`cubeslab.defaults.WRITE_CACHE`).
+    """
+    if mode not in ("r", "r+"):
+        raise InvalidInputError(f"mode={mode!r}: open a store with mode 'r' (read) or 'r+' (read and write)")
+    settings = ReadSettings(threads=threads, in_flight=in_flight, verify=verify)
+    if dataset is not None or variable is not None or is_hdf5_file(path):
+        if mode != "r":
+            raise InvalidInputError(
+                f"{path}: an HDF5 or NetCDF file is read in place read-only; ingest it to write"
+            )
+        return Hdf5Array(path, dataset, settings, variable=variable)  # type: ignore[return-value]
+    if mode == "r" and cache is not None:
+        raise InvalidInputError("cache= is the write cache of mode='r+'; a store opened to read has none")
+    if mode == "r+" and cache is None:
+        cache = defaults.WRITE_CACHE
+    cube = Cube(path, settings, cache=cache)
+    kind = cube.amplitude.attributes.get("cubeslab", {}).get("kind")
+    return KINDS[kind](path, settings, cache=cache) if kind in KINDS else cube
