@@ -5,6 +5,7 @@ spectra; bad files refused naming the file and the element or byte."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -287,3 +288,14 @@ def test_a_small_memory_limit_writes_in_slabs_of_m_z_with_the_same_result(tmp_pa
     assert sliced.get("merged") == whole.get("merged") and sliced.get("outside_range") == whole.get(
         "outside_range"
     )
+
+
+def test_info_describes_an_imzml_file_before_ingest(tmp_path):
+    write_imzml(tmp_path / "g.imzML", "continuous", np.float64, np.int32)
+    done = subprocess.run([*CLI, "info", str(tmp_path / "g.imzML"), "--json"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["format"] == "imzML, continuous mode"
+    assert report["spectra"] == 11 and report["pixels"] == "x 1..4, y 1..3 (1 of 12 missing)"
+    assert report["mz_type"] == "float64" and report["intensity_type"] == "int32"
+    assert report["mz"].startswith("50 values")

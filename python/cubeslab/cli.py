@@ -252,12 +252,18 @@ def info(
     offset_byte: Annotated[int, typer.Option(help=HELP["offset_byte"])] = defaults.OFFSET_BYTE,
 ) -> None:
     """Geometry, layout, size, compression ratio and completeness of a store (or what a SEG-Y file holds)."""
+    from .msi import is_imzml
     from .sources import HDF5_MAGIC, array_source, is_netcdf, signature_of
 
-    netcdf = path.is_file() and is_netcdf(path)
+    imzml = path.is_file() and is_imzml(path)
+    netcdf = path.is_file() and not imzml and is_netcdf(path)
     hdf5 = path.is_file() and not netcdf and signature_of(path).startswith(HDF5_MAGIC)
-    array = array_source(path) if path.is_file() and not netcdf and not hdf5 else None
-    if netcdf:
+    array = array_source(path) if path.is_file() and not (imzml or netcdf or hdf5) else None
+    if imzml:
+        from .msi.imzml import describe as describe_imzml
+
+        report = describe_imzml(path)
+    elif netcdf:
         from .sources.netcdf import describe_netcdf
 
         report = describe_netcdf(path)

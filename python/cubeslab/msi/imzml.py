@@ -303,3 +303,31 @@ class Spectra:
         return self._array(
             m.intensity, int(m.intensity_offset[i]), int(m.intensity_length[i]), int(m.intensity_encoded[i])
         )
+
+
+def describe(path: str | os.PathLike) -> dict:
+    """What ``cubeslab info`` shows of an imzML file before ingest."""
+    imzml = parse(path)
+    position = imzml.position
+    xs, ys = (
+        (int(position[:, 0].min()), int(position[:, 0].max())),
+        (int(position[:, 1].min()), int(position[:, 1].max())),
+    )
+    grid = (xs[1] - xs[0] + 1) * (ys[1] - ys[0] + 1)
+    report = {
+        "file": imzml.path,
+        "format": f"imzML, {'continuous' if imzml.continuous else 'processed'} mode",
+        "spectra": imzml.n_spectra,
+        "pixels": f"x {xs[0]}..{xs[1]}, y {ys[0]}..{ys[1]} ({grid - imzml.n_spectra} of {grid} missing)",
+        "mz_type": imzml.mz.dtype.name + (" zlib" if imzml.mz.zlib else ""),
+        "intensity_type": imzml.intensity.dtype.name + (" zlib" if imzml.intensity.zlib else ""),
+        "ibd": imzml.ibd,
+        "ibd_bytes": os.path.getsize(imzml.ibd) if os.path.isfile(imzml.ibd) else "missing",
+        **imzml.metadata,
+    }
+    if imzml.continuous and os.path.isfile(imzml.ibd):
+        mz = Spectra(imzml).mz(0)
+        report["mz"] = f"{len(mz):,} values, {float(mz[0]):g}..{float(mz[-1]):g}"
+    elif not imzml.continuous:
+        report["mz"] = f"per spectrum, {int(imzml.mz_length.min()):,}..{int(imzml.mz_length.max()):,} peaks"
+    return report
