@@ -375,3 +375,28 @@ def small_disk(tmp_path):
         pytest.skip(f"mounting a small tmpfs needs root (CI runs as root): {mounted.stderr.strip()}")
     yield disk
     subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def netcdf_file(path: Path, fmt: str) -> None:
+    """A small CF grid written by netCDF4 in ``fmt``: temp (int16, packed, a fill value) over time, lat
+    and lon, with coordinate variables and a global title."""
+    import netCDF4
+
+    with netCDF4.Dataset(path, "w", format=fmt) as d:
+        d.title = "a test grid"
+        d.createDimension("time", 4)
+        d.createDimension("lat", 5)
+        d.createDimension("lon", 6)
+        t = d.createVariable("time", "f8", ("time",))
+        t.units = "days since 2000-01-01"
+        t[:] = np.arange(4)
+        lat = d.createVariable("lat", "f4", ("lat",))
+        lat.units = "degrees_north"
+        lat[:] = np.linspace(-10, 10, 5)
+        d.createVariable("lon", "f4", ("lon",))[:] = np.linspace(0, 50, 6)
+        v = d.createVariable("temp", "i2", ("time", "lat", "lon"), fill_value=-999)
+        v.scale_factor, v.add_offset, v.units, v.long_name = 0.01, 273.15, "K", "temperature"
+        v.set_auto_maskandscale(False)
+        raw = (np.arange(120).reshape(4, 5, 6) * 3).astype("i2")
+        raw[0, 0, 0] = -999
+        v[:] = raw

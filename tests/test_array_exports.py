@@ -13,6 +13,7 @@ import h5py
 import numpy as np
 import pytest
 import zarr
+from conftest import netcdf_file
 
 import cubeslab
 
@@ -59,35 +60,12 @@ def test_an_hdf5_export_reads_in_h5py_as_the_store_and_ingests_back(tmp_path, co
     np.testing.assert_array_equal(cubeslab.open(tmp_path / "again.zarr").amplitude[...], data)
 
 
-def netcdf_file(path):
-    import netCDF4
-
-    with netCDF4.Dataset(path, "w", format="NETCDF4") as d:
-        d.title = "a test grid"
-        d.createDimension("time", 4)
-        d.createDimension("lat", 5)
-        d.createDimension("lon", 6)
-        t = d.createVariable("time", "f8", ("time",))
-        t.units = "days since 2000-01-01"
-        t[:] = np.arange(4)
-        lat = d.createVariable("lat", "f4", ("lat",))
-        lat.units = "degrees_north"
-        lat[:] = np.linspace(-10, 10, 5)
-        d.createVariable("lon", "f4", ("lon",))[:] = np.linspace(0, 50, 6)
-        v = d.createVariable("temp", "i2", ("time", "lat", "lon"), fill_value=-999)
-        v.scale_factor, v.add_offset, v.units = 0.01, 273.15, "K"
-        v.set_auto_maskandscale(False)
-        raw = (np.arange(120).reshape(4, 5, 6) * 3).astype("i2")
-        raw[0, 0, 0] = -999
-        v[:] = raw
-
-
 @pytest.mark.parametrize("compress", [None, "deflate"])
 def test_a_netcdf_export_opens_in_xarray_as_the_source_did(tmp_path, compress):
     import netCDF4
     import xarray as xr
 
-    netcdf_file(tmp_path / "in.nc")
+    netcdf_file(tmp_path / "in.nc", "NETCDF4")
     cubeslab.ingest(tmp_path / "in.nc", tmp_path / "s.zarr")
     cubeslab.export(tmp_path / "s.zarr", tmp_path / "out.nc", compress=compress)
     expected = xr.open_dataset(tmp_path / "in.nc")

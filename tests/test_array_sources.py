@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zarr
+from conftest import netcdf_file
 
 import cubeslab
 
@@ -304,29 +305,6 @@ def test_a_damaged_hdf5_file_is_refused_naming_it(tmp_path):
     with pytest.raises(cubeslab.InvalidInputError, match=r"broken\.h5: not an HDF5 file h5py reads"):
         cubeslab.ingest(path, tmp_path / "out.zarr")
     assert not (tmp_path / "out.zarr").exists()
-
-
-def netcdf_file(path: Path, fmt: str) -> None:
-    import netCDF4
-
-    with netCDF4.Dataset(path, "w", format=fmt) as d:
-        d.title = "a test grid"
-        d.createDimension("time", 4)
-        d.createDimension("lat", 5)
-        d.createDimension("lon", 6)
-        t = d.createVariable("time", "f8", ("time",))
-        t.units = "days since 2000-01-01"
-        t[:] = np.arange(4)
-        lat = d.createVariable("lat", "f4", ("lat",))
-        lat.units = "degrees_north"
-        lat[:] = np.linspace(-10, 10, 5)
-        d.createVariable("lon", "f4", ("lon",))[:] = np.linspace(0, 50, 6)
-        v = d.createVariable("temp", "i2", ("time", "lat", "lon"), fill_value=-999)
-        v.scale_factor, v.add_offset, v.units, v.long_name = 0.01, 273.15, "K", "temperature"
-        v.set_auto_maskandscale(False)
-        raw = (np.arange(120).reshape(4, 5, 6) * 3).astype("i2")
-        raw[0, 0, 0] = -999
-        v[:] = raw
 
 
 @pytest.mark.parametrize("fmt", ["NETCDF4", "NETCDF3_CLASSIC", "NETCDF3_64BIT_OFFSET"])

@@ -182,19 +182,21 @@ def ingest(
     stays marked incomplete and :func:`cubeslab.open` refuses it.
     """
 
-    if is_imzml(source):
+    def refuse_segy_options(kind: str) -> None:
         for name, given in (("views", views), ("resume", resume)):
             if given:
-                raise InvalidInputError(f"{name} applies to SEG-Y ingest; {source} is imzML")
+                raise InvalidInputError(f"{name} applies to SEG-Y ingest; {source} is {kind}")
 
-        def imzml_progress(done: int, total: int) -> None:
-            if progress is not None:
-                progress(Phase("write volume", 1, "bytes", done, total))
+    def written(done: int, total: int) -> None:
+        if progress is not None:
+            progress(Phase("write volume", 1, "bytes", done, total))
 
+    if is_imzml(source):
+        refuse_segy_options("imzML")
         return ingest_imzml(
             source, store, mz_bin=mz_bin, mz_range=mz_range, overwrite=overwrite, durable=durable,
             layout=layout, access=access, compress=with_max_error(compress, max_error),
-            memory_limit=memory_limit, progress=imzml_progress,
+            memory_limit=memory_limit, progress=written,
         )  # fmt: skip
     if mz_bin is not None or mz_range is not None:
         raise InvalidInputError(f"mz_bin and mz_range apply to imzML files; {source} is not one")
@@ -207,17 +209,11 @@ def ingest(
         )
     )
     if netcdf or array is not None:
-        for name, given in (("views", views), ("resume", resume)):
-            if given:
-                raise InvalidInputError(f"{name} applies to SEG-Y ingest; {source} is an N-D array file")
-
-        def report(done: int, total: int) -> None:
-            if progress is not None:
-                progress(Phase("write volume", 1, "bytes", done, total))
+        refuse_segy_options("an N-D array file")
 
         common: dict[str, Any] = dict(
             overwrite=overwrite, durable=durable, layout=layout, access=access,
-            compress=with_max_error(compress, max_error), memory_limit=memory_limit, progress=report,
+            compress=with_max_error(compress, max_error), memory_limit=memory_limit, progress=written,
         )  # fmt: skip
         if array is not None:
             return ingest_array(array, store, **common)

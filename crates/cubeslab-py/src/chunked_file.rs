@@ -5,9 +5,7 @@ use std::path::PathBuf;
 
 use cubeslab_core::{
     chunked_file::{ChunkedFile, ChunkedFileSpec, Storage, StoredChunk},
-    config::Parallelism,
     dtype::DType,
-    store::ReadOptions,
 };
 use pyo3::{buffer::PyBuffer, prelude::*};
 
@@ -136,10 +134,7 @@ impl ChunkedFileArray {
         verify: bool,
     ) -> PyResult<()> {
         let window = crate::window(&starts, &stops, &steps)?;
-        let options = ReadOptions {
-            parallelism: Parallelism::resolve(threads, in_flight),
-            verify,
-        };
+        let options = crate::read_options(threads, in_flight, verify);
         crate::into_buffer(py, &out, |slice| {
             self.inner.read_into(&window, slice, &options)
         })

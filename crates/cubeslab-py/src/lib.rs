@@ -128,10 +128,7 @@ impl ZarrArray {
         verify: bool,
     ) -> PyResult<()> {
         let window = window(&starts, &stops, &steps)?;
-        let options = ReadOptions {
-            parallelism: Parallelism::resolve(threads, in_flight),
-            verify,
-        };
+        let options = read_options(threads, in_flight, verify);
         into_buffer(py, &out, |slice| {
             self.inner.read_into(&window, slice, &options)
         })
@@ -194,6 +191,18 @@ impl ZarrArray {
             let slice = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
             self.inner.volume().write_array(slice, parallelism)
         })
+    }
+}
+
+/// A read's settings from the keyword arguments every `read_into` takes.
+pub(crate) fn read_options(
+    threads: Option<usize>,
+    in_flight: Option<usize>,
+    verify: bool,
+) -> ReadOptions {
+    ReadOptions {
+        parallelism: Parallelism::resolve(threads, in_flight),
+        verify,
     }
 }
 

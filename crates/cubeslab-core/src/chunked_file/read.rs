@@ -12,10 +12,7 @@ use crate::{
     read_ahead::{is_resident, will_need, Prefetcher},
     share::SendPtr,
     store::{pieces_per_thread, ReadOptions, SERIAL_BYTES},
-    window::{
-        chunk_spans, selected_extent, strides, ChunkSpan, Placement, SelectionError, Window,
-        MAX_DIMS,
-    },
+    window::{chunk_spans, selected_extent, strides, ChunkSpan, Placement, Window, MAX_DIMS},
 };
 
 /// Stretches of unfiltered data at least this long are read with `pread`
@@ -26,18 +23,9 @@ const PREAD_BYTES: usize = 16 << 10;
 impl ChunkedFile {
     /// Read `window` into `out` (C order, native byte order).
     pub fn read_into(&self, window: &Window, out: &mut [u8], options: &ReadOptions) -> Result<()> {
-        window.validate(&self.shape)?;
         let nd = self.shape.len();
         let elem = self.dtype.size();
-        let expected = window.num_elements() as usize * elem;
-        if out.len() != expected {
-            return Err(SelectionError::BufferSize {
-                expected,
-                got: out.len(),
-            }
-            .into());
-        }
-        if expected == 0 {
+        if window.check_buffer(&self.shape, elem, out.len())? == 0 {
             return Ok(());
         }
         let spans: Vec<Vec<ChunkSpan>> = (0..nd)
@@ -59,10 +47,7 @@ impl ChunkedFile {
             (picked, at as usize)
         };
 
-        let mut steps = [1u64; MAX_DIMS];
-        for (d, r) in window.dims.iter().enumerate() {
-            steps[d] = r.step;
-        }
+        let steps = window.steps();
         let chunk_strides = strides(&self.chunk_shape);
         let out_strides = strides(&window.shape());
         let placement = Placement {

@@ -26,7 +26,7 @@ use crate::{
     config::Parallelism,
     dtype::DType,
     error::Result,
-    window::{strides, unravel, ChunkSpan, Placement, SelectionError, Window, MAX_DIMS},
+    window::{strides, unravel, ChunkSpan, Placement, Window, MAX_DIMS},
     Error,
 };
 
@@ -298,16 +298,7 @@ impl ZarrArray {
 
     /// Read `window` into `out` (native-endian C-order bytes of the window's shape).
     pub fn read_into(&self, window: &Window, out: &mut [u8], options: &ReadOptions) -> Result<()> {
-        window.validate(&self.shape)?;
-        let expected = window.num_elements() as usize * self.dtype.size();
-        if out.len() != expected {
-            return Err(SelectionError::BufferSize {
-                expected,
-                got: out.len(),
-            }
-            .into());
-        }
-        if expected == 0 {
+        if window.check_buffer(&self.shape, self.dtype.size(), out.len())? == 0 {
             return Ok(());
         }
         match &self.sharded {
@@ -378,10 +369,7 @@ impl ZarrArray {
                 out_first: 0,
             })
             .collect();
-        let mut steps = [1u64; MAX_DIMS];
-        for (d, r) in window.dims.iter().enumerate() {
-            steps[d] = r.step;
-        }
+        let steps = window.steps();
         let (src, dst) = (strides(&bbox_shape), strides(&window.shape()));
         let placement = Placement {
             src_strides: &src,

@@ -22,7 +22,7 @@ use crate::{
     error::Result,
     read_ahead::Prefetcher,
     share::SendPtr,
-    window::{selected_extent, strides, ChunkSpan, Placement, Window, MAX_DIMS},
+    window::{selected_extent, strides, ChunkSpan, Placement, Window},
     Error,
 };
 
@@ -57,10 +57,7 @@ impl ZarrArray {
 
         let shards = self.touched_shards(sharding, &order, serial, options)?;
 
-        let mut steps = [1u64; MAX_DIMS];
-        for (d, r) in window.dims.iter().enumerate() {
-            steps[d] = r.step;
-        }
+        let steps = window.steps();
         let chunk_strides = strides(&sharding.inner_shape);
         let out_strides = strides(&window.shape());
         let placement = Placement {

@@ -153,6 +153,35 @@ impl Window {
     pub fn num_elements(&self) -> u64 {
         self.dims.iter().map(DimRange::len).product()
     }
+
+    /// The step of each dimension (1 past the window's dimensions).
+    pub fn steps(&self) -> [u64; MAX_DIMS] {
+        let mut steps = [1u64; MAX_DIMS];
+        for (d, r) in self.dims.iter().enumerate() {
+            steps[d] = r.step;
+        }
+        steps
+    }
+
+    /// Check the window against an array of `shape` and a buffer of
+    /// `buffer_len` bytes for it (`elem` bytes per element); the bytes the
+    /// window holds.
+    pub fn check_buffer(
+        &self,
+        shape: &[u64],
+        elem: usize,
+        buffer_len: usize,
+    ) -> Result<usize, SelectionError> {
+        self.validate(shape)?;
+        let expected = self.num_elements() as usize * elem;
+        if buffer_len != expected {
+            return Err(SelectionError::BufferSize {
+                expected,
+                got: buffer_len,
+            });
+        }
+        Ok(expected)
+    }
 }
 
 /// The part of one dimension's selection that falls inside one chunk.

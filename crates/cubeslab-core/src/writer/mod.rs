@@ -31,7 +31,7 @@ use crate::{
     config::Parallelism,
     error::Result,
     store::{read_metadata, write_json_atomic, Durability, ReadOptions, StoreError, ZarrArray},
-    window::{chunk_spans, strides, ChunkSpan, Placement, SelectionError, Window, MAX_DIMS},
+    window::{chunk_spans, strides, ChunkSpan, Placement, Window, MAX_DIMS},
 };
 
 /// The byte of the lock file that stands for the array's metadata (chunk
@@ -122,17 +122,8 @@ impl ArrayWriter {
     /// Write `data` (native-endian C-order elements of the window's shape)
     /// into `window`.
     pub fn write(&self, window: &Window, data: &[u8]) -> Result<()> {
-        window.validate(self.array.shape())?;
         let elem = self.array.dtype().size();
-        let expected = window.num_elements() as usize * elem;
-        if data.len() != expected {
-            return Err(SelectionError::BufferSize {
-                expected,
-                got: data.len(),
-            }
-            .into());
-        }
-        if expected == 0 {
+        if window.check_buffer(self.array.shape(), elem, data.len())? == 0 {
             return Ok(());
         }
         let chunk = self.array.chunk_shape().to_vec();
