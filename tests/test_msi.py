@@ -299,3 +299,21 @@ def test_info_describes_an_imzml_file_before_ingest(tmp_path):
     assert report["spectra"] == 11 and report["pixels"] == "x 1..4, y 1..3 (1 of 12 missing)"
     assert report["mz_type"] == "float64" and report["intensity_type"] == "int32"
     assert report["mz"].startswith("50 values")
+
+
+def test_views_hold_the_same_cube_and_take_the_reads_they_are_laid_out_for(tmp_path):
+    written = write_imzml(
+        tmp_path / "g.imzML", "continuous", np.float64, np.float32, missing=(), nx=12, ny=10
+    )
+    summary = cubeslab.ingest(tmp_path / "g.imzML", tmp_path / "v.zarr", views=["spectra", "ion-images"])
+    assert set(summary["views"]) == {"spectra", "ion-images"}
+    msi = cubeslab.open(tmp_path / "v.zarr")
+    assert isinstance(msi, MsiCube) and len(msi.amplitude.copies) == 2
+    for copy in msi.amplitude.copies:  # each copy, read on its own, is the cube
+        np.testing.assert_array_equal(cubeslab.Array(copy)[...], msi.amplitude.read(verify=True))
+    assert msi.amplitude.source_for((3, 4, slice(None))).endswith("data-spectra")
+    np.testing.assert_array_equal(msi.spectrum(4, 5)[1], written[(4, 5)][1])
+    assert cubeslab.verify(tmp_path / "v.zarr")["ok"]
+    info = subprocess.run([*CLI, "info", str(tmp_path / "v.zarr"), "--json"], capture_output=True, text=True)
+    report = json.loads(info.stdout)
+    assert report["state"] == "complete" and set(report["views"]) == {"spectra", "ion-images"}

@@ -192,11 +192,12 @@ def ingest(
             progress(Phase("write volume", 1, "bytes", done, total))
 
     if is_imzml(source):
-        refuse_segy_options("imzML")
+        if resume:
+            raise InvalidInputError(f"resume applies to SEG-Y ingest; {source} is imzML")
         return ingest_imzml(
             source, store, mz_bin=mz_bin, mz_range=mz_range, overwrite=overwrite, durable=durable,
             layout=layout, access=access, compress=with_max_error(compress, max_error),
-            memory_limit=memory_limit, progress=written,
+            memory_limit=memory_limit, progress=written, views=list(views or []),
         )  # fmt: skip
     if mz_bin is not None or mz_range is not None:
         raise InvalidInputError(f"mz_bin and mz_range apply to imzML files; {source} is not one")

@@ -453,6 +453,41 @@ fn create_group(py: Python<'_>, path: PathBuf, main: &str, attributes: &str) -> 
     })
 }
 
+/// Add `attributes` (a JSON object) to the group at `path`, objects merged
+/// key by key.
+#[pyfunction]
+fn add_group_attributes(py: Python<'_>, path: PathBuf, attributes: &str) -> PyResult<()> {
+    let attributes: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(attributes)
+            .map_err(|e| crate::errors::invalid_input(format!("group attributes: {e}")))?;
+    engine(py, || {
+        cubeslab_core::store::Group::add_attributes(&path, &attributes)
+    })
+}
+
+/// Fill the (sharded) array `target` with the contents of `source`, of the
+/// same shape and type in another layout (an orientation copy), within
+/// about `memory_limit` bytes of buffers.
+#[pyfunction]
+#[pyo3(signature = (source, target, memory_limit, threads=None))]
+fn copy_array(
+    py: Python<'_>,
+    source: PathBuf,
+    target: PathBuf,
+    memory_limit: u64,
+    threads: Option<usize>,
+) -> PyResult<()> {
+    engine(py, || {
+        let source = CoreArray::open(&source)?;
+        CoreArray::open(&target)?.copy_from(
+            &source,
+            Parallelism::resolve(threads, None),
+            memory_limit,
+            &CoreProgress::default(),
+        )
+    })
+}
+
 /// The `--compress` name of a chunk codec chain (JSON), or `None` for a
 /// chain cubeslab does not write.
 #[pyfunction]
@@ -507,6 +542,8 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write_cache_default, m)?)?;
     m.add_function(wrap_pyfunction!(compression_name, m)?)?;
     m.add_function(wrap_pyfunction!(create_group, m)?)?;
+    m.add_function(wrap_pyfunction!(add_group_attributes, m)?)?;
+    m.add_function(wrap_pyfunction!(copy_array, m)?)?;
     m.add_function(wrap_pyfunction!(errors::error_classes, m)?)?;
     m.add_function(wrap_pyfunction!(default_parallelism, m)?)?;
     m.add_function(wrap_pyfunction!(parallelism_limits, m)?)?;

@@ -8,18 +8,21 @@ not have hold 0 and are False in ``pixel_mask``."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 
 from .. import _engine, defaults
 from ..array import Array
-from ..create import create
+from ..create import MAIN_ARRAY, create
 from ..errors import InvalidInputError
 from ..sources.ingest import Progress, planned, summary
+from ..store_report import store_size
 from .imzml import Imzml, Spectra, check_checksum, check_ibd, parse
 
 MSI_KIND = "msi"
@@ -232,6 +235,27 @@ class _Rows:
         return rows
 
 
+def _write_views(staging: str, shape, dtype, accesses: list[str], compress, limit: int) -> dict:
+    """Orientation copies of the cube, one per access (``spectra``, ``ion-images``), each laid out for
+    that access alone and filled from the cube in the engine; reads then go to the copy predicted
+    fastest, as for a survey's views. Returns the group's record of them."""
+    written: dict = {}
+    source = os.path.join(staging, MAIN_ARRAY)
+    for access in accesses:
+        if access in written:
+            continue
+        chunks, shards = planned(shape, dtype, "auto", access, compress)
+        name = f"{MAIN_ARRAY}-{re.sub(r'[^A-Za-z0-9]+', '-', access)}"
+        Array.create(
+            os.path.join(staging, name), shape, dtype, chunks=chunks, shards=shards, compress=compress,
+            dimension_names=["x", "y", "mz"], fill_value=0,
+        )  # fmt: skip
+        _engine.copy_array(source, os.path.join(staging, name), max(limit // 2, 1))
+        layout = f"{'x'.join(map(str, chunks))}/{'x'.join(map(str, shards))}"
+        written[access] = {"array": name, "layout": layout, "stored_bytes": store_size(Path(staging, name))}
+    return written
+
+
 def ingest_imzml(
     source: str | os.PathLike,
     store: str | os.PathLike,
@@ -246,6 +270,7 @@ def ingest_imzml(
     memory_limit: int | None = None,
     progress: Progress | None = None,
     checksum: bool = True,
+    views: list[str] | None = None,
 ) -> dict:
     """Write an imzML file (and the ``.ibd`` beside it) into a new store; returns the summary."""
     imzml = parse(source)
@@ -332,6 +357,16 @@ def ingest_imzml(
         ("mean_spectrum", total / max(int(mask.sum()), 1), ["mz"]),
     ):
         Array.from_numpy(os.path.join(staging, name), values, chunks=values.shape, dimension_names=dims)
+    written_views = _write_views(staging, shape, dtype, views or [], compress, limit)
+    if written_views:
+        report["views"] = written_views
+    # Marked complete (and its views listed) only now; the store is published whole below.
+    record = {
+        "state": "complete",
+        "views": written_views,
+        "stored_bytes": store_size(Path(staging, MAIN_ARRAY)),
+    }
+    _engine.add_group_attributes(staging, json.dumps({"cubeslab": record}))
     if checked is not None:
         checked.result()  # a checksum that disagrees stops the ingest here: nothing is published
     publication.commit(durable)

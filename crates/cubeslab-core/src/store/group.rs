@@ -72,6 +72,22 @@ impl Group {
         Self::write(path, &attributes, Durability::Cached)
     }
 
+    /// Merge `extra` into the attributes of the group at `path` (objects
+    /// merged key by key, so `cubeslab` entries add to those there), and
+    /// rewrite its `zarr.json` atomically.
+    pub fn add_attributes(path: &Path, extra: &Map<String, Value>) -> Result<()> {
+        let mut group = Self::open(path)?;
+        for (key, value) in extra {
+            match (group.attributes.get_mut(key), value) {
+                (Some(Value::Object(have)), Value::Object(add)) => have.extend(add.clone()),
+                _ => {
+                    group.attributes.insert(key.clone(), value.clone());
+                }
+            }
+        }
+        Self::write(path, &group.attributes, Durability::Cached)
+    }
+
     /// Write (atomically) a group's `zarr.json` with these attributes.
     pub fn write(
         path: &Path,
