@@ -6,9 +6,9 @@ getspectrum), cold and warm.
 The same cube is also ingested with ``--views spectra,ion-images`` (orientation copies), and its ion
 image and spectrum timed. Cold: the file's ``.ibd`` (pyimzML) or the store's files (cubeslab) evicted
 from the page cache (posix_fadvise DONTNEED) before each run, the reader opened afresh (pyimzML's XML
-parse is not timed; cubeslab's opening of the store is). Warm: read before. Medians of ``--runs`` runs. Bounds: cold, the bytes the read must fetch (the touched
-chunks for cubeslab, the spectra for pyimzML) at the disk's sequential rate; warm, the result at one core's
-copy rate. Ingest is set beside a sequential cold read of the ``.ibd``.
+parse is not timed; cubeslab's opening of the store is). Warm: read before. Medians of ``--runs`` runs.
+Bounds: cold, the bytes the read must fetch (the touched chunks for cubeslab, the spectra for pyimzML) at
+the disk's sequential rate; warm, the result at one core's copy rate. Ingest is set beside a sequential cold read of the ``.ibd``.
 
 Usage: python bench/msi.py [--size small|full] [--runs 3] [--out bench/results]
 Writes OUT/msi.json and OUT/msi.md; the imzML file is generated once into bench/data/msi/.
