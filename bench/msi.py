@@ -8,7 +8,8 @@ image and spectrum timed. Cold: the file's ``.ibd`` (pyimzML) or the store's fil
 from the page cache (posix_fadvise DONTNEED) before each run, the reader opened afresh (pyimzML's XML
 parse is not timed; cubeslab's opening of the store is). Warm: read before. Medians of ``--runs`` runs.
 Bounds: cold, the bytes the read must fetch (the touched chunks for cubeslab, the spectra for pyimzML) at
-the disk's sequential rate; warm, the result at one core's copy rate. Ingest is set beside a sequential cold read of the ``.ibd``.
+the disk's sequential rate; warm, the result at one core's copy rate. Ingest is set beside a sequential
+cold read of the ``.ibd``.
 
 Usage: python bench/msi.py [--size small|full] [--runs 3] [--out bench/results]
 Writes OUT/msi.json and OUT/msi.md; the imzML file is generated once into bench/data/msi/.
