@@ -24,7 +24,7 @@ from .trace_fields import FIELD_BY_BYTE, TRACE_FIELDS
 VERTICAL_NAMES = ("time", "depth", "sample")
 
 
-def _read_node(path: Path) -> dict:
+def read_node(path: Path) -> dict:
     """A node's ``zarr.json``."""
     node = json.loads(_engine.read_node(str(path)))
     if not isinstance(node, dict):
@@ -494,7 +494,7 @@ class Cube:
 
     def _file_header_attributes(self) -> dict:
         node = self.path / schema.FILE_HEADER
-        return _read_node(node).get("attributes", {}) if (node / "zarr.json").is_file() else {}
+        return read_node(node).get("attributes", {}) if (node / "zarr.json").is_file() else {}
 
     @property
     def text_header(self) -> str:

@@ -4,13 +4,15 @@ store), a store of a registered kind (an MSI cube), or an HDF5 / NetCDF 4 file r
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from . import defaults
 from .array import ReadSettings
-from .cube import Cube
-from .errors import InvalidInputError
+from .cube import Cube, read_node
+from .errors import CubeslabError, InvalidInputError
 from .hdf5_array import Hdf5Array
 from .hdf5_file import is_hdf5_file
+from .schema import store_contents
 
 KINDS: dict[str, type[Cube]] = {}
 """Cube classes for stores of a kind (``attributes["cubeslab"]["kind"]`` of the main array), registered by
@@ -42,13 +44,24 @@ def open(
     if dataset is not None or variable is not None or is_hdf5_file(path):
         if mode != "r":
             raise InvalidInputError(
-                f"{path}: an HDF5 or NetCDF file is read in place read-only; ingest it to write"
+                f"{path}: an HDF5 or NetCDF file is read in place, read-only; ingest it to write"
             )
         return Hdf5Array(path, dataset, settings, variable=variable)  # type: ignore[return-value]
     if mode == "r" and cache is not None:
         raise InvalidInputError("cache= is the write cache of mode='r+'; a store opened to read has none")
     if mode == "r+" and cache is None:
         cache = defaults.WRITE_CACHE
-    cube = Cube(path, settings, cache=cache)
-    kind = cube.amplitude.attributes.get("cubeslab", {}).get("kind")
-    return KINDS[kind](path, settings, cache=cache) if kind in KINDS else cube
+    return KINDS.get(kind_of(path), Cube)(path, settings, cache=cache)
+
+
+def kind_of(path: str | os.PathLike) -> str:
+    """The kind a store's main array records (``attributes["cubeslab"]["kind"]``), or ``""``: read from
+    its metadata alone, so that the store is opened once, by the class of its kind."""
+    try:
+        contents = store_contents(Path(path), to_read=False)
+        attributes = read_node(Path(contents["main"])).get("attributes", {})
+    except CubeslabError:
+        return ""  # the cube's own opening says what is wrong
+    ours = attributes.get("cubeslab") if isinstance(attributes, dict) else None
+    kind = ours.get("kind") if isinstance(ours, dict) else None
+    return kind if isinstance(kind, str) else ""
