@@ -28,6 +28,10 @@ from .imzml import Imzml, Spectra, check_checksum, check_ibd, parse
 MSI_KIND = "msi"
 """``attributes["cubeslab"]["kind"]`` of an MSI store's main array."""
 
+READ_PIECE = 8 << 20
+"""Bytes per positioned read of packed spectra: one read of hundreds of MB is slower and less steady
+here, cold, than a run of reads this size."""
+
 DEFAULT_ACCESS = "spectra,ion-images"
 """The reads an MSI store is laid out for unless ``--access`` says otherwise."""
 
@@ -168,13 +172,17 @@ def _native(values: np.ndarray) -> np.ndarray:
 class _Rows:
     """Spectra ``chosen`` (file order), their values in the m/z window ``mw``, as one array. Continuous
     files whose intensity arrays lie at a regular stride (as writers lay them) are read as one strided
-    view of the ``.ibd``; others spectrum by spectrum. Processed spectra are binned; their counts
-    (peaks outside the range, merged into a filled bin) are kept when ``count``."""
+    view of the ``.ibd``; others spectrum by spectrum. The rows a call returns may share memory with the
+    next call's. Processed spectra are binned; their counts (peaks outside the range, merged into a
+    filled bin) are kept when ``count``."""
 
     def __init__(self, spectra: Spectra, binning: Binning | None, n_mz: int, report: dict):
         self.spectra, self.binning, self.n_mz, self.report = spectra, binning, n_mz, report
         m = spectra.imzml
         self.matrix = None
+        # Packed reads land in this buffer, kept between calls: memory fresh from the kernel costs
+        # more here to fault in than the read that fills it.
+        self.buffer = np.empty(0, np.uint8)
         if binning is None:
             if (m.intensity_length != n_mz).any():
                 i = int(np.argmax(m.intensity_length != n_mz))
@@ -202,11 +210,14 @@ class _Rows:
         whole = mw.stop - mw.start == self.n_mz
         if packed and whole and len(chosen) and chosen[-1] - chosen[0] + 1 == len(chosen):
             # A run of whole spectra lying back to back: one read straight into the result.
-            rows = np.empty((len(chosen), self.n_mz), dtype=m.intensity.dtype)
+            need = len(chosen) * self.n_mz * e
+            if self.buffer.nbytes < need:
+                self.buffer = np.empty(need, np.uint8)
+            rows = self.buffer[:need].view(m.intensity.dtype).reshape(len(chosen), self.n_mz)
             target, at = rows.data.cast("B"), int(m.intensity_offset[chosen[0]])
             with open(m.ibd, "rb", buffering=0) as f:
                 while target:
-                    got = os.preadv(f.fileno(), [target], at)
+                    got = os.preadv(f.fileno(), [target[:READ_PIECE]], at)
                     if got <= 0:
                         raise InvalidInputError(f"{m.ibd}: cut short at byte {at} while reading spectra")
                     target, at = target[got:], at + got
@@ -331,22 +342,44 @@ def ingest_imzml(
     publication = _engine.Publication(os.fspath(store), overwrite)
     staging = os.fspath(publication.staging)
     rows_of = _Rows(spectra, binning, len(mz), report)
-    slabs = _slabs(shape, shards, dtype.itemsize, limit // 2)
+    # A sixth of the bound per slab: while one slab is written, the next one's spectra and the slab made
+    # of them are in memory too, and the write cache holds half the bound.
+    slabs = _slabs(shape, shards, dtype.itemsize, limit // 6)
+
+    # Two slab buffers, alternating, reused (as the rows' buffer is) rather than faulted in anew.
+    pool = [np.empty(0, dtype), np.empty(0, dtype)]
+
+    def load(k: int, xw: slice, yw: slice, mw: slice) -> np.ndarray:
+        """Slab ``k`` (x, y, m/z) at these windows, its spectra's sums added to the TIC and the total."""
+        inside = (ix >= xw.start) & (ix < xw.stop) & (iy >= yw.start) & (iy < yw.stop)
+        chosen = np.flatnonzero(inside)
+        values = rows_of(chosen, mw, count=mw.start == 0)
+        size = (xw.stop - xw.start, yw.stop - yw.start, mw.stop - mw.start)
+        if pool[k % 2].size < math.prod(size):
+            pool[k % 2] = np.empty(math.prod(size), dtype)
+        slab = pool[k % 2][: math.prod(size)].reshape(size)
+        if len(chosen) < size[0] * size[1]:
+            slab.fill(0)
+        slab[ix[chosen] - xw.start, iy[chosen] - yw.start] = values
+        tic[ix[chosen], iy[chosen]] += values.sum(axis=1, dtype=np.float64)
+        total[mw] += values.sum(axis=0, dtype=np.float64)
+        return slab
+
+    reader = ThreadPoolExecutor(1)
     hashing = ThreadPoolExecutor(1)
     checked = hashing.submit(check_checksum, imzml) if checksum else None
-    with hashing, create(
+    with reader, hashing, create(
         staging, shape, dtype, dims=["x", "y", "mz"], coords={"x": xs, "y": ys, "mz": mz}, chunks=chunks,
         shards=shards, compress=compress, cache=max(limit // 2, 1), attributes=attributes, fill_value=0,
     ) as out:  # fmt: skip
         written, everything = 0, int(np.prod(shape)) * dtype.itemsize
-        for xw, yw, mw in slabs:
-            inside = (ix >= xw.start) & (ix < xw.stop) & (iy >= yw.start) & (iy < yw.stop)
-            chosen = np.flatnonzero(inside)
-            values = rows_of(chosen, mw, count=mw.start == 0)
-            slab = np.zeros((xw.stop - xw.start, yw.stop - yw.start, mw.stop - mw.start), dtype=dtype)
-            slab[ix[chosen] - xw.start, iy[chosen] - yw.start] = values
-            tic[ix[chosen], iy[chosen]] += values.sum(axis=1, dtype=np.float64)
-            total[mw] += values.sum(axis=0, dtype=np.float64)
+        # The next slab is read (positioned reads, numpy copies: both free the GIL) while this one is
+        # encoded and written in the engine.
+        ahead = reader.submit(load, 0, *slabs[0])
+        for k, (xw, yw, mw) in enumerate(slabs):
+            slab = ahead.result()
+            if k + 1 < len(slabs):  # into the other buffer, whose slab was written last time round
+                ahead = reader.submit(load, k + 1, *slabs[k + 1])
             out.amplitude[xw, yw, mw] = slab
             written += slab.nbytes
             if progress is not None:
