@@ -219,12 +219,14 @@ def contiguous_pages(key, shape, offset: int, itemsize: int = 2) -> int:
     return len(np.unique(pages))
 
 
-def cold_bytes(layout: Layout, key, shape, file_bytes: int, raw_bytes: int, offset: int) -> float:
+def cold_bytes(
+    layout: Layout, key, shape, file_bytes: int, raw_bytes: int, offset: int, itemsize: int = 2
+) -> float:
     """Bytes the device must deliver for a first access: the selection's pages (contiguous), or the
     stored bytes of every chunk it touches (a chunk is read, checksummed or inflated whole)."""
     if layout.chunks is None:
-        return contiguous_pages(key, shape, offset) * PAGE
-    chunk_bytes = 2 * math.prod(layout.chunks)
+        return contiguous_pages(key, shape, offset, itemsize) * PAGE
+    chunk_bytes = itemsize * math.prod(layout.chunks)
     stored_per_raw = file_bytes / raw_bytes if layout.compress not in (None, "none") else 1.0
     return chunks_touched(key, shape, layout.chunks) * chunk_bytes * stored_per_raw
 

@@ -4,8 +4,10 @@ uint16 cube (x, y, m/z), long in m/z, stored in cubeslab layouts beside the stud
 Measured, for each layout: file size and padding, the study's three selections (25 consecutive
 m/z slices, 5 x 5 full spectra, a 5 x 5 x 1000 sub-cube) on first access (files evicted, opened
 afresh) and sustained (open handle, page cache warm), the study's pass/fail score; the write
-strategies of the 4 x 4 x 2048 layout; gzip levels 1..8 against cubeslab's codecs; and the variance
-of 20 % of the m/z slices computed with 1..N Dask worker processes.
+strategies of the 4 x 4 x 2048 layout; gzip levels 1..8 against cubeslab's codecs; the variance
+of 20 % of the m/z slices computed with 1..N Dask worker processes; and real imzML (the cube written by
+pyimzML, the format's example files) ingested by cubeslab, its ion image, spectrum and sub-cube read by
+cubeslab, by pyimzML and by h5py on the study's HDF5 layouts (:mod:`.openmsi_imzml`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import numpy as np
 import cubeslab
 from cubeslab.array import ReadSettings
 
+from . import openmsi_imzml
 from .measure import (
     bounds,
     remove,
@@ -557,5 +560,7 @@ def run(r: StudyRun, p: dict) -> None:
             remove(layout.path)
         measure_writes(r, p, data, study, with_hdf5, scratch)
         plot_compression(r, measure_compression(r, p, data, study, with_hdf5, scratch))
+        # Real imzML: the cube written by pyimzML and the format's examples, ingested and read by each tool.
+        openmsi_imzml.run(r, data, scratch, STUDY_CHUNKS, with_hdf5)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

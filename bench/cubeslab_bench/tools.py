@@ -23,6 +23,7 @@ MODULES = {
     "pyhdf": "pyhdf.SD",
     "numpy": "numpy",
     "dask": "distributed",
+    "pyimzml": "pyimzml.ImzMLParser",
 }
 """Tool name (as ``--peers`` takes it) → the module that must import for it to run."""
 
