@@ -157,6 +157,66 @@ def test_subcube_by_labels_and_xarray(tmp_path):
     np.testing.assert_array_equal(da.sel(x=3, y=1).values, written[(3, 1)][1])
 
 
+def test_a_subcube_carries_the_labels_of_what_was_cut(tmp_path):
+    import xarray as xr
+
+    write_imzml(tmp_path / "g.imzML", "continuous", np.float64, np.float32, missing=())
+    cubeslab.ingest(tmp_path / "g.imzML", tmp_path / "s.zarr")
+    msi = cubeslab.open(tmp_path / "s.zarr")
+    mz = msi.mz
+    cut = msi.subcube[2:3, 1:2, mz[10] : mz[20]]
+    np.testing.assert_array_equal(cut.x, [2, 3])
+    np.testing.assert_array_equal(cut.y, [1, 2])
+    np.testing.assert_array_equal(cut.mz, mz[10:21])
+    # The same labelled array as cutting to_xarray() by the same labels (xarray's are inclusive too).
+    whole = msi.to_xarray().sel(x=slice(2, 3), y=slice(1, 2), mz=slice(mz[10], mz[20]))
+    xr.testing.assert_identical(cut, whole)
+    xr.testing.assert_identical(msi.subcube[:, 3:, :], msi.to_xarray().sel(y=slice(3, None)))
+
+
+@pytest.mark.parametrize(
+    ("key", "refusal"),
+    [
+        ((slice(1, 3, 2), slice(None), slice(None)), "the x range 1:3:2 has a step"),
+        ((slice(None), slice(None, None, 1), slice(None)), "the y range ::1 has a step"),
+        ((slice(3, 1), slice(None), slice(None)), "the x range 3:1 runs backwards"),
+        ((slice(None), slice(None), slice(500.5, 300)), "the mz range 500.5:300 runs backwards"),
+    ],
+)
+def test_a_subcube_refuses_a_step_or_a_backwards_range_naming_it(tmp_path, key, refusal):
+    write_imzml(tmp_path / "g.imzML", "continuous", np.float64, np.float32, missing=())
+    cubeslab.ingest(tmp_path / "g.imzML", tmp_path / "s.zarr")
+    with pytest.raises(cubeslab.InvalidInputError, match=f"subcube: {refusal}"):
+        cubeslab.open(tmp_path / "s.zarr").subcube[key]
+
+
+def test_the_m_z_axis_handed_out_cannot_be_edited_under_the_cube(tmp_path, data_dir):
+    cubeslab.ingest(example(data_dir, tmp_path, "Continuous"), tmp_path / "s.zarr")
+    msi = cubeslab.open(tmp_path / "s.zarr")
+    before = msi.ion_image(500.0, tol=0.5)
+    for handed_out in (msi.spectrum(1, 1)[0], msi.mean_spectrum()[0], msi.mz, msi.pixel_mask()):
+        with pytest.raises(ValueError, match="read-only"):
+            handed_out[:] = 0
+    np.testing.assert_array_equal(msi.ion_image(500.0, tol=0.5), before)
+    assert msi.spectrum(1, 1)[0][0] == pytest.approx(100.083, abs=1e-3)
+
+
+def test_an_ion_image_off_the_m_z_axis_is_refused_one_touching_it_is_read(tmp_path, data_dir):
+    source = example(data_dir, tmp_path, "Continuous")
+    cubeslab.ingest(source, tmp_path / "s.zarr")
+    msi = cubeslab.open(tmp_path / "s.zarr")
+    axis = r"outside the m/z axis \(100\.083\d*\.\.799\.916\d*\)"
+    for mz, tol in ((900.0, 0.5), (50.0, "10ppm"), (float("nan"), 1)):
+        with pytest.raises(cubeslab.InvalidInputError, match=rf"s\.zarr: m/z {mz:g} .*{axis}"):
+            msi.ion_image(mz, tol=tol)
+    with pytest.raises(cubeslab.InvalidInputError, match=rf"m/z 1000 .*{axis}"):
+        msi.ion_image([500.0, 1000.0], tol=1)
+    # A window reaching past the axis's ends reads the values it does cover, as pyimzML does.
+    parser = ImzMLParser(str(source))
+    for mz in (800.3, 99.8):
+        np.testing.assert_allclose(msi.ion_image(mz, tol=0.5), getionimage(parser, mz, tol=0.5).T, rtol=1e-6)
+
+
 def test_zlib_compressed_arrays_are_read(tmp_path):
     from pyimzml.compression import ZlibCompression
 

@@ -5,6 +5,7 @@ number them) and m/z by value; a tolerance given as a plain number is in Da, ``"
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -12,6 +13,9 @@ from ..cube import Cube
 from ..errors import InvalidInputError, LabelError
 from ..opener import KINDS
 from .ingest import MSI_KIND
+
+if TYPE_CHECKING:
+    import xarray as xr
 
 
 def tolerance_da(mz: float, tol) -> float:
@@ -30,6 +34,13 @@ def tolerance_da(mz: float, tol) -> float:
 
 class MsiCube(Cube):
     """An MSI cube (x, y, m/z): spectra, ion images, sub-cubes by label, the TIC image and mean spectrum."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # spectrum(), mean_spectrum() and .mz hand out these arrays themselves: an in-place edit by a
+        # caller would move every later m/z window and pixel lookup, so it raises instead.
+        for coord in self.coords.values():
+            coord.setflags(write=False)
 
     @property
     def mz(self) -> np.ndarray:
@@ -50,6 +61,12 @@ class MsiCube(Cube):
     def _mz_window(self, mz: float, tol) -> slice:
         half = tolerance_da(float(mz), tol)
         axis = self.mz
+        # Written so that a NaN m/z fails too; a window touching the axis at all is an ordinary read.
+        if not (len(axis) and mz + half >= axis[0] and mz - half <= axis[-1]):
+            span = f"{axis[0]:.10g}..{axis[-1]:.10g}" if len(axis) else "empty"
+            raise InvalidInputError(
+                f"{self.path}: m/z {mz:.10g} ± {half:.10g} Da is outside the m/z axis ({span})"
+            )
         return slice(
             int(np.searchsorted(axis, mz - half, "left")), int(np.searchsorted(axis, mz + half, "right"))
         )
@@ -66,7 +83,9 @@ class MsiCube(Cube):
     @property
     def subcube(self) -> _Subcube:
         """``msi.subcube[x0:x1, y0:y1, mz0:mz1]``: the intensities within those labels (x and y
-        inclusive, as pixel numbers; m/z by value), with ``.mz``, ``.x``, ``.y`` of what was cut."""
+        inclusive, as pixel numbers; m/z by value) as an ``xarray.DataArray`` like :meth:`to_xarray`'s
+        (needs the ``xarray`` extra), with ``.mz``, ``.x``, ``.y`` of what was cut. A range takes no
+        step and runs from the smaller label to the larger; an end left out runs to that end of the axis."""
         return _Subcube(self)
 
     def tic(self) -> np.ndarray:
@@ -81,20 +100,27 @@ class MsiCube(Cube):
         """True where the file has a spectrum."""
         if not hasattr(self, "_mask"):
             self._mask = self._array("pixel_mask")[...]
+            # Handed out as is and read by every spectrum() lookup, so a caller's edit must not stick.
+            self._mask.setflags(write=False)
         return self._mask
 
     def to_xarray(self, chunks=None):
         """The cube as an ``xarray.DataArray`` (x, y, mz) with its coordinates (needs the ``xarray``
         extra); dask-backed in shard-sized chunks when ``chunks`` is given."""
-        import xarray as xr
-
         data = (
             self.to_dask(None if chunks in (None, "shards", {}) else chunks)
             if chunks is not None
             else self[...]
         )
+        return self._labelled(data, (slice(None),) * 3)
+
+    def _labelled(self, data, windows: tuple[slice, ...]) -> xr.DataArray:
+        """``data`` (the amplitudes at ``windows``) with the x, y and m/z labels of those windows."""
+        import xarray as xr
+
         return xr.DataArray(
-            data, dims=("x", "y", "mz"), coords={d: self.coords[d] for d in ("x", "y", "mz")},
+            data, dims=("x", "y", "mz"),
+            coords={d: self.coords[d][w] for d, w in zip(("x", "y", "mz"), windows, strict=True)},
             name="intensity",
             attrs=self.amplitude.attributes.get("imzml", {}),
         )  # fmt: skip
@@ -104,16 +130,24 @@ class _Subcube:
     def __init__(self, cube: MsiCube):
         self.cube = cube
 
-    def __getitem__(self, key) -> np.ndarray:
+    def __getitem__(self, key) -> xr.DataArray:
         if not isinstance(key, tuple) or len(key) != 3 or not all(isinstance(k, slice) for k in key):
             raise InvalidInputError("subcube takes three label ranges: msi.subcube[x0:x1, y0:y1, mz0:mz1]")
         windows = []
         for name, k in zip(("x", "y", "mz"), key, strict=True):
+            text = ":".join("" if v is None else str(v) for v in (k.start, k.stop, k.step)).rstrip(":")
+            # Labels are not positions: a step (in pixels? in Da?) has no single meaning, so none is guessed.
+            if k.step is not None:
+                raise InvalidInputError(f"subcube: the {name} range {text} has a step; give start:stop only")
+            if k.start is not None and k.stop is not None and k.start > k.stop:
+                raise InvalidInputError(
+                    f"subcube: the {name} range {text} runs backwards; give the smaller label first"
+                )
             axis = self.cube.coords[name]
             low = int(np.searchsorted(axis, k.start, "left")) if k.start is not None else 0
             high = int(np.searchsorted(axis, k.stop, "right")) if k.stop is not None else len(axis)
             windows.append(slice(low, high))
-        return self.cube.amplitude[tuple(windows)]
+        return self.cube._labelled(self.cube.amplitude[tuple(windows)], tuple(windows))
 
 
 KINDS[MSI_KIND] = MsiCube
