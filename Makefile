@@ -35,6 +35,13 @@ $(STAMPS)/system: Makefile
 	fi
 	@touch $@
 
+# The object-storage tests run against a real S3 server process: s3s-fs, built from
+# crates.io (SigV4, ranged GET, multipart upload, list; a Rust server, so not the
+# bottleneck of what it serves). The tests start and stop it.
+S3_SERVER := .tools/bin/s3s-fs
+$(S3_SERVER):
+	cargo install s3s-fs@0.14.1 --features binary --locked --quiet --root .tools
+
 $(STAMPS)/build: $(STAMPS)/venv $(STAMPS)/system $(ENGINE_SOURCES)
 	VIRTUAL_ENV=$(CURDIR)/$(VENV) $(VENV)/bin/maturin develop --release -q
 	@touch $@
@@ -58,7 +65,7 @@ lint: $(STAMPS)/venv $(STAMPS)/system ## rustfmt, clippy -D warnings, ruff, mypy
 rust-test: $(STAMPS)/system ## Rust unit and property tests
 	cargo test --release -q -p cubeslab-core
 
-py-test: build $(STAMPS)/system ## Python tests (API, CLI, round trips against segyio, bad inputs)
+py-test: build $(STAMPS)/system $(S3_SERVER) ## Python tests (API, CLI, round trips against segyio, bad inputs, S3)
 	$(PY) -m pytest
 
 test: lint rust-test py-test ## Everything CI runs
@@ -108,4 +115,4 @@ fuzz: ## Fuzz the SEG-Y reader, FUZZ_SECONDS per target (default 60; builds abou
 	done
 
 clean: ## Remove build output, the venv and demo data
-	rm -rf target fuzz/target dist $(VENV) $(STAMPS) demo-data bench/data
+	rm -rf target fuzz/target dist $(VENV) $(STAMPS) .tools demo-data bench/data

@@ -12,6 +12,7 @@ import numpy as np
 
 from . import _engine
 from .errors import InvalidInputError, SelectionError
+from .locations import is_remote, storage_options_of
 from .profiles import find_profile
 from .sizes import parse_size
 
@@ -151,15 +152,26 @@ class Array:
         if limit is not None and limit <= 0:
             raise InvalidInputError(f"cache={cache!r}: the write cache needs a positive number of bytes")
         self.writable = limit is not None
-        self._engine = _engine.ZarrArray(
-            self.path,
-            self.copies,
-            find_profile(self.path) if self.copies else None,
-            self.settings.threads,
-            self.settings.in_flight,
-            self.settings.verify,
-            limit,
-        )
+        if is_remote(self.path):
+            if self.writable:
+                raise InvalidInputError(
+                    f"{self.path}: window writes to object storage are not supported; write the store "
+                    "locally, then ingest or copy it there"
+                )
+            # Orientation copies serve local reads; on object storage every read goes to the array.
+            self.copies = []
+            # The read half of ZarrArray's methods: every write first needs self.writable, never set here.
+            self._engine: _engine.ZarrArray = _engine.RemoteArray(self.path, storage_options_of(path))  # type: ignore[assignment]
+        else:
+            self._engine = _engine.ZarrArray(
+                self.path,
+                self.copies,
+                find_profile(self.path) if self.copies else None,
+                self.settings.threads,
+                self.settings.in_flight,
+                self.settings.verify,
+                limit,
+            )
         self.shape: tuple[int, ...] = tuple(self._engine.shape)
         self.dtype = np.dtype(self._engine.dtype)
         self.metadata: dict = json.loads(self._engine.metadata_json)

@@ -35,6 +35,7 @@ from . import defaults, plan_cli
 from .defaults import HELP
 from .errors import CubeslabError, IngestWarning, InvalidInputError, SelectionError
 from .ingest import Phase
+from .locations import S3Path, store_path
 from .plan import check_access, check_compress, check_dtype
 from .sizes import parse_size, size_text
 from .store_report import error_summary, store_report
@@ -103,8 +104,8 @@ def parse_shape(text: str) -> tuple[int, ...]:
 
 @app.command()
 def ingest(
-    source: Annotated[Path, typer.Argument(help="SEG-Y file, .npy file, or raw bytes (with --shape)")],
-    store: Annotated[Path, typer.Argument(help="Zarr store to create (a folder)")],
+    source: Annotated[str, typer.Argument(help="SEG-Y file, .npy file, or raw bytes (with --shape)")],
+    store: Annotated[str, typer.Argument(help="Zarr store to create: a folder, or s3://bucket/key")],
     overwrite: Annotated[bool, typer.Option(help=HELP["overwrite"])] = False,
     resume: Annotated[bool, typer.Option(help=HELP["resume"])] = False,
     durable: Annotated[bool, typer.Option(help=HELP["durable"])] = False,
@@ -244,7 +245,7 @@ class PhaseBars:
 
 @app.command()
 def info(
-    path: Annotated[Path, typer.Argument(help="Cube store, or a SEG-Y file to describe before ingesting")],
+    path: Annotated[str, typer.Argument(help="Store (a folder or s3:// URL), or a file to describe")],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
     endian: Annotated[Endian, typer.Option(help=HELP["endian"])] = DEFAULT_ENDIAN,
     inline_byte: Annotated[int, typer.Option(help=HELP["inline_byte"])] = defaults.INLINE_BYTE,
@@ -255,29 +256,33 @@ def info(
     from .msi import is_imzml
     from .sources import HDF5_MAGIC, array_source, is_netcdf, signature_of
 
-    imzml = path.is_file() and is_imzml(path)
-    netcdf = path.is_file() and not imzml and is_netcdf(path)
-    hdf5 = path.is_file() and not netcdf and signature_of(path).startswith(HDF5_MAGIC)
-    array = array_source(path) if path.is_file() and not (imzml or netcdf or hdf5) else None
+    where = store_path(path)
+    if isinstance(where, S3Path):
+        show_report(store_report(where), as_json)
+        return
+    imzml = where.is_file() and is_imzml(where)
+    netcdf = where.is_file() and not imzml and is_netcdf(where)
+    hdf5 = where.is_file() and not netcdf and signature_of(where).startswith(HDF5_MAGIC)
+    array = array_source(where) if where.is_file() and not (imzml or netcdf or hdf5) else None
     if imzml:
         from .msi.imzml import describe as describe_imzml
 
-        report = describe_imzml(path)
+        report = describe_imzml(where)
     elif netcdf:
         from .sources.netcdf import describe_netcdf
 
-        report = describe_netcdf(path)
+        report = describe_netcdf(where)
     elif hdf5:
         from .sources.hdf5 import describe_hdf5
 
-        report = describe_hdf5(path)
+        report = describe_hdf5(where)
     elif array is not None:
         report = array.describe()
-    elif path.is_file():
+    elif where.is_file():
         from .ingest import describe_segy
 
         report = describe_segy(
-            path,
+            where,
             endian=endian.value,
             inline_byte=inline_byte,
             crossline_byte=crossline_byte,
@@ -288,7 +293,11 @@ def info(
             report.pop("binary_header")
             console.print(escape(text))
     else:
-        report = store_report(path)
+        report = store_report(where)
+    show_report(report, as_json)
+
+
+def show_report(report: dict, as_json: bool) -> None:
     if as_json:
         console.print_json(json.dumps(report))
         return
@@ -300,7 +309,7 @@ def info(
 
 @app.command()
 def read(
-    store: Annotated[Path, typer.Argument(help="Cube store")],
+    store: Annotated[str, typer.Argument(help="Cube store: a folder, or s3://bucket/key")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Output .npy or .png")],
     inline: Annotated[float | None, typer.Option(help="Inline number")] = None,
     crossline: Annotated[float | None, typer.Option(help="Crossline number")] = None,
@@ -393,7 +402,7 @@ def parse_window(text: str) -> tuple:
 
 @app.command()
 def export(
-    store: Annotated[Path, typer.Argument(help="Cube store")],
+    store: Annotated[str, typer.Argument(help="Cube store: a folder, or s3://bucket/key")],
     output: Annotated[
         Path, typer.Argument(help="SEG-Y file to write, or .npy, SEPlib .H, .h5, .nc or .fits")
     ],
@@ -427,7 +436,7 @@ def demo(
 
 @app.command()
 def verify(
-    store: Annotated[Path, typer.Argument(help="Store (or array) to check")],
+    store: Annotated[str, typer.Argument(help="Store (or array) to check")],
     against: Annotated[Path | None, typer.Option(help="SEG-Y source to compare the amplitudes with")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
     threads: Annotated[int | None, typer.Option(help="Worker threads (default: all cores)")] = None,
@@ -476,7 +485,7 @@ def print_verify(report: dict) -> None:
 
 @app.command()
 def describe(
-    store: Annotated[Path, typer.Argument(help="Store to describe")],
+    store: Annotated[str, typer.Argument(help="Store to describe")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON description")] = False,
 ) -> None:
     """The store's description: axes (name, size, origin, step, unit), dtype, layout, codec, fill value
@@ -500,7 +509,7 @@ def describe(
 
 @app.command()
 def create(
-    store: Annotated[Path, typer.Argument(help="Store to create (a folder that does not exist yet)")],
+    store: Annotated[str, typer.Argument(help="Store to create (a folder that does not exist yet)")],
     from_json: Annotated[
         Path, typer.Option("--from-json", help="A description, as `describe --json` prints")
     ],

@@ -12,6 +12,7 @@ from .array import Array
 from .cube import Cube
 from .description import create_arguments
 from .errors import InvalidInputError, StoreExistsError
+from .locations import local_only
 from .opener import open
 from .plan import plan
 
@@ -48,6 +49,7 @@ def create(
         return create(path, cache=cache, **create_arguments(description))
     if shape is None:
         raise InvalidInputError("create needs a shape (or a description)")
+    path = local_only(path, "create")
     if os.path.lexists(path) and not (os.path.isdir(path) and not os.listdir(path)):
         raise StoreExistsError(f"{path} already exists; create makes a new store (an empty folder, or none)")
     shape = tuple(int(n) for n in shape)

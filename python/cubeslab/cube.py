@@ -17,6 +17,7 @@ from .errors import (
     SelectionError,
     StoreChangedError,
 )
+from .locations import S3Path, storage_options_of, store_path
 from .mdio import header_field, header_keys, struct_headers
 from .schema import store_contents
 from .trace_fields import FIELD_BY_BYTE, TRACE_FIELDS
@@ -24,9 +25,9 @@ from .trace_fields import FIELD_BY_BYTE, TRACE_FIELDS
 VERTICAL_NAMES = ("time", "depth", "sample")
 
 
-def read_node(path: Path) -> dict:
+def read_node(path: Path | S3Path) -> dict:
     """A node's ``zarr.json``."""
-    node = json.loads(_engine.read_node(str(path)))
+    node = json.loads(_engine.read_node(str(path), storage_options_of(path)))
     if not isinstance(node, dict):
         file = path / "zarr.json"
         raise InvalidInputError(f"{file}: invalid metadata: not a JSON object but a {type(node).__name__}")
@@ -377,14 +378,20 @@ class Cube:
     """
 
     def __init__(
-        self, path: str | os.PathLike, settings: ReadSettings | None = None, cache: int | str | None = None
+        self,
+        path: str | os.PathLike,
+        settings: ReadSettings | None = None,
+        cache: int | str | None = None,
+        storage_options: dict | None = None,
     ):
-        self.path = Path(path)
+        self.path = store_path(path, storage_options)
         self.settings = settings or ReadSettings()
         contents = store_contents(self.path)
         self.attributes: dict = contents["attributes"]
-        self.amplitude = Array(contents["main"], self.settings, contents["copies"], cache=cache)
         is_group = contents["node_type"] == "group"
+        # The main array as a name of the store's own kind (a folder, or a URL with its connection).
+        main = self.path / Path(contents["main"]).name if is_group else self.path
+        self.amplitude = Array(main, self.settings, contents["copies"], cache=cache)
         self._arrays: dict[str, Array] = {Path(contents["main"]).name: self.amplitude} if is_group else {}
         self.dims: list[str] = list(self.amplitude.dimension_names or [f"dim_{i}" for i in range(self.ndim)])
         self.coords: dict[str, np.ndarray] = {}

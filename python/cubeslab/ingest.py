@@ -15,6 +15,7 @@ import numpy as np
 from . import _engine, defaults
 from .compression import with_max_error
 from .errors import IngestWarning, InvalidInputError
+from .locations import is_remote
 from .msi.ingest import ingest_imzml, is_imzml
 from .sources import array_source, is_netcdf
 from .sources.ingest import ingest_array
@@ -191,6 +192,11 @@ def ingest(
         if progress is not None:
             progress(Phase("write volume", 1, "bytes", done, total))
 
+    if is_remote(source):
+        raise InvalidInputError(
+            f"{source}: sources on object storage are not read yet; copy the file to this machine first"
+        )
+    remote = is_remote(store)  # also refuses a scheme cubeslab does not support
     if is_imzml(source):
         if resume:
             raise InvalidInputError(f"resume applies to SEG-Y ingest; {source} is imzML")
@@ -228,7 +234,8 @@ def ingest(
         endian=endian, inline_byte=inline_byte, crossline_byte=crossline_byte, offset_byte=offset_byte,
         allow_truncated=allow_truncated, sample_interval_us=sample_interval_us, vertical=vertical,
         memory_limit=None if memory_limit is None else int(memory_limit),
-        profile=measure_first(store, profile, source_bytes, progress),
+        # A store on object storage is planned for the built-in typical machine unless a profile is given.
+        profile=None if remote and profile is None else measure_first(store, profile, source_bytes, progress),
     )  # fmt: skip
     step = 2 * (threads or _engine.default_parallelism()[0])
 
@@ -278,6 +285,9 @@ def export(
     """
     from . import mdio
     from .sources import export as array_export
+
+    if is_remote(output):
+        raise InvalidInputError(f"{output}: exports are written on this machine, not to object storage")
 
     kind = ARRAY_EXPORTS.get(os.path.splitext(os.fspath(output))[1])
     if compress is not None and kind not in ("hdf5", "netcdf"):

@@ -12,6 +12,7 @@ from .cube import Cube, read_node
 from .errors import CubeslabError, InvalidInputError
 from .hdf5_array import Hdf5Array
 from .hdf5_file import is_hdf5_file
+from .locations import S3Path, store_path
 from .schema import store_contents
 
 KINDS: dict[str, type[Cube]] = {}
@@ -29,10 +30,14 @@ def open(
     verify: bool = True,
     dataset: str | None = None,
     variable: str | None = None,
+    storage_options: dict | None = None,
 ) -> Cube:
     """Open a cube store (cubeslab, MDIO v1, or a plain Zarr v3 array), or read an HDF5 dataset
     (``dataset="/group/name"``) or NetCDF 4 variable (``variable="name"``) in place, no ingest: that
     returns an :class:`~cubeslab.hdf5_array.Hdf5Array`, read-only.
+
+    ``path`` may be a URL, ``s3://bucket/key``, read-only; ``storage_options`` (fsspec's names: ``key``,
+    ``secret``, ``endpoint_url``, ``region``) connect to it, else the ``AWS_*`` environment variables.
 
     mode: ``"r"`` (the default) to read; ``"r+"`` to write windows of its amplitudes too, through a
     write-back cache of ``cache`` bytes (or a size such as ``"512MiB"``; default
@@ -41,6 +46,14 @@ def open(
     if mode not in ("r", "r+"):
         raise InvalidInputError(f"mode={mode!r}: open a store with mode 'r' (read) or 'r+' (read and write)")
     settings = ReadSettings(threads=threads, in_flight=in_flight, verify=verify)
+    where = store_path(path, storage_options)
+    if isinstance(where, S3Path):
+        if dataset is not None or variable is not None or mode != "r":
+            raise InvalidInputError(
+                f"{path}: a store on object storage is opened to read (mode 'r'), and HDF5 files are "
+                "read in place only on this machine"
+            )
+        return KINDS.get(kind_of(where), Cube)(where, settings)
     if dataset is not None or variable is not None or is_hdf5_file(path):
         if mode != "r":
             raise InvalidInputError(
@@ -58,8 +71,10 @@ def kind_of(path: str | os.PathLike) -> str:
     """The kind a store's main array records (``attributes["cubeslab"]["kind"]``), or ``""``: read from
     its metadata alone, so that the store is opened once, by the class of its kind."""
     try:
-        contents = store_contents(Path(path), to_read=False)
-        attributes = read_node(Path(contents["main"])).get("attributes", {})
+        where = store_path(path)
+        contents = store_contents(where, to_read=False)
+        main = where / Path(contents["main"]).name if contents["node_type"] == "group" else where
+        attributes = read_node(main).get("attributes", {})
     except CubeslabError:
         return ""  # the cube's own opening says what is wrong
     ours = attributes.get("cubeslab") if isinstance(attributes, dict) else None

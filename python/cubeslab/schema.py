@@ -22,4 +22,5 @@ def store_contents(path: str | os.PathLike, *, to_read: bool = True) -> dict:
     (a group's), ``main`` (the array reads go to) and ``copies`` (its orientation copies).
     ``to_read``: refused (:class:`IncompleteStoreError`, :class:`StoreChangedError`) unless
     the store may be read."""
-    return json.loads(_engine.store_contents(os.fspath(path), to_read))
+    options = getattr(path, "storage_options", None)  # an S3Path's connection
+    return json.loads(_engine.store_contents(os.fspath(path), to_read, options))

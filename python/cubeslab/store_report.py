@@ -7,14 +7,11 @@ from pathlib import Path
 
 from .compression import readers
 from .errors import IncompleteStoreError
+from .locations import S3Path, store_size
 from .schema import store_contents
 
 
-def store_size(path: Path) -> int:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
-
-
-def store_report(store: Path) -> dict:
+def store_report(store: Path | S3Path) -> dict:
 
     try:
         contents = store_contents(store, to_read=False)
@@ -31,9 +28,11 @@ def store_report(store: Path) -> dict:
     from .mdio import store_notes
 
     cube = open_cube(store)
-    size = store_size(store)
+    size = store_size(cube.path)
     amplitude = cube.amplitude
-    volume = store_size(Path(amplitude.path))
+    volume = store_size(
+        cube.path / Path(amplitude.path).name if contents["node_type"] == "group" else cube.path
+    )
     copies = sum(store_size(Path(c)) for c in amplitude.copies)
     report.update(
         {

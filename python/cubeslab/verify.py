@@ -8,6 +8,7 @@ import os
 
 from . import _engine
 from .foreign import recheck_unreadable
+from .locations import local_only
 from .schema import store_contents
 
 
@@ -27,6 +28,7 @@ def verify(
     with the byte order and header bytes the ingest recorded), ``against`` holds the error
     statistics; a store whose compression is lossless must match its source exactly.
     """
+    store = local_only(store, "verify")
     report = json.loads(_engine.verify_store(os.fspath(store), threads))
     if report.get("unreadable"):  # data types the engine does not read, as MDIO's struct headers
         recheck_unreadable(report)

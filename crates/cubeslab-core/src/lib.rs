@@ -11,6 +11,8 @@
 //! * [`segy`]: SEG-Y headers, sample formats and survey geometry.
 //! * [`ingest`]: SEG-Y → cube store, streaming within a memory bound.
 //! * [`export`]: cube store → SEG-Y.
+//! * [`remote`]: stores on S3-compatible object storage: locations, reads, uploads.
+//! * [`destination`]: where an ingest's store goes, published on this machine or uploaded.
 //! * [`plan`]: device profiles, the cost model and the layout optimizer.
 //! * [`handle`]: an array as a caller holds it: with its orientation copies (each read routed to the
 //!   fastest) or open for writing.
@@ -27,6 +29,7 @@
 pub mod chunked_file;
 pub mod compress;
 pub mod config;
+pub mod destination;
 pub mod dtype;
 pub mod error;
 pub mod export;
@@ -35,6 +38,7 @@ pub mod ingest;
 pub mod plan;
 pub mod progress;
 pub mod read_ahead;
+pub mod remote;
 pub mod segy;
 mod share;
 pub mod store;

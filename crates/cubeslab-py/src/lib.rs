@@ -8,6 +8,7 @@ mod chunked_file;
 mod errors;
 mod options;
 mod plan;
+mod remote;
 mod verify;
 
 use std::path::PathBuf;
@@ -19,7 +20,7 @@ use cubeslab_core::{
     handle::ArrayHandle,
     ingest::Ingest as CoreIngest,
     progress::Progress as CoreProgress,
-    store::{ArraySpec, ReadOptions, StoreContents, ZarrArray as CoreArray},
+    store::{ArraySpec, ReadOptions, ZarrArray as CoreArray},
     window::{DimRange, Window},
 };
 use pyo3::{buffer::PyBuffer, prelude::*};
@@ -361,29 +362,6 @@ fn segy_info(py: Python<'_>, path: PathBuf, options: &IngestOptions) -> PyResult
     Ok(described.to_string())
 }
 
-/// A node's `zarr.json` as JSON text; a store still being written (under
-/// its staging name) is an `IncompleteStoreError`, not a missing one.
-#[pyfunction]
-fn read_node(py: Python<'_>, path: PathBuf) -> PyResult<String> {
-    let node = engine(py, || cubeslab_core::store::read_metadata(&path))?;
-    Ok(node.to_string())
-}
-
-/// What the store at `path` holds (state, attributes, main array, its
-/// copies) as JSON; `to_read`: refused unless it may be read.
-#[pyfunction]
-#[pyo3(signature = (path, to_read=true))]
-fn store_contents(py: Python<'_>, path: PathBuf, to_read: bool) -> PyResult<String> {
-    let contents = engine(py, || {
-        if to_read {
-            StoreContents::open_to_read(&path)
-        } else {
-            StoreContents::read(&path)
-        }
-    })?;
-    Ok(contents.to_json().to_string())
-}
-
 /// The names a survey store's arrays have, by role (`amplitude`,
 /// `trace_mask`, `raw_headers`, `file_header`, `cdp_x`, `cdp_y`).
 #[pyfunction]
@@ -392,52 +370,6 @@ fn survey_arrays() -> std::collections::HashMap<&'static str, &'static str> {
         .iter()
         .copied()
         .collect()
-}
-
-/// A store written under a staging name, moved into place only when
-/// complete (see `cubeslab_core::store::Publication`).
-#[pyclass]
-struct Publication {
-    inner: Option<cubeslab_core::store::Publication>,
-}
-
-#[pymethods]
-impl Publication {
-    /// Begin a store for `target`; an existing one is replaced only with `overwrite`.
-    #[new]
-    fn begin(py: Python<'_>, target: PathBuf, overwrite: bool) -> PyResult<Self> {
-        Ok(Self {
-            inner: Some(engine(py, || {
-                cubeslab_core::store::Publication::begin(&target, overwrite)
-            })?),
-        })
-    }
-
-    /// Where the store is written meanwhile.
-    #[getter]
-    fn staging(&self) -> PyResult<PathBuf> {
-        self.inner
-            .as_ref()
-            .map(|p| p.staging.clone())
-            .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("already published"))
-    }
-
-    /// Move the complete store into place (`durable`: flushed to the device first).
-    fn commit(&mut self, py: Python<'_>, durable: bool) -> PyResult<()> {
-        let publication = self
-            .inner
-            .take()
-            .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("already published"))?;
-        engine(py, move || {
-            let durability = if durable {
-                cubeslab_core::store::sync_tree(&publication.staging)?;
-                cubeslab_core::store::Durability::Synced
-            } else {
-                cubeslab_core::store::Durability::Cached
-            };
-            publication.commit(durability)
-        })
-    }
 }
 
 /// Create a group at `path` whose main array is `main`, with `attributes`
@@ -533,11 +465,14 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Progress>()?;
     m.add_class::<IngestOptions>()?;
     m.add_class::<ExportOptions>()?;
-    m.add_class::<Publication>()?;
+    m.add_class::<remote::Publication>()?;
+    m.add_class::<remote::RemoteArray>()?;
+    m.add_function(wrap_pyfunction!(remote::location, m)?)?;
+    m.add_function(wrap_pyfunction!(remote::stored_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(export, m)?)?;
     m.add_function(wrap_pyfunction!(segy_info, m)?)?;
-    m.add_function(wrap_pyfunction!(read_node, m)?)?;
-    m.add_function(wrap_pyfunction!(store_contents, m)?)?;
+    m.add_function(wrap_pyfunction!(remote::read_node, m)?)?;
+    m.add_function(wrap_pyfunction!(remote::store_contents, m)?)?;
     m.add_function(wrap_pyfunction!(survey_arrays, m)?)?;
     m.add_function(wrap_pyfunction!(write_cache_default, m)?)?;
     m.add_function(wrap_pyfunction!(compression_name, m)?)?;

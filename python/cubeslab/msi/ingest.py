@@ -21,8 +21,8 @@ from .. import _engine, defaults
 from ..array import Array
 from ..create import MAIN_ARRAY, create
 from ..errors import InvalidInputError
+from ..locations import store_size
 from ..sources.ingest import Progress, planned, summary
-from ..store_report import store_size
 from .imzml import Imzml, Spectra, check_checksum, check_ibd, parse
 
 MSI_KIND = "msi"
@@ -402,5 +402,6 @@ def ingest_imzml(
     _engine.add_group_attributes(staging, json.dumps({"cubeslab": record}))
     if checked is not None:
         checked.result()  # a checksum that disagrees stops the ingest here: nothing is published
+    report |= summary(path, store, shape, dtype, chunks, shards, layout, access, staging)
     publication.commit(durable)
-    return summary(path, store, shape, dtype, chunks, shards, layout, access) | report
+    return report

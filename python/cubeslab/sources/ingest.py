@@ -14,8 +14,8 @@ from .. import _engine, defaults
 from ..array import Array
 from ..create import MAIN_ARRAY, create
 from ..description import AXES_ATTR
+from ..locations import store_size
 from ..plan import plan
-from ..store_report import store_size
 from .raw import ArraySource
 
 Progress = Callable[[int, int], None]
@@ -50,8 +50,10 @@ def write_in_slabs(
 
 
 def summary(
-    source: str, store, shape, dtype: np.dtype, chunks, shards, layout: str, access: str | None
+    source: str, store, shape, dtype: np.dtype, chunks, shards, layout: str, access: str | None, staging
 ) -> dict:
+    """What an ingest reports; ``staging``: the store's folder before it is published (a store on
+    object storage is measured there)."""
     return {
         "source": source,
         "shape": list(shape),
@@ -61,7 +63,8 @@ def summary(
             "strategy": layout,
             "access": access or "planes",
         },
-        "stored_bytes": store_size(Path(store)),
+        "store": os.fspath(store),
+        "stored_bytes": store_size(Path(staging)),
     }
 
 
@@ -103,5 +106,6 @@ def ingest_array(
         compress=compress, cache=max(limit // 2, 1), attributes=attributes,
     ) as out:  # fmt: skip
         write_in_slabs(out.amplitude, source.read, shards, limit, progress)
+    report = summary(source.path, store, shape, dtype, chunks, shards, layout, access, publication.staging)
     publication.commit(durable)
-    return summary(source.path, store, shape, dtype, chunks, shards, layout, access)
+    return report

@@ -158,5 +158,6 @@ def ingest_netcdf(
             dimension_names=list(c.dimensions), attributes=_attributes(c),
         )  # fmt: skip
     dataset.close()
+    report = summary(os.fspath(path), store, shape, dtype, chunks, shards, layout, access, staging)
     publication.commit(durable)
-    return summary(os.fspath(path), store, shape, dtype, chunks, shards, layout, access) | {"variable": name}
+    return report | {"variable": name}

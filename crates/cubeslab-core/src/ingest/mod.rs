@@ -44,11 +44,12 @@ use serde_json::{json, Map, Value};
 use crate::compress::ChunkErrors;
 use crate::{
     config::Parallelism,
+    destination::Destination,
     error::Result,
     plan::{dir_bytes, Strategy},
     progress::{Progress, Unit},
     segy::{Geometry, SegyFile},
-    store::{sync_tree, Durability, Group, Publication, StoreLock, ZarrArray},
+    store::{sync_tree, Durability, Group, StoreLock, ZarrArray},
 };
 use design::Design;
 use survey::RecordedLayouts;
@@ -82,7 +83,7 @@ pub struct Ingest {
     /// Held until the store is complete, or the ingest is dropped.
     lock: Option<StoreLock>,
     /// Where the store goes when complete (none for a store resumed in place).
-    publication: Option<Publication>,
+    publication: Option<Destination>,
 }
 
 impl Ingest {

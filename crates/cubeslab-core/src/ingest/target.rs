@@ -8,10 +8,12 @@ use serde_json::{Map, Value};
 
 use super::{survey, IngestOptions};
 use crate::{
+    destination::Destination,
     error::Result,
+    remote::{Location, StorageOptions, Upload},
     store::{
-        new_generation, record_generation, recorded_generation, staging_path, Group, Publication,
-        StoreError, StoreLock, StoreState,
+        new_generation, record_generation, recorded_generation, staging_path, Group, StoreError,
+        StoreLock, StoreState,
     },
 };
 
@@ -19,6 +21,8 @@ use crate::{
 pub(super) struct Target {
     /// Where the store will be.
     pub store: PathBuf,
+    /// The same, a folder or a URL.
+    location: Location,
     /// Where it is written meanwhile.
     pub write_to: PathBuf,
     /// Whether a stopped ingest is continued.
@@ -30,7 +34,7 @@ pub(super) struct Target {
 /// The opened target: its lock, and where it goes when complete.
 pub(super) struct Opened {
     pub lock: StoreLock,
-    pub publication: Option<Publication>,
+    pub publication: Option<Destination>,
     /// The store's generation (see `store/identity.rs`); a store resumed
     /// from before generations existed has none.
     pub generation: Option<u64>,
@@ -41,7 +45,19 @@ impl Target {
     /// be long) a store or staging folder that is there without
     /// `--overwrite` or `--resume`.
     pub fn resolve(store: &Path, options: &IngestOptions) -> Result<Self> {
+        let location = Location::parse(&store.to_string_lossy())?;
         let store = store.to_path_buf();
+        if let Location::S3(url) = &location {
+            // Existence is the upload's to check, when the target opens.
+            let write_to = Upload::staging_for(url);
+            return Ok(Self {
+                store,
+                resuming: options.resume && write_to.join("zarr.json").is_file(),
+                location,
+                write_to,
+                in_place: false,
+            });
+        }
         let staging = staging_path(&store);
         let staged = options.resume && staging.join("zarr.json").is_file();
         let in_place = options.resume
@@ -72,6 +88,7 @@ impl Target {
         }
         Ok(Self {
             store,
+            location,
             write_to,
             resuming,
             in_place,
@@ -91,14 +108,18 @@ impl Target {
             let publication = if self.in_place {
                 None
             } else {
-                Some(Publication::resume(&self.store)?)
+                Some(Destination::resume(&self.location, &StorageOptions::new())?)
             };
             let lock = survey::check_resumable(&self.write_to, fingerprint)?;
             survey::remove_temporary_files(&self.write_to)?;
             (lock, publication)
         } else {
-            let publication = Publication::begin(&self.store, overwrite)?;
-            (StoreLock::acquire(&publication.staging)?, Some(publication))
+            let publication =
+                Destination::begin(&self.location, &StorageOptions::new(), overwrite)?;
+            (
+                StoreLock::acquire(publication.staging())?,
+                Some(publication),
+            )
         };
         // A resume keeps the generation the stopped ingest chose.
         let generation = if self.resuming {

@@ -26,7 +26,7 @@ use crate::{
     config::Parallelism,
     dtype::DType,
     error::Result,
-    window::{strides, unravel, ChunkSpan, Placement, Window, MAX_DIMS},
+    window::{unravel, Window, MAX_DIMS},
     Error,
 };
 
@@ -324,12 +324,7 @@ impl ZarrArray {
 
     /// Through zarrs: retrieve the bounding box, then pick the stepped elements.
     fn read_generic(&self, window: &Window, out: &mut [u8], options: &ReadOptions) -> Result<()> {
-        let nd = self.shape.len();
-        let bbox: Vec<std::ops::Range<u64>> = window
-            .dims
-            .iter()
-            .map(|r| r.start..r.start + (r.len() - 1) * r.step + 1)
-            .collect();
+        let bbox = window.bounding_box();
         if self.sharded.is_none() && self.outer != Outer::Other {
             self.check_claims(&bbox)?;
         }
@@ -337,50 +332,21 @@ impl ZarrArray {
             .with_validate_checksums(options.verify)
             // zarrs fans out into the current pool; a one-thread read stays on its thread.
             .with_concurrent_target(options.parallelism.threads);
+        let codec_error = |e: String| StoreError::Codec {
+            array: self.dir.clone(),
+            key: "(zarrs read)".into(),
+            message: e,
+        };
         let bytes = self
             .array
             .retrieve_array_subset_opt::<ArrayBytes<'static>>(
                 &ArraySubset::new_with_ranges(&bbox),
                 &codec_options,
             )
-            .map_err(|e| StoreError::Codec {
-                array: self.dir.clone(),
-                key: "(zarrs read)".into(),
-                message: e.to_string(),
-            })?
+            .map_err(|e| codec_error(e.to_string()))?
             .into_fixed()
-            .map_err(|e| StoreError::Codec {
-                array: self.dir.clone(),
-                key: "(zarrs read)".into(),
-                message: e.to_string(),
-            })?;
-        if nd == 0 {
-            out.copy_from_slice(&bytes[..out.len()]);
-            return Ok(());
-        }
-        let bbox_shape: Vec<u64> = bbox.iter().map(|r| r.end - r.start).collect();
-        let spans: Vec<ChunkSpan> = window
-            .dims
-            .iter()
-            .map(|r| ChunkSpan {
-                chunk: 0,
-                first: 0,
-                count: r.len(),
-                out_first: 0,
-            })
-            .collect();
-        let steps = window.steps();
-        let (src, dst) = (strides(&bbox_shape), strides(&window.shape()));
-        let placement = Placement {
-            src_strides: &src,
-            dst_strides: &dst,
-            steps: &steps,
-            ndim: nd,
-            elem: self.dtype.size(),
-        };
-        // SAFETY: `out` has the window's size (checked by the caller) and
-        // `bytes` the bounding box's.
-        unsafe { placement.copy(&spans, &bytes, out.as_mut_ptr()) };
+            .map_err(|e| codec_error(e.to_string()))?;
+        window.pick_from_box(&bytes, out, self.dtype.size());
         Ok(())
     }
 

@@ -40,18 +40,30 @@ pub struct StoreContents {
 impl StoreContents {
     /// Read what the store at `path` holds, whatever its state.
     pub fn read(path: &Path) -> Result<Self> {
-        let node = read_metadata(path)?;
+        Ok(Self::of_node(path, &read_metadata(path)?))
+    }
+
+    /// What a store holds, from its root node's `zarr.json` (`node`), with
+    /// its arrays named under `path` (a folder, or a URL).
+    pub fn of_node(path: &Path, node: &Value) -> Self {
         if node.get("node_type").and_then(Value::as_str) != Some("group") {
-            return Ok(Self {
+            return Self {
                 path: path.to_path_buf(),
                 is_group: false,
                 state: StoreState::Foreign,
                 attributes: Map::new(),
                 main: path.to_path_buf(),
                 copies: Vec::new(),
-            });
+            };
         }
-        let group = Group::open(path)?;
+        let group = Group {
+            path: path.to_path_buf(),
+            attributes: node
+                .get("attributes")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default(),
+        };
         let main = group
             .attributes
             .get("attributes")
@@ -71,14 +83,14 @@ impl StoreContents {
                     .collect()
             })
             .unwrap_or_default();
-        Ok(Self {
+        Self {
             path: path.to_path_buf(),
             is_group: true,
             state: group.state(),
             main: path.join(main),
             copies,
             attributes: group.attributes,
-        })
+        }
     }
 
     /// What the store at `path` holds, refused unless it may be read: an
@@ -86,27 +98,34 @@ impl StoreContents {
     /// than the group (the store was swapped while being opened).
     pub fn open_to_read(path: &Path) -> Result<Self> {
         let contents = Self::read(path)?;
-        if let StoreState::Incomplete(state) = &contents.state {
+        contents.check_readable(|| read_metadata(&contents.main))?;
+        Ok(contents)
+    }
+
+    /// Fail unless the store may be read: not an ingest that did not finish,
+    /// and a main array (its `zarr.json` from `main_node`) of the group's
+    /// generation.
+    pub fn check_readable(&self, main_node: impl FnOnce() -> Result<Value>) -> Result<()> {
+        if let StoreState::Incomplete(state) = &self.state {
             return Err(StoreError::Incomplete {
-                path: path.to_path_buf(),
+                path: self.path.clone(),
                 state: state.clone(),
             }
             .into());
         }
-        if contents.is_group {
-            let main = read_metadata(&contents.main)?;
-            let main_generation = main
+        if self.is_group {
+            let main_generation = main_node()?
                 .get("attributes")
                 .and_then(Value::as_object)
                 .and_then(recorded_generation);
-            if main_generation != recorded_generation(&contents.attributes) {
+            if main_generation != recorded_generation(&self.attributes) {
                 return Err(StoreError::Changed {
-                    path: path.to_path_buf(),
+                    path: self.path.clone(),
                 }
                 .into());
             }
         }
-        Ok(contents)
+        Ok(())
     }
 
     /// The state as words: `complete`, the incomplete state's name, or

@@ -163,6 +163,56 @@ impl Window {
         steps
     }
 
+    /// The smallest box holding every selected element: from each
+    /// dimension's start to its last selected index, inclusive.
+    pub fn bounding_box(&self) -> Vec<std::ops::Range<u64>> {
+        self.dims
+            .iter()
+            .map(|r| r.start..r.start + (r.len() - 1) * r.step + 1)
+            .collect()
+    }
+
+    /// Copy the selected elements (`elem` bytes each) out of `boxed`, the
+    /// C-order contents of [`Self::bounding_box`], into `out`.
+    pub fn pick_from_box(&self, boxed: &[u8], out: &mut [u8], elem: usize) {
+        let nd = self.dims.len();
+        let box_shape: Vec<u64> = self
+            .bounding_box()
+            .iter()
+            .map(|r| r.end - r.start)
+            .collect();
+        assert_eq!(
+            boxed.len() as u64,
+            box_shape.iter().product::<u64>() * elem as u64
+        );
+        assert_eq!(out.len() as u64, self.num_elements() * elem as u64);
+        if nd == 0 {
+            out.copy_from_slice(&boxed[..out.len()]);
+            return;
+        }
+        let spans: Vec<ChunkSpan> = self
+            .dims
+            .iter()
+            .map(|r| ChunkSpan {
+                chunk: 0,
+                first: 0,
+                count: r.len(),
+                out_first: 0,
+            })
+            .collect();
+        let steps = self.steps();
+        let (src, dst) = (strides(&box_shape), strides(&self.shape()));
+        let placement = Placement {
+            src_strides: &src,
+            dst_strides: &dst,
+            steps: &steps,
+            ndim: nd,
+            elem,
+        };
+        // SAFETY: both buffers' sizes were checked above.
+        unsafe { placement.copy(&spans, boxed, out.as_mut_ptr()) };
+    }
+
     /// Check the window against an array of `shape` and a buffer of
     /// `buffer_len` bytes for it (`elem` bytes per element); the bytes the
     /// window holds.

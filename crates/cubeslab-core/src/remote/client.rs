@@ -1,0 +1,129 @@
+//! Connections to S3-compatible storage: one client per bucket and options,
+//! kept for the process, and the runtime their requests run on.
+//!
+//! Credentials, region and endpoint come as the AWS tools take them: the
+//! `AWS_*` environment variables (`AWS_ACCESS_KEY_ID`,
+//! `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION`,
+//! `AWS_ENDPOINT_URL`), then `storage_options` as fsspec users pass them
+//! (`key`, `secret`, `token`, `region`, `endpoint_url`, or any object_store
+//! S3 option name). An `http://` endpoint is allowed because it was asked
+//! for. Failed requests (a server gone, a 503 SlowDown) are retried with
+//! exponential backoff, `AWS_MAX_ATTEMPTS` times in all.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    future::Future,
+    sync::{Arc, Mutex, OnceLock},
+    time::Duration,
+};
+
+use object_store::{
+    aws::{AmazonS3Builder, AmazonS3ConfigKey},
+    BackoffConfig, ObjectStore, RetryConfig,
+};
+
+use super::{RemoteError, S3Url};
+
+/// Options of a connection, by name (see the module's documentation).
+pub type StorageOptions = BTreeMap<String, String>;
+
+/// Requests made for one operation before it fails, unless
+/// `AWS_MAX_ATTEMPTS` says otherwise.
+pub const MAX_ATTEMPTS_DEFAULT: usize = 5;
+
+/// Time after which a failing request is no longer retried.
+const RETRY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// fsspec's names for the options object_store names otherwise.
+const FSSPEC_NAMES: [(&str, &str); 6] = [
+    ("key", "aws_access_key_id"),
+    ("secret", "aws_secret_access_key"),
+    ("token", "aws_session_token"),
+    ("region", "aws_region"),
+    ("region_name", "aws_region"),
+    ("endpoint_url", "aws_endpoint"),
+];
+
+/// The runtime every request runs on.
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("cubeslab-s3")
+            .enable_all()
+            .build()
+            .expect("a tokio runtime starts")
+    })
+}
+
+/// Run `future` to its end on the requests' runtime, from a thread that is
+/// not one of its own.
+pub(super) fn block_on<F: Future>(future: F) -> F::Output {
+    runtime().block_on(future)
+}
+
+/// The client for `url`'s bucket with `options` (made once per process).
+pub fn connect(url: &S3Url, options: &StorageOptions) -> Result<Arc<dyn ObjectStore>, RemoteError> {
+    static CLIENTS: OnceLock<Mutex<HashMap<String, Arc<dyn ObjectStore>>>> = OnceLock::new();
+    let id = format!("{}\u{0}{options:?}", url.bucket);
+    let clients = CLIENTS.get_or_init(Default::default);
+    if let Some(client) = clients.lock().expect("no panic holds it").get(&id) {
+        return Ok(client.clone());
+    }
+    let client: Arc<dyn ObjectStore> = Arc::new(build(url, options)?);
+    clients
+        .lock()
+        .expect("no panic holds it")
+        .insert(id, client.clone());
+    Ok(client)
+}
+
+fn build(
+    url: &S3Url,
+    options: &StorageOptions,
+) -> Result<object_store::aws::AmazonS3, RemoteError> {
+    let bad = |why: String| RemoteError::BadUrl {
+        url: url.to_string(),
+        why,
+    };
+    let mut builder = AmazonS3Builder::from_env().with_bucket_name(&url.bucket);
+    for (name, value) in options {
+        let name = FSSPEC_NAMES
+            .iter()
+            .find(|(fsspec, _)| fsspec == name)
+            .map_or(name.as_str(), |(_, ours)| ours);
+        let key: AmazonS3ConfigKey = name
+            .to_ascii_lowercase()
+            .parse()
+            .map_err(|_| bad(format!("unknown storage option {name:?}")))?;
+        builder = builder.with_config(key, value);
+    }
+    let endpoint = builder
+        .get_config_value(&AmazonS3ConfigKey::Endpoint)
+        .unwrap_or_default();
+    if endpoint.starts_with("http://") {
+        builder = builder.with_allow_http(true);
+    }
+    if builder
+        .get_config_value(&AmazonS3ConfigKey::Region)
+        .is_none()
+    {
+        builder = builder.with_region("us-east-1");
+    }
+    let attempts = std::env::var("AWS_MAX_ATTEMPTS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(MAX_ATTEMPTS_DEFAULT)
+        .max(1);
+    builder = builder.with_retry(RetryConfig {
+        backoff: BackoffConfig {
+            init_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(5),
+            base: 2.0,
+        },
+        max_retries: attempts - 1,
+        retry_timeout: RETRY_TIMEOUT,
+    });
+    builder.build().map_err(|e| bad(e.to_string()))
+}

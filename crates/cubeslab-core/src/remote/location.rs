@@ -1,0 +1,136 @@
+//! Where a store or a source is: a local path or an `s3://` URL.
+
+use std::path::PathBuf;
+
+use super::RemoteError;
+
+/// A store's or a source's place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// A path on this machine.
+    Local(PathBuf),
+    /// An object, or a prefix of objects, on S3-compatible storage.
+    S3(S3Url),
+}
+
+/// `s3://bucket/key`: a bucket and a key (no leading or trailing `/`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct S3Url {
+    /// The bucket.
+    pub bucket: String,
+    /// The key, or the prefix of a store's keys; empty for the bucket's root.
+    pub key: String,
+}
+
+impl Location {
+    /// Read `text`: a URL with a scheme (`s3://`; `file://` for a local
+    /// path), or a plain path. A scheme cubeslab does not support is an
+    /// error, so that `gs://b/x` never becomes a folder named `gs:`.
+    pub fn parse(text: &str) -> Result<Self, RemoteError> {
+        let Some((scheme, rest)) = text.split_once("://") else {
+            return Ok(Self::Local(PathBuf::from(text)));
+        };
+        let valid_scheme = !scheme.is_empty()
+            && scheme
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic())
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
+        if !valid_scheme {
+            return Ok(Self::Local(PathBuf::from(text)));
+        }
+        match scheme.to_ascii_lowercase().as_str() {
+            "file" => Ok(Self::Local(PathBuf::from(rest))),
+            "s3" => {
+                let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
+                if bucket.is_empty() {
+                    return Err(RemoteError::BadUrl {
+                        url: text.into(),
+                        why: "no bucket".into(),
+                    });
+                }
+                Ok(Self::S3(S3Url {
+                    bucket: bucket.into(),
+                    key: key.trim_matches('/').into(),
+                }))
+            }
+            _ => Err(RemoteError::UnsupportedScheme {
+                url: text.into(),
+                scheme: scheme.into(),
+            }),
+        }
+    }
+}
+
+impl S3Url {
+    /// The URL of `name` under this one.
+    pub fn join(&self, name: &str) -> Self {
+        let name = name.trim_matches('/');
+        let key = if self.key.is_empty() {
+            name.to_string()
+        } else {
+            format!("{}/{name}", self.key)
+        };
+        Self {
+            bucket: self.bucket.clone(),
+            key,
+        }
+    }
+}
+
+impl std::fmt::Display for S3Url {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "s3://{}/{}", self.bucket, self.key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_paths_and_file_urls_are_local() {
+        for (text, path) in [
+            ("survey.zarr", "survey.zarr"),
+            ("/data/a.zarr", "/data/a.zarr"),
+            ("file:///data/a.zarr", "/data/a.zarr"),
+            ("weird name://x", "weird name://x"),
+        ] {
+            assert_eq!(
+                Location::parse(text).unwrap(),
+                Location::Local(PathBuf::from(path))
+            );
+        }
+    }
+
+    #[test]
+    fn s3_urls_give_bucket_and_key() {
+        let Location::S3(url) = Location::parse("s3://bucket/raw/f3.zarr/").unwrap() else {
+            panic!("not an S3 URL");
+        };
+        assert_eq!(
+            (url.bucket.as_str(), url.key.as_str()),
+            ("bucket", "raw/f3.zarr")
+        );
+        assert_eq!(
+            url.join("amplitude").to_string(),
+            "s3://bucket/raw/f3.zarr/amplitude"
+        );
+        assert!(matches!(
+            Location::parse("s3:///key"),
+            Err(RemoteError::BadUrl { .. })
+        ));
+    }
+
+    #[test]
+    fn other_schemes_are_refused() {
+        for text in ["gs://b/x.zarr", "https://host/x.zarr", "az://c/x"] {
+            assert!(matches!(
+                Location::parse(text),
+                Err(RemoteError::UnsupportedScheme { .. })
+            ));
+        }
+    }
+}

@@ -1,0 +1,22 @@
+//! Stores on S3-compatible object storage.
+//!
+//! A store is named by a [`Location`]: a local path, or an `s3://bucket/key`
+//! URL; any other scheme is refused, never taken for a path. Reads go
+//! through `zarrs` over `object_store` (ranged GETs, coalesced and many in
+//! flight). Writes are staged in a local folder, as every ingest is, and
+//! published by uploading whole shards with the group's metadata, which
+//! marks the store complete, last ([`upload`]).
+
+mod array;
+mod client;
+mod contents;
+mod error;
+mod location;
+mod upload;
+
+pub use array::RemoteArray;
+pub use client::{connect, StorageOptions, MAX_ATTEMPTS_DEFAULT};
+pub use contents::{remote_contents, remote_node};
+pub use error::RemoteError;
+pub use location::{Location, S3Url};
+pub use upload::{stored_bytes, Upload};

@@ -1,0 +1,281 @@
+//! Publishing a store to object storage. It is written in a local staging
+//! folder as every ingest is, then uploaded: every shard and array document
+//! first, whole (multipart above a size), and the root `zarr.json` last. A
+//! store's readers open that document first, so an upload that stops
+//! midway is never seen as a store, let alone a complete one. Replacing a
+//! store deletes its root document before anything else changes.
+
+use std::{
+    collections::HashSet,
+    io::Read,
+    path::{Path, PathBuf},
+    sync::Arc,
+};
+
+use futures::{StreamExt, TryStreamExt};
+use object_store::{path::Path as Key, ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart};
+
+use super::{
+    client::{block_on, connect},
+    RemoteError, S3Url, StorageOptions,
+};
+use crate::{
+    error::Result,
+    store::{StoreError, WRITE_LOCK_FILE},
+    Error,
+};
+
+/// Files above this size go up in parts.
+const MULTIPART_ABOVE: u64 = 32 << 20;
+/// The size of each part.
+const PART_BYTES: usize = 16 << 20;
+/// Files uploaded at once.
+const FILES_IN_FLIGHT: usize = 8;
+/// Parts of one file uploaded at once.
+const PARTS_IN_FLIGHT: usize = 4;
+
+/// A store being staged locally, to be uploaded to `url` when complete.
+#[derive(Debug)]
+pub struct Upload {
+    /// Where the store will be.
+    pub url: S3Url,
+    /// Where it is written meanwhile.
+    pub staging: PathBuf,
+    options: StorageOptions,
+    /// Whether a store (or an upload that stopped) is there to be replaced.
+    replacing: bool,
+}
+
+impl Upload {
+    /// Begin a store for `url`: a store there is replaced only with
+    /// `overwrite`, and objects there that are not a Zarr store's never.
+    /// A staging folder a stopped run left is kept for `--resume` unless
+    /// `overwrite`.
+    pub fn begin(url: &S3Url, options: &StorageOptions, overwrite: bool) -> Result<Self> {
+        let replacing = check_target(url, options, overwrite)?;
+        let staging = Self::staging_for(url);
+        if staging.exists() {
+            if !overwrite {
+                return Err(StoreError::Unfinished {
+                    path: url.to_string().into(),
+                    staging,
+                }
+                .into());
+            }
+            std::fs::remove_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
+        }
+        std::fs::create_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
+        Ok(Self {
+            url: url.clone(),
+            staging,
+            options: options.clone(),
+            replacing,
+        })
+    }
+
+    /// Continue a stopped run for `url`: its staging folder is kept.
+    pub fn resume(url: &S3Url, options: &StorageOptions) -> Result<Self> {
+        Ok(Self {
+            url: url.clone(),
+            staging: Self::staging_for(url),
+            options: options.clone(),
+            replacing: check_target(url, options, true)?,
+        })
+    }
+
+    /// Upload the complete store, then remove the staging folder.
+    pub fn commit(self) -> Result<()> {
+        upload_store(&self.staging, &self.url, &self.options, self.replacing)?;
+        std::fs::remove_dir_all(&self.staging).map_err(|e| Error::io(&self.staging, e))
+    }
+}
+
+impl Upload {
+    /// The local folder a store for `url` is staged in: the same for every
+    /// run, so that a stopped ingest can be resumed.
+    pub fn staging_for(url: &S3Url) -> PathBuf {
+        std::env::temp_dir()
+            .join("cubeslab-upload")
+            .join(&url.bucket)
+            .join(format!("{}.cubeslab-new", url.key.replace('/', "%2F")))
+    }
+}
+
+/// Refuse a store at `url` unless `overwrite`, and objects there that are
+/// not a Zarr store's. Whether something is there to be replaced.
+fn check_target(url: &S3Url, options: &StorageOptions, overwrite: bool) -> Result<bool> {
+    let client = connect(url, options)?;
+    let keys = list(&client, url)?;
+    if keys.is_empty() {
+        return Ok(false);
+    }
+    if !overwrite {
+        return Err(RemoteError::AlreadyExists {
+            url: url.to_string(),
+        }
+        .into());
+    }
+    if let Some(key) = keys.iter().find(|k| !is_zarr_key(k)) {
+        return Err(RemoteError::NotAStore {
+            url: url.to_string(),
+            key: key.clone(),
+        }
+        .into());
+    }
+    Ok(true)
+}
+
+/// Upload the store staged in `staging` to `url`, the root `zarr.json`
+/// last; then remove what a replaced store had that the new one has not.
+fn upload_store(
+    staging: &Path,
+    url: &S3Url,
+    options: &StorageOptions,
+    replacing: bool,
+) -> Result<()> {
+    let client = connect(url, options)?;
+    let mut files = Vec::new();
+    walk(staging, staging, &mut files)?;
+    let failed = |operation: &str, e: object_store::Error| {
+        Error::from(RemoteError::from_client(&url.to_string(), operation, e))
+    };
+    let root = key_of(url, "zarr.json");
+    if replacing {
+        match block_on(client.delete(&root)) {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+            Err(e) => return Err(failed("delete the old store's zarr.json", e)),
+        }
+    }
+    let (root_file, others): (Vec<_>, Vec<_>) =
+        files.into_iter().partition(|(name, _)| name == "zarr.json");
+    let names: HashSet<String> = others
+        .iter()
+        .map(|(n, _)| key_of(url, n).to_string())
+        .collect();
+    block_on(
+        futures::stream::iter(others.into_iter().map(|(name, path)| {
+            let client = client.clone();
+            let key = key_of(url, &name);
+            async move { put_file(&client, &key, &path).await.map_err(|e| (name, e)) }
+        }))
+        .buffer_unordered(FILES_IN_FLIGHT)
+        .try_collect::<Vec<()>>(),
+    )
+    .map_err(|(name, e)| match e {
+        PutError::Client(e) => failed(&format!("upload {name}"), e),
+        PutError::Local(e) => e,
+    })?;
+    if replacing {
+        let stale: Vec<String> = list(&client, url)?
+            .into_iter()
+            .map(|k| key_of(url, &k).to_string())
+            .filter(|k| !names.contains(k) && *k != root.to_string())
+            .collect();
+        for key in stale {
+            match block_on(client.delete(&Key::from(key.as_str()))) {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(failed("delete the old store's objects", e)),
+            }
+        }
+    }
+    for (_, path) in root_file {
+        block_on(put_file(&client, &root, &path)).map_err(|e| match e {
+            PutError::Client(e) => failed("upload zarr.json (the store's completion)", e),
+            PutError::Local(e) => e,
+        })?;
+    }
+    Ok(())
+}
+
+enum PutError {
+    Client(object_store::Error),
+    Local(Error),
+}
+
+async fn put_file(client: &Arc<dyn ObjectStore>, key: &Key, path: &Path) -> Result<(), PutError> {
+    let local = |e| PutError::Local(Error::io(path, e));
+    let mut file = std::fs::File::open(path).map_err(local)?;
+    let size = file.metadata().map_err(local)?.len();
+    if size <= MULTIPART_ABOVE {
+        let mut bytes = Vec::with_capacity(size as usize);
+        file.read_to_end(&mut bytes).map_err(local)?;
+        client
+            .put(key, PutPayload::from(bytes))
+            .await
+            .map_err(PutError::Client)?;
+        return Ok(());
+    }
+    let upload = client.put_multipart(key).await.map_err(PutError::Client)?;
+    let mut parts = WriteMultipart::new_with_chunk_size(upload, PART_BYTES);
+    let mut piece = vec![0u8; PART_BYTES];
+    loop {
+        let got = file.read(&mut piece).map_err(local)?;
+        if got == 0 {
+            break;
+        }
+        parts
+            .wait_for_capacity(PARTS_IN_FLIGHT)
+            .await
+            .map_err(PutError::Client)?;
+        parts.write(&piece[..got]);
+    }
+    // A part that failed aborts the upload: the object never appears.
+    parts.finish().await.map_err(PutError::Client)?;
+    Ok(())
+}
+
+/// The store's keys under `url`, relative to it.
+fn list(client: &Arc<dyn ObjectStore>, url: &S3Url) -> Result<Vec<String>> {
+    let prefix = Key::from(url.key.as_str());
+    let found: Vec<_> = block_on(client.list(Some(&prefix)).try_collect::<Vec<_>>())
+        .map_err(|e| RemoteError::from_client(&url.to_string(), "list", e))?;
+    Ok(found
+        .into_iter()
+        .filter_map(|meta| {
+            let key = meta.location.to_string();
+            let rest = key.strip_prefix(url.key.as_str())?.trim_start_matches('/');
+            Some(rest.to_string())
+        })
+        .filter(|k| !k.is_empty())
+        .collect())
+}
+
+fn key_of(url: &S3Url, name: &str) -> Key {
+    Key::from(url.join(name).key.as_str())
+}
+
+/// A key a Zarr store holds: node documents and chunk keys.
+fn is_zarr_key(key: &str) -> bool {
+    let last = key.rsplit('/').next().unwrap_or(key);
+    last == "zarr.json"
+        || (!last.is_empty() && last.chars().all(|c| c.is_ascii_digit() || c == '.'))
+}
+
+/// Every file under `dir` that belongs in the store, as (key, path).
+fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>) -> Result<()> {
+    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
+        let entry = entry.map_err(|e| Error::io(dir, e))?;
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if entry.file_type().map_err(|e| Error::io(&path, e))?.is_dir() {
+            walk(root, &path, out)?;
+        } else if name != ".cubeslab.lock" && name != WRITE_LOCK_FILE && !name.ends_with(".tmp") {
+            let key = path
+                .strip_prefix(root)
+                .expect("walked under root")
+                .to_string_lossy()
+                .into_owned();
+            out.push((key, path));
+        }
+    }
+    Ok(())
+}
+
+/// Bytes of every object under `url` (a store or one of its arrays).
+pub fn stored_bytes(url: &S3Url, options: &StorageOptions) -> Result<u64> {
+    let client = connect(url, options)?;
+    let prefix = Key::from(url.key.as_str());
+    let found: Vec<_> = block_on(client.list(Some(&prefix)).try_collect::<Vec<_>>())
+        .map_err(|e| RemoteError::from_client(&url.to_string(), "list", e))?;
+    Ok(found.iter().map(|meta| meta.size).sum())
+}

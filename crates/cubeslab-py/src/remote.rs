@@ -1,0 +1,225 @@
+//! Bindings for stores named by a path or a URL: where a name points, what a
+//! store holds, arrays on object storage, and publishing a store.
+
+use std::{collections::BTreeMap, path::PathBuf};
+
+use cubeslab_core::{
+    destination::Destination,
+    remote::{
+        remote_contents, remote_node, stored_bytes as core_stored_bytes, Location,
+        RemoteArray as CoreRemoteArray, StorageOptions,
+    },
+    store::{read_metadata, Durability, StoreContents},
+};
+use pyo3::{buffer::PyBuffer, prelude::*};
+
+use crate::{errors::engine, into_buffer, read_options, window};
+
+fn parse(py: Python<'_>, text: &str) -> PyResult<Location> {
+    engine(py, || Ok(Location::parse(text)?))
+}
+
+/// `("local", path)` or `("s3", url)` for a store or source name; a scheme
+/// cubeslab does not support raises `InvalidInputError`.
+#[pyfunction]
+pub fn location(py: Python<'_>, text: &str) -> PyResult<(&'static str, String)> {
+    Ok(match parse(py, text)? {
+        Location::Local(path) => ("local", path.to_string_lossy().into_owned()),
+        Location::S3(url) => ("s3", url.to_string()),
+    })
+}
+
+/// A node's `zarr.json` as JSON text; a store still being written (under
+/// its staging name) is an `IncompleteStoreError`, not a missing one.
+#[pyfunction]
+#[pyo3(signature = (path, storage_options=None))]
+pub fn read_node(
+    py: Python<'_>,
+    path: &str,
+    storage_options: Option<BTreeMap<String, String>>,
+) -> PyResult<String> {
+    let options = storage_options.unwrap_or_default();
+    let node = match parse(py, path)? {
+        Location::Local(path) => engine(py, || read_metadata(&path))?,
+        Location::S3(url) => engine(py, || remote_node(&url, &options))?,
+    };
+    Ok(node.to_string())
+}
+
+/// What the store at `path` holds (state, attributes, main array, its
+/// copies) as JSON; `to_read`: refused unless it may be read.
+#[pyfunction]
+#[pyo3(signature = (path, to_read=true, storage_options=None))]
+pub fn store_contents(
+    py: Python<'_>,
+    path: &str,
+    to_read: bool,
+    storage_options: Option<BTreeMap<String, String>>,
+) -> PyResult<String> {
+    let options = storage_options.unwrap_or_default();
+    let contents = match parse(py, path)? {
+        Location::Local(path) => engine(py, || {
+            if to_read {
+                StoreContents::open_to_read(&path)
+            } else {
+                StoreContents::read(&path)
+            }
+        })?,
+        Location::S3(url) => engine(py, || remote_contents(&url, &options, to_read))?,
+    };
+    Ok(contents.to_json().to_string())
+}
+
+/// Bytes of every object under `url`.
+#[pyfunction]
+#[pyo3(signature = (url, storage_options=None))]
+pub fn stored_bytes(
+    py: Python<'_>,
+    url: &str,
+    storage_options: Option<BTreeMap<String, String>>,
+) -> PyResult<u64> {
+    let Location::S3(url) = parse(py, url)? else {
+        return Err(crate::errors::invalid_input(format!(
+            "{url}: not an object-storage URL"
+        )));
+    };
+    let options = storage_options.unwrap_or_default();
+    engine(py, || core_stored_bytes(&url, &options))
+}
+
+/// An array of a store on object storage, read-only.
+#[pyclass(frozen)]
+pub struct RemoteArray {
+    inner: CoreRemoteArray,
+}
+
+#[pymethods]
+impl RemoteArray {
+    /// Open the array at `url` (`s3://bucket/key`).
+    #[new]
+    #[pyo3(signature = (url, storage_options=None))]
+    fn open(
+        py: Python<'_>,
+        url: &str,
+        storage_options: Option<BTreeMap<String, String>>,
+    ) -> PyResult<Self> {
+        let Location::S3(url) = parse(py, url)? else {
+            return Err(crate::errors::invalid_input(format!(
+                "{url}: not an object-storage URL"
+            )));
+        };
+        let options: StorageOptions = storage_options.unwrap_or_default();
+        Ok(Self {
+            inner: engine(py, || CoreRemoteArray::open(&url, &options))?,
+        })
+    }
+
+    /// Every read goes to this array (its copies are read on this machine only).
+    fn route(&self, starts: Vec<u64>, stops: Vec<u64>, steps: Vec<u64>) -> PyResult<usize> {
+        window(&starts, &stops, &steps)?;
+        Ok(0)
+    }
+
+    #[getter]
+    fn shape(&self) -> Vec<u64> {
+        self.inner.shape().to_vec()
+    }
+
+    #[getter]
+    fn dtype(&self) -> &'static str {
+        self.inner.dtype().name()
+    }
+
+    #[getter]
+    fn chunk_shape(&self) -> Vec<u64> {
+        self.inner.chunk_shape().to_vec()
+    }
+
+    #[getter]
+    fn inner_chunk_shape(&self) -> Option<Vec<u64>> {
+        self.inner.inner_chunk_shape().map(<[u64]>::to_vec)
+    }
+
+    #[getter]
+    fn metadata_json(&self) -> String {
+        self.inner.metadata().to_string()
+    }
+
+    /// Read the window (start, stop, step per dimension) into `out`, a
+    /// writable C-contiguous buffer of bytes.
+    #[pyo3(signature = (starts, stops, steps, out, threads=None, in_flight=None, verify=true))]
+    #[allow(clippy::too_many_arguments)]
+    fn read_into(
+        &self,
+        py: Python<'_>,
+        starts: Vec<u64>,
+        stops: Vec<u64>,
+        steps: Vec<u64>,
+        out: PyBuffer<u8>,
+        threads: Option<usize>,
+        in_flight: Option<usize>,
+        verify: bool,
+    ) -> PyResult<()> {
+        let window = window(&starts, &stops, &steps)?;
+        let options = read_options(threads, in_flight, verify);
+        into_buffer(py, &out, |slice| {
+            self.inner.read_into(&window, slice, &options)
+        })
+    }
+}
+
+/// A store written in a staging folder and published only when complete:
+/// moved into place, or uploaded with its completion last (see
+/// `cubeslab_core::destination`).
+#[pyclass]
+pub struct Publication {
+    inner: Option<Destination>,
+}
+
+#[pymethods]
+impl Publication {
+    /// Begin a store for `target` (a path or a URL); an existing one is
+    /// replaced only with `overwrite`.
+    #[new]
+    #[pyo3(signature = (target, overwrite, storage_options=None))]
+    fn begin(
+        py: Python<'_>,
+        target: &str,
+        overwrite: bool,
+        storage_options: Option<BTreeMap<String, String>>,
+    ) -> PyResult<Self> {
+        let location = parse(py, target)?;
+        let options = storage_options.unwrap_or_default();
+        Ok(Self {
+            inner: Some(engine(py, || {
+                Destination::begin(&location, &options, overwrite)
+            })?),
+        })
+    }
+
+    /// Where the store is written meanwhile.
+    #[getter]
+    fn staging(&self) -> PyResult<PathBuf> {
+        self.inner
+            .as_ref()
+            .map(|p| p.staging().to_path_buf())
+            .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("already published"))
+    }
+
+    /// Publish the complete store (`durable`: flushed to the device first).
+    fn commit(&mut self, py: Python<'_>, durable: bool) -> PyResult<()> {
+        let publication = self
+            .inner
+            .take()
+            .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("already published"))?;
+        engine(py, move || {
+            let durability = if durable {
+                cubeslab_core::store::sync_tree(publication.staging())?;
+                Durability::Synced
+            } else {
+                Durability::Cached
+            };
+            publication.commit(durability)
+        })
+    }
+}

@@ -1,0 +1,98 @@
+"""Where a store is: a local folder (a :class:`~pathlib.Path`) or an object on S3-compatible storage (an
+:class:`S3Path`). The engine reads the name (:func:`store_path`), so a scheme cubeslab does not support is
+refused, never taken for a folder named ``gs:``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from . import _engine
+from .errors import InvalidInputError, StoreNotFoundError
+
+
+class S3Path:
+    """``s3://bucket/key``, joined with ``/`` as a :class:`~pathlib.Path` is, carrying the connection's
+    ``storage_options`` (fsspec's names: ``key``, ``secret``, ``endpoint_url``, ``region``; the ``AWS_*``
+    environment variables otherwise)."""
+
+    def __init__(self, url: str, storage_options: dict | None = None):
+        self.url = url.rstrip("/")
+        self.storage_options = {str(k): str(v) for k, v in (storage_options or {}).items()}
+
+    def __truediv__(self, name: str | os.PathLike) -> S3Path:
+        return S3Path(f"{self.url}/{os.fspath(name).strip('/')}", self.storage_options)
+
+    def __fspath__(self) -> str:
+        return self.url
+
+    def __str__(self) -> str:
+        return self.url
+
+    def __repr__(self) -> str:
+        return f"S3Path({self.url!r})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, S3Path) and other.url == self.url
+
+    def __hash__(self) -> int:
+        return hash(self.url)
+
+    @property
+    def name(self) -> str:
+        return self.url.rsplit("/", 1)[-1]
+
+    @property
+    def parent(self) -> S3Path:
+        return S3Path(self.url.rsplit("/", 1)[0], self.storage_options)
+
+    def is_file(self) -> bool:
+        """Whether this node document (``.../zarr.json``) exists; nothing else is asked of a store."""
+        if self.name != "zarr.json":
+            raise InvalidInputError(f"{self.url}: only a node's zarr.json is looked up on object storage")
+        try:
+            _engine.read_node(self.parent.url, self.storage_options)
+        except StoreNotFoundError:
+            return False
+        return True
+
+
+def store_path(path: str | os.PathLike, storage_options: dict | None = None) -> Path | S3Path:
+    """The store named ``path``: a :class:`~pathlib.Path`, or an :class:`S3Path` for ``s3://`` (with
+    ``storage_options``)."""
+    if isinstance(path, S3Path):
+        return path if storage_options is None else S3Path(path.url, storage_options)
+    kind, name = _engine.location(os.fspath(path))
+    if kind == "s3":
+        return S3Path(name, storage_options)
+    if storage_options:
+        raise InvalidInputError(f"{path}: storage_options= is for object storage (s3://bucket/key)")
+    return Path(name)
+
+
+def is_remote(path: str | os.PathLike) -> bool:
+    """Whether ``path`` names an object on object storage (refusing a scheme cubeslab does not support)."""
+    return isinstance(store_path(path), S3Path)
+
+
+def storage_options_of(path) -> dict | None:
+    """The connection options an :class:`S3Path` carries (None for anything else)."""
+    return path.storage_options if isinstance(path, S3Path) else None
+
+
+def local_only(path: str | os.PathLike, operation: str) -> Path:
+    """``path`` as a local store; a store on object storage is refused for an ``operation`` that works on
+    this machine only."""
+    where = store_path(path)
+    if isinstance(where, S3Path):
+        raise InvalidInputError(
+            f"{path}: {operation} works on stores on this machine, not yet on object storage"
+        )
+    return where
+
+
+def store_size(path: Path | S3Path) -> int:
+    """Bytes of every file (or object) under a store or array."""
+    if isinstance(path, S3Path):
+        return _engine.stored_bytes(path.url, path.storage_options)
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())

@@ -1,0 +1,235 @@
+"""Stores on S3-compatible object storage, against a real server process (s3s-fs, started here): ingest
+to an ``s3://`` URL, read back equal to segyio; zarr-python (through obstore) and xarray read what
+cubeslab wrote, and cubeslab reads what zarr-python wrote; a store is replaced only with --overwrite; an
+upload cut short is never a store; unsupported schemes, missing buckets and keys, wrong credentials and
+a server gone are clear errors naming the URL."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import segyio
+from s3_server import S3Server, free_port
+
+import cubeslab
+from cubeslab.errors import CubeslabError, InvalidInputError, StoreNotFoundError
+
+CLI = Path(sys.executable).parent / "cubeslab"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    running = S3Server(tmp_path_factory.mktemp("s3"), free_port()).start()
+    saved = {k: os.environ.get(k) for k in running.env()}
+    os.environ.update(running.env())
+    yield running
+    running.stop()
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+def cli(*args, env=None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(CLI), *map(str, args)], capture_output=True, text=True, timeout=300, env=env or os.environ.copy()
+    )
+
+
+def segy_cube(path: Path) -> np.ndarray:
+    with segyio.open(path) as f:
+        return segyio.tools.cube(f)
+
+
+def zarr_store(server: S3Server, bucket: str, prefix: str, read_only: bool = True):
+    from obstore.store import S3Store
+    from zarr.storage import ObjectStore
+
+    s3 = S3Store(
+        bucket, prefix=prefix, endpoint=server.endpoint, access_key_id=server.env()["AWS_ACCESS_KEY_ID"],
+        secret_access_key=server.env()["AWS_SECRET_ACCESS_KEY"], region="us-east-1",
+        client_options={"allow_http": True},
+    )  # fmt: skip
+    return ObjectStore(s3, read_only=read_only)
+
+
+@pytest.fixture(scope="module")
+def f3_on_s3(server, segy_dir):
+    """f3.sgy ingested by the CLI to s3://survey/raw/f3.zarr."""
+    server.bucket("survey")
+    result = cli("ingest", segy_dir / "f3.sgy", "s3://survey/raw/f3.zarr")
+    assert result.returncode == 0, result.stderr
+    return "s3://survey/raw/f3.zarr"
+
+
+def test_an_ingest_to_s3_reads_back_equal_to_segyio(f3_on_s3, segy_dir):
+    cube = cubeslab.open(f3_on_s3)
+    expected = segy_cube(segy_dir / "f3.sgy")
+    np.testing.assert_array_equal(cube.amplitude[...], expected)
+    np.testing.assert_array_equal(cube.amplitude[5, ::3, 10:40:7], expected[5, ::3, 10:40:7])
+    np.testing.assert_array_equal(cube.amplitude[:, 4, :], expected[:, 4, :])
+    with segyio.open(segy_dir / "f3.sgy") as f:
+        np.testing.assert_array_equal(cube.coords["inline"], f.ilines)
+
+
+def test_info_describes_a_store_on_s3(f3_on_s3):
+    result = cli("info", "--json", f3_on_s3)
+    assert result.returncode == 0, result.stderr
+    assert '"state": "complete"' in result.stdout and f3_on_s3 in result.stdout
+
+
+def test_zarr_python_and_xarray_read_what_cubeslab_wrote(server, f3_on_s3, segy_dir):
+    import xarray as xr
+    import zarr
+
+    expected = segy_cube(segy_dir / "f3.sgy")
+    group = zarr.open_group(zarr_store(server, "survey", "raw/f3.zarr"), mode="r")
+    np.testing.assert_array_equal(group["amplitude"][...], expected)
+    dataset = xr.open_zarr(zarr_store(server, "survey", "raw/f3.zarr"), consolidated=False)
+    np.testing.assert_array_equal(dataset["amplitude"].values, expected)
+
+
+def test_cubeslab_reads_what_zarr_python_wrote(server):
+    import zarr
+
+    server.bucket("foreign")
+    values = np.random.default_rng(3).normal(size=(30, 40, 50)).astype(np.float32)
+    array = zarr.create_array(
+        zarr_store(server, "foreign", "z.zarr", read_only=False), shape=values.shape, dtype="float32",
+        chunks=(8, 8, 25), shards=(16, 16, 50), dimension_names=["a", "b", "c"],
+    )  # fmt: skip
+    array[...] = values
+    # With fsspec-style options instead of the environment.
+    opened = cubeslab.open("s3://foreign/z.zarr", storage_options=server.storage_options())
+    np.testing.assert_array_equal(opened.amplitude[...], values)
+    np.testing.assert_array_equal(opened.amplitude[29, 3:33:4, ::-1], values[29, 3:33:4, ::-1])
+
+
+def test_an_array_file_ingests_to_s3_too(server, tmp_path):
+    server.bucket("arrays")
+    values = np.arange(24 * 30 * 20, dtype=np.int16).reshape(24, 30, 20)
+    np.save(tmp_path / "a.npy", values)
+    result = cli("ingest", tmp_path / "a.npy", "s3://arrays/a.zarr")
+    assert result.returncode == 0, result.stderr
+    np.testing.assert_array_equal(cubeslab.open("s3://arrays/a.zarr").amplitude[...], values)
+
+
+def test_a_store_is_replaced_only_with_overwrite(server, tmp_path):
+    server.bucket("replace")
+    first, second = np.zeros((10, 12, 14), np.float32), np.ones((6, 7, 8), np.float32)
+    np.save(tmp_path / "first.npy", first)
+    np.save(tmp_path / "second.npy", second)
+    url = "s3://replace/x.zarr"
+    assert cli("ingest", tmp_path / "first.npy", url).returncode == 0
+    refused = cli("ingest", tmp_path / "second.npy", url)
+    assert refused.returncode == 1 and "already exists" in refused.stderr and url in refused.stderr
+    np.testing.assert_array_equal(cubeslab.open(url).amplitude[...], first)
+    assert cli("ingest", "--overwrite", tmp_path / "second.npy", url).returncode == 0
+    np.testing.assert_array_equal(cubeslab.open(url).amplitude[...], second)
+
+
+@pytest.mark.parametrize("url", ["gs://bucket/x.zarr", "https://host/x.zarr", "az://c/x.zarr"])
+def test_unsupported_schemes_are_refused_not_taken_for_folders(tmp_path, segy_dir, url):
+    commands = (
+        ["ingest", segy_dir / "tiny.sgy", url],
+        ["info", url],
+        ["read", url, "--inline", "1", "-o", "x.npy"],
+    )
+    for args in commands:
+        result = subprocess.run(
+            [str(CLI), *map(str, args)], capture_output=True, text=True, timeout=60, cwd=tmp_path
+        )
+        assert result.returncode == 1, (args, result.stderr)
+        assert "scheme is not supported" in result.stderr and url in result.stderr
+    assert list(tmp_path.iterdir()) == []  # no folder named after the scheme
+    with pytest.raises(InvalidInputError, match="not supported"):
+        cubeslab.open(url)
+
+
+def test_missing_bucket_and_key_name_the_url(server):
+    with pytest.raises(StoreNotFoundError, match=re.escape("s3://no-such-bucket/x.zarr")):
+        cubeslab.open("s3://no-such-bucket/x.zarr")
+    server.bucket("empty")
+    with pytest.raises(StoreNotFoundError, match=re.escape("s3://empty/nothing.zarr")):
+        cubeslab.open("s3://empty/nothing.zarr")
+
+
+def test_wrong_credentials_are_an_error_that_does_not_print_the_secret(server, f3_on_s3):
+    env = os.environ | {"AWS_SECRET_ACCESS_KEY": "wrong-secret-9f8e7d", "AWS_MAX_ATTEMPTS": "1"}
+    result = cli("info", f3_on_s3, env=env)
+    assert result.returncode == 1
+    assert f3_on_s3 in result.stderr and "denied" in result.stderr
+    assert "wrong-secret-9f8e7d" not in result.stderr + result.stdout
+
+
+def test_a_server_gone_mid_read_is_a_bounded_retry_then_a_clear_error(tmp_path, segy_dir):
+    lone = S3Server(tmp_path / "root", free_port()).start()
+    try:
+        lone.bucket("lone")
+        env = os.environ | lone.env() | {"AWS_MAX_ATTEMPTS": "2"}
+        assert cli("ingest", segy_dir / "small.sgy", "s3://lone/s.zarr", env=env).returncode == 0
+        script = (
+            "import sys, cubeslab\n"
+            "cube = cubeslab.open('s3://lone/s.zarr')\n"
+            "print('opened', flush=True)\n"
+            "sys.stdin.readline()\n"
+            "cube.amplitude[...]\n"
+        )
+        reader = subprocess.Popen(
+            [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, env=env,
+        )  # fmt: skip
+        assert reader.stdout is not None and reader.stdout.readline().strip() == "opened"
+        lone.stop()
+        started = time.monotonic()
+        _, stderr = reader.communicate("\n", timeout=120)
+        assert reader.returncode != 0
+        assert "s3://lone/s.zarr" in stderr and "read failed" in stderr
+        assert time.monotonic() - started < 60
+    finally:
+        lone.stop()
+
+
+def test_an_upload_cut_short_is_never_a_store(tmp_path):
+    lone = S3Server(tmp_path / "root", free_port()).start()
+    try:
+        lone.bucket("lone")
+        env = os.environ | lone.env() | {"AWS_MAX_ATTEMPTS": "1"}
+        values = np.random.default_rng(1).normal(size=(64, 64, 512)).astype(np.float32)
+        np.save(tmp_path / "big.npy", values)
+        ingest = subprocess.Popen(
+            [str(CLI), "ingest", "--layout", "8x8x64/8x8x64", str(tmp_path / "big.npy"), "s3://lone/big.zarr"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        )  # fmt: skip
+        # Stop the server once the first objects have arrived, before the upload can finish.
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(list(lone.root.glob("*.bucket-*"))) < 20:
+            if ingest.poll() is not None:
+                break
+            time.sleep(0.002)
+        lone.stop()
+        _, stderr = ingest.communicate(timeout=120)
+        assert ingest.returncode == 1, stderr
+        assert "s3://lone/big.zarr" in stderr
+        lone.start()
+        with pytest.raises(StoreNotFoundError, match="did not finish"):
+            cubeslab.open("s3://lone/big.zarr", storage_options=lone.storage_options())
+    finally:
+        lone.stop()
+
+
+def test_window_writes_and_verify_are_refused_on_object_storage(f3_on_s3):
+    with pytest.raises(InvalidInputError, match="object storage"):
+        cubeslab.open(f3_on_s3, "r+")
+    result = cli("verify", f3_on_s3)
+    assert result.returncode == 1 and "object storage" in result.stderr
+    with pytest.raises(CubeslabError, match="object storage"):
+        cubeslab.create(f3_on_s3 + "-new", (4, 4), "float32")
