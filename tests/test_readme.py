@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from s3_server import S3Server, free_port
 
 from cubeslab.demo import SIZES
 from cubeslab.synthetic import SyntheticSurvey, write_segy
@@ -54,5 +55,21 @@ def test_readme_python_example_runs(start, code, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / DEMO_DIR).mkdir()
     write_segy(tmp_path / DEMO_SGY, SyntheticSurvey(*SIZES["small"]))
+    server = None
+    if "s3://" in code:  # against a real S3 server, its bucket made and its address in the environment
+        bucket = re.search(r"s3://([^/]+)/", code)
+        assert bucket is not None
+        server = S3Server(tmp_path / "s3", free_port()).start()
+        server.bucket(bucket.group(1))
+        for key, value in server.env().items():
+            monkeypatch.setenv(key, value)
+    try:
+        run_block(start, code)
+    finally:
+        if server is not None:
+            server.stop()
+
+
+def run_block(start: int, code: str) -> None:
     # padded so that a traceback names the README's own line numbers
     exec(compile("\n" * start + code, str(README), "exec"), {"__name__": "__readme__"})

@@ -9,6 +9,7 @@ from . import errors, msi  # noqa: F401 - msi registers its cube kind with open(
 from .array import Array, ReadSettings, warn_over_limits_in_environment
 from .create import create
 from .cube import Cube
+from .dask_store import store
 from .description import describe
 from .errors import *  # noqa: F403 - the exception classes are part of the top-level API
 from .ingest import describe_segy, export, ingest
@@ -30,6 +31,7 @@ __all__ = [
     "export",
     "ingest",
     "open",
+    "store",
     "verify",
     *errors.__all__,
 ]

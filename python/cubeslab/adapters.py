@@ -8,10 +8,15 @@ from .array import Array
 
 
 def to_dask(array: Array, chunks=None):
-    """A dask array whose tasks read through the engine (default chunks: shards)."""
+    """A dask array whose tasks read through the engine. ``chunks``: ``"shards"`` (the default: one task
+    per shard, so a 100 TB store of 1 GB shards is 10^5 tasks), ``"inner"`` (one per inner chunk), or
+    dask's own chunk argument."""
     import dask.array as da
 
-    chunks = chunks or array.shards or array.chunks
+    if chunks is None or chunks == "shards":
+        chunks = array.shards or array.chunks
+    elif chunks == "inner":
+        chunks = array.chunks
     return da.from_array(
         array, chunks=chunks, lock=False, asarray=False, meta=np.empty((0,) * array.ndim, array.dtype)
     )

@@ -12,7 +12,7 @@ import numpy as np
 
 from . import _engine
 from .errors import InvalidInputError, SelectionError
-from .locations import is_remote, storage_options_of
+from .locations import is_remote, storage_options_of, store_path
 from .profiles import find_profile
 from .sizes import parse_size
 
@@ -146,6 +146,7 @@ class Array:
         cache: int | str | None = None,
     ):
         self.path = os.fspath(path)
+        self.storage_options = storage_options_of(path)  # an S3Path's connection, carried to other processes
         self.settings = settings or ReadSettings()
         self.copies = [os.fspath(c) for c in copies]
         limit = parse_size(cache) if isinstance(cache, str) else cache
@@ -161,7 +162,7 @@ class Array:
             # Orientation copies serve local reads; on object storage every read goes to the array.
             self.copies = []
             # The read half of ZarrArray's methods: every write first needs self.writable, never set here.
-            self._engine: _engine.ZarrArray = _engine.RemoteArray(self.path, storage_options_of(path))  # type: ignore[assignment]
+            self._engine: _engine.ZarrArray = _engine.RemoteArray(self.path, self.storage_options)  # type: ignore[assignment]
         else:
             self._engine = _engine.ZarrArray(
                 self.path,
@@ -367,7 +368,15 @@ class Array:
     def __getstate__(self) -> dict:
         if self.writable:
             raise InvalidInputError(f"{self.path}: an array open for writing stays in its process")
-        return {"path": self.path, "settings": self.settings, "copies": self.copies}
+        return {
+            "path": self.path,
+            "settings": self.settings,
+            "copies": self.copies,
+            "storage_options": self.storage_options,
+        }
 
     def __setstate__(self, state: dict) -> None:
-        Array.__init__(self, state["path"], state["settings"], state.get("copies", ()))
+        path = state["path"]
+        if state.get("storage_options") is not None:
+            path = store_path(path, state["storage_options"])
+        Array.__init__(self, path, state["settings"], state.get("copies", ()))

@@ -1,0 +1,123 @@
+"""Dask on a real cluster: a ``dask scheduler`` and two ``dask worker`` processes started here. Stores
+read with ``to_dask()`` (one task per shard) on the workers, from a folder and from S3 (the connection's
+``storage_options`` travel with the tasks: the workers have no AWS variables), and dask arrays written
+with ``cubeslab.store`` (each task whole shards), checked against segyio and numpy."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import segyio
+from s3_server import S3Server, free_port
+
+import cubeslab
+
+DASK = Path(sys.executable).parent / "dask"
+
+
+def wait_for_port(port: int, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"nothing listens on port {port}")
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory):
+    from distributed import Client
+
+    port = free_port()
+    folder = tmp_path_factory.mktemp("dask")
+    # The workers see no AWS_* variables: what they read from S3 they read with the options the tasks carry.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "env": env}
+    processes = [
+        subprocess.Popen(
+            [str(DASK), "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"], **quiet
+        )
+    ]
+    try:
+        wait_for_port(port)
+        for n in range(2):
+            worker = ["worker", f"tcp://127.0.0.1:{port}", "--nthreads", "1", "--no-dashboard"]
+            local = ["--local-directory", str(folder / f"worker-{n}")]
+            processes.append(subprocess.Popen([str(DASK), *worker, *local], **quiet))
+        with Client(f"tcp://127.0.0.1:{port}", timeout=30) as connected:
+            connected.wait_for_workers(2, timeout=60)
+            yield connected
+    finally:
+        for process in reversed(processes):
+            process.kill()
+            process.wait()
+
+
+def workers_that_ran(client) -> set[str]:
+    return {address for address, keys in client.has_what().items() if keys}
+
+
+def test_to_dask_reads_a_store_on_the_workers_one_task_per_shard(client, segy_dir, tmp_path):
+    store = tmp_path / "f3.zarr"
+    cubeslab.ingest(segy_dir / "f3.sgy", store, layout="8x6x75/8x6x75")
+    with segyio.open(segy_dir / "f3.sgy") as f:
+        expected = segyio.tools.cube(f)
+    lazy = cubeslab.open(store).to_dask()
+    assert lazy.chunksize == (8, 6, 75)
+    assert cubeslab.open(store).to_dask(chunks="inner").chunksize == (8, 6, 75)
+    kept = client.persist(lazy)
+    np.testing.assert_array_equal(kept.compute(), expected)
+    assert len(workers_that_ran(client)) == 2  # the shards were spread over both workers
+    np.testing.assert_allclose(
+        lazy.sum(axis=2).compute(), expected.sum(axis=2, dtype=np.float64), rtol=1e-5, atol=1e-3
+    )
+
+
+def test_to_dask_reads_an_s3_store_with_the_options_the_tasks_carry(client, segy_dir, tmp_path):
+    server = S3Server(tmp_path / "s3", free_port()).start()
+    try:
+        server.bucket("cluster")
+        cubeslab.ingest(segy_dir / "f3.sgy", tmp_path / "local.zarr", layout="8x6x75/8x6x75")
+        env = os.environ | server.env()
+        done = subprocess.run(
+            [str(Path(sys.executable).parent / "cubeslab"), "ingest", "--layout", "8x6x75/8x6x75",
+             str(segy_dir / "f3.sgy"), "s3://cluster/f3.zarr"],
+            env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        cube = cubeslab.open("s3://cluster/f3.zarr", storage_options=server.storage_options())
+        with segyio.open(segy_dir / "f3.sgy") as f:
+            expected = segyio.tools.cube(f)
+        np.testing.assert_array_equal(client.compute(cube.to_dask()).result(), expected)
+    finally:
+        server.stop()
+
+
+def test_store_writes_a_dask_array_in_whole_shards_from_the_workers(client, tmp_path):
+    import dask.array as da
+
+    values = np.arange(40 * 36 * 50, dtype=np.float32).reshape(40, 36, 50)
+    source = da.from_array(values, chunks=(7, 11, 50))  # not aligned with the store's shards
+    target = tmp_path / "out.zarr"
+    written = cubeslab.store(source, target, chunks=(5, 6, 25), shards=(10, 12, 50), compute=False)
+    client.compute(written).result()
+    np.testing.assert_array_equal(cubeslab.open(target).amplitude[...], values)
+    assert cubeslab.verify(target)["ok"]
+
+
+def test_the_graph_of_a_million_shard_array_builds_in_seconds(tmp_path):
+    cubeslab.create(tmp_path / "wide.zarr", (1000, 1000, 64), "float32", chunks=(1, 1, 64), shards=(1, 1, 64))
+    cube = cubeslab.open(tmp_path / "wide.zarr")
+    started = time.monotonic()
+    lazy = cube.to_dask()
+    assert lazy.numblocks == (1000, 1000, 1)
+    assert time.monotonic() - started < 10
