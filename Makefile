@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMPS := .stamps
 ENGINE_SOURCES := Cargo.toml $(wildcard Cargo.lock) $(shell find crates -name '*.rs' -o -name Cargo.toml)
 
-.PHONY: help demo test bench bench-ingest bench-windows bench-hdf5 bench-msi bench-reads bench-plan bench-compress fuzz lint build wheel rust-test py-test clean
+.PHONY: help demo test bench bench-ingest bench-windows bench-hdf5 bench-msi bench-scale bench-reads bench-plan bench-compress fuzz lint build wheel rust-test py-test clean
 .DEFAULT_GOAL := help
 
 help: ## List the targets
@@ -70,12 +70,13 @@ py-test: build $(STAMPS)/system $(S3_SERVER) ## Python tests (API, CLI, round tr
 
 test: lint rust-test py-test ## Everything CI runs
 
-bench: build ## The benchmark studies at small size (bench/report/), then ingest speed and the default layout, window writes, HDF5 read in place and MSI (bench/results/)
+bench: build $(S3_SERVER) ## The benchmark studies at small size (bench/report/), then ingest speed and the default layout, window writes, HDF5 read in place, MSI and object storage (bench/results/)
 	OPENBLAS_NUM_THREADS=1 PYTHONPATH=bench $(VENV)/bin/cubeslab bench all --size small --out bench/report --data bench/data
 	$(PY) bench/ingest.py
 	$(PY) bench/windows.py
 	PYTHONPATH=bench $(PY) bench/hdf5.py
 	PYTHONPATH=bench $(PY) bench/msi.py
+	PYTHONPATH=bench $(PY) bench/scale.py
 
 bench-ingest: build ## Ingest speed and the default layout against a profiled one: bench/results/ingest.{json,md}
 	$(PY) bench/ingest.py
@@ -88,6 +89,9 @@ bench-hdf5: build ## HDF5 read in place beside h5py and kerchunk+zarr-python (1 
 
 bench-msi: build ## imzML ingest, ion images, spectra and sub-cubes beside pyimzML (a 1 GB file, generated once): bench/results/msi.{json,md}
 	PYTHONPATH=bench $(PY) bench/msi.py
+
+bench-scale: build $(S3_SERVER) ## Plane reads and ingest against a local S3 server (s3s-fs) beside plain ranged GETs and zarr-python: bench/results/scale.{json,md}
+	PYTHONPATH=bench $(PY) bench/scale.py
 
 bench-reads: build ## Plane reads against another build (BASELINE=SITE: a folder with an older wheel installed by pip --target): bench/results/reads.{json,md}
 	$(PY) bench/reads.py --baseline $(BASELINE)

@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import segyio
-from s3_server import S3Server, free_port
 
 import cubeslab
+from cubeslab_bench.s3_server import S3Server, free_port
 
 DASK = Path(sys.executable).parent / "dask"
 

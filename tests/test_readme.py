@@ -13,10 +13,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from s3_server import S3Server, free_port
 
 from cubeslab.demo import SIZES
 from cubeslab.synthetic import SyntheticSurvey, write_segy
+from cubeslab_bench.s3_server import S3Server, free_port
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"

@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import segyio
-from s3_server import S3Server, free_port
 
 import cubeslab
 from cubeslab.errors import CubeslabError, InvalidInputError, StoreNotFoundError
+from cubeslab_bench.s3_server import S3Server, free_port
 
 CLI = Path(sys.executable).parent / "cubeslab"
 
@@ -226,10 +226,77 @@ def test_an_upload_cut_short_is_never_a_store(tmp_path):
         lone.stop()
 
 
-def test_window_writes_and_verify_are_refused_on_object_storage(f3_on_s3):
+def test_window_writes_and_create_are_refused_on_object_storage(f3_on_s3):
     with pytest.raises(InvalidInputError, match="object storage"):
         cubeslab.open(f3_on_s3, "r+")
-    result = cli("verify", f3_on_s3)
-    assert result.returncode == 1 and "object storage" in result.stderr
     with pytest.raises(CubeslabError, match="object storage"):
         cubeslab.create(f3_on_s3 + "-new", (4, 4), "float32")
+
+
+def put_object(server: S3Server, bucket: str, key: str, data: bytes) -> None:
+    import obstore
+    from obstore.store import S3Store
+
+    s3 = S3Store(
+        bucket, endpoint=server.endpoint, access_key_id=server.env()["AWS_ACCESS_KEY_ID"],
+        secret_access_key=server.env()["AWS_SECRET_ACCESS_KEY"], region="us-east-1",
+        client_options={"allow_http": True},
+    )  # fmt: skip
+    obstore.put(s3, key, data)
+
+
+def test_sources_on_s3_ingest_as_local_ones(server, segy_dir, data_dir):
+    server.bucket("raw")
+    put_object(server, "raw", "seismic/f3.sgy", (segy_dir / "f3.sgy").read_bytes())
+    result = cli("ingest", "s3://raw/seismic/f3.sgy", "s3://raw/f3.zarr")
+    assert result.returncode == 0, result.stderr
+    np.testing.assert_array_equal(
+        cubeslab.open("s3://raw/f3.zarr").amplitude[...], segy_cube(segy_dir / "f3.sgy")
+    )
+    # An imzML file comes with its .ibd.
+    example = data_dir / "imzml" / "Example_Continuous"
+    for suffix in (".imzML", ".ibd"):
+        put_object(server, "raw", f"msi/Example_Continuous{suffix}", example.with_suffix(suffix).read_bytes())
+    result = cli("ingest", "s3://raw/msi/Example_Continuous.imzML", "s3://raw/msi.zarr")
+    assert result.returncode == 0, result.stderr
+    from pyimzml.ImzMLParser import ImzMLParser
+
+    parser = ImzMLParser(str(example.with_suffix(".imzML")))
+    msi = cubeslab.open("s3://raw/msi.zarr")
+    x, y, _ = parser.coordinates[4]
+    np.testing.assert_array_equal(msi.spectrum(x, y)[1], parser.getspectrum(4)[1])
+    missing = cli("ingest", "s3://raw/seismic/none.sgy", "s3://raw/none.zarr")
+    assert missing.returncode == 1 and "s3://raw/seismic/none.sgy" in missing.stderr
+
+
+def test_verify_reads_every_shard_of_a_store_on_s3_and_names_the_bad_one(server, tmp_path):
+    server.bucket("checked")
+    values = np.random.default_rng(5).normal(size=(20, 24, 30)).astype(np.float32)
+    np.save(tmp_path / "v.npy", values)
+    url = "s3://checked/v.zarr"
+    assert cli("ingest", "--layout", "5x6x30/10x12x30", tmp_path / "v.npy", url).returncode == 0
+    good = cli("verify", "--json", url)
+    assert good.returncode == 0, good.stderr
+    report = cubeslab.verify(url)
+    assert report["ok"] and report["arrays"]["."]["shards_read"] == 4  # an array file's store is one array
+    # Flip a byte of one shard's chunk data: its checksum no longer matches.
+    shard = "v.zarr/c/1/0/0"
+    data = bytearray(get_object(server, "checked", shard))
+    data[10] ^= 0xFF
+    put_object(server, "checked", shard, bytes(data))
+    bad = cli("verify", url)
+    assert bad.returncode == 1
+    report = cubeslab.verify(url)
+    assert not report["ok"] and [b["chunk"] for b in report["arrays"]["."]["bad"]] == ["c/1/0/0"]
+
+
+def get_object(server: S3Server, bucket: str, key: str) -> bytes:
+    import obstore
+    from obstore.store import S3Store
+
+    s3 = S3Store(
+        bucket, endpoint=server.endpoint, access_key_id=server.env()["AWS_ACCESS_KEY_ID"],
+        secret_access_key=server.env()["AWS_SECRET_ACCESS_KEY"], region="us-east-1",
+        client_options={"allow_http": True},
+    )  # fmt: skip
+    return bytes(obstore.get(s3, key).bytes())

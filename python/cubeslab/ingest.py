@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import threading
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,6 +110,23 @@ def measure_first(
     return text
 
 
+@contextmanager
+def fetched_source(url: str | os.PathLike) -> Iterator[str]:
+    """A source file on object storage, downloaded to a temporary folder for the ingest (an imzML file
+    with the ``.ibd`` beside it), removed afterwards."""
+    url = os.fspath(url)
+    name = url.rstrip("/").rsplit("/", 1)[-1]
+    if name.lower().endswith(".h"):
+        raise InvalidInputError(f"{url}: a SEPlib header names its binary by path; copy both here first")
+    with tempfile.TemporaryDirectory(prefix="cubeslab-source-") as folder:
+        local = os.path.join(folder, name)
+        _engine.download(url, local)
+        if is_imzml(name):
+            stem = url[: -len(".imzML")]
+            _engine.download(stem + ".ibd", local[: -len(".imzML")] + ".ibd")
+        yield local
+
+
 def ingest(
     source: str | os.PathLike,
     store: str | os.PathLike,
@@ -181,7 +200,14 @@ def ingest(
 
     The store is marked complete last; if the ingest stops before, the store
     stays marked incomplete and :func:`cubeslab.open` refuses it.
+
+    ``source`` may be on object storage (``s3://bucket/key``, with the ``AWS_*`` variables): it is
+    downloaded to a temporary folder first (an imzML file with its ``.ibd``).
     """
+    arguments = dict(locals())
+    if is_remote(source):
+        with fetched_source(source) as local:
+            return ingest(local, **{k: v for k, v in arguments.items() if k != "source"})
 
     def refuse_segy_options(kind: str) -> None:
         for name, given in (("views", views), ("resume", resume)):
@@ -192,10 +218,6 @@ def ingest(
         if progress is not None:
             progress(Phase("write volume", 1, "bytes", done, total))
 
-    if is_remote(source):
-        raise InvalidInputError(
-            f"{source}: sources on object storage are not read yet; copy the file to this machine first"
-        )
     remote = is_remote(store)  # also refuses a scheme cubeslab does not support
     if is_imzml(source):
         if resume:

@@ -7,8 +7,9 @@ import json
 import os
 
 from . import _engine
+from .errors import InvalidInputError
 from .foreign import recheck_unreadable
-from .locations import local_only
+from .locations import S3Path, storage_options_of, store_path
 from .schema import store_contents
 
 
@@ -28,8 +29,10 @@ def verify(
     with the byte order and header bytes the ingest recorded), ``against`` holds the error
     statistics; a store whose compression is lossless must match its source exactly.
     """
-    store = local_only(store, "verify")
-    report = json.loads(_engine.verify_store(os.fspath(store), threads))
+    where = store_path(store)
+    if against is not None and isinstance(where, S3Path):
+        raise InvalidInputError(f"{store}: --against compares a store on this machine with its source")
+    report = json.loads(_engine.verify_store(os.fspath(where), threads, None, storage_options_of(where)))
     if report.get("unreadable"):  # data types the engine does not read, as MDIO's struct headers
         recheck_unreadable(report)
     if against is not None:

@@ -469,6 +469,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<remote::RemoteArray>()?;
     m.add_function(wrap_pyfunction!(remote::location, m)?)?;
     m.add_function(wrap_pyfunction!(remote::stored_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(remote::download, m)?)?;
     m.add_function(wrap_pyfunction!(export, m)?)?;
     m.add_function(wrap_pyfunction!(segy_info, m)?)?;
     m.add_function(wrap_pyfunction!(remote::read_node, m)?)?;

@@ -6,8 +6,8 @@ use std::{collections::BTreeMap, path::PathBuf};
 use cubeslab_core::{
     destination::Destination,
     remote::{
-        remote_contents, remote_node, stored_bytes as core_stored_bytes, Location,
-        RemoteArray as CoreRemoteArray, StorageOptions,
+        download as core_download, remote_contents, remote_node, stored_bytes as core_stored_bytes,
+        Location, RemoteArray as CoreRemoteArray, StorageOptions,
     },
     store::{read_metadata, Durability, StoreContents},
 };
@@ -85,6 +85,24 @@ pub fn stored_bytes(
     };
     let options = storage_options.unwrap_or_default();
     engine(py, || core_stored_bytes(&url, &options))
+}
+
+/// Copy the object at `url` to the local file `to`; its size in bytes.
+#[pyfunction]
+#[pyo3(signature = (url, to, storage_options=None))]
+pub fn download(
+    py: Python<'_>,
+    url: &str,
+    to: PathBuf,
+    storage_options: Option<BTreeMap<String, String>>,
+) -> PyResult<u64> {
+    let Location::S3(url) = parse(py, url)? else {
+        return Err(crate::errors::invalid_input(format!(
+            "{url}: not an object-storage URL"
+        )));
+    };
+    let options = storage_options.unwrap_or_default();
+    engine(py, || core_download(&url, &options, &to))
 }
 
 /// An array of a store on object storage, read-only.

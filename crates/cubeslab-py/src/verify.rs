@@ -1,13 +1,14 @@
 //! `cubeslab verify`: checksums of every chunk, and a store against its
 //! source; codec trials for the compression benchmark.
 
-use std::path::PathBuf;
+use std::{collections::BTreeMap, path::PathBuf};
 
 use cubeslab_core::{
     compress::{tune, Compression, Sample},
     config::Parallelism,
     dtype::DType,
-    verify::{check_store, compare_with_segy},
+    remote::Location,
+    verify::{check_remote_store, check_store, compare_with_segy},
 };
 use pyo3::{buffer::PyBuffer, prelude::*};
 
@@ -15,15 +16,21 @@ use crate::{errors::engine, options::IngestOptions};
 
 /// Re-read every chunk of the store with checksums; the findings as JSON.
 #[pyfunction]
-#[pyo3(signature = (store, threads=None, in_flight=None))]
+#[pyo3(signature = (store, threads=None, in_flight=None, storage_options=None))]
 pub fn verify_store(
     py: Python<'_>,
-    store: PathBuf,
+    store: &str,
     threads: Option<usize>,
     in_flight: Option<usize>,
+    storage_options: Option<BTreeMap<String, String>>,
 ) -> PyResult<String> {
     let parallelism = Parallelism::resolve(threads, in_flight);
-    let check = engine(py, || check_store(&store, parallelism))?;
+    let location = engine(py, || Ok(Location::parse(store)?))?;
+    let options = storage_options.unwrap_or_default();
+    let check = engine(py, || match &location {
+        Location::Local(path) => check_store(path, parallelism),
+        Location::S3(url) => check_remote_store(url, &options, parallelism),
+    })?;
     Ok(check.to_json().to_string())
 }
 

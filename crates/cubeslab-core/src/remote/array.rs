@@ -113,6 +113,16 @@ impl RemoteArray {
         &self.metadata
     }
 
+    /// Shards (chunks of an unsharded array) per dimension.
+    pub fn chunk_grid_shape(&self) -> &[u64] {
+        self.array.chunk_grid_shape()
+    }
+
+    /// The key of the shard (or chunk) at `indices`, relative to the array.
+    pub fn chunk_key(&self, indices: &[u64]) -> String {
+        self.array.chunk_key(indices).to_string()
+    }
+
     /// Read `window` into `out` (native-endian C-order bytes of its shape).
     pub fn read_into(&self, window: &Window, out: &mut [u8], options: &ReadOptions) -> Result<()> {
         if window.check_buffer(self.shape(), self.dtype.size(), out.len())? == 0 {

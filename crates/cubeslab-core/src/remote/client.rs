@@ -67,8 +67,9 @@ pub(super) fn block_on<F: Future>(future: F) -> F::Output {
 pub fn connect(url: &S3Url, options: &StorageOptions) -> Result<Arc<dyn ObjectStore>, RemoteError> {
     static CLIENTS: OnceLock<Mutex<HashMap<String, Arc<dyn ObjectStore>>>> = OnceLock::new();
     // The environment is part of a connection's identity: a changed endpoint or key is a new client.
-    let environment: BTreeMap<String, String> =
-        std::env::vars().filter(|(k, _)| k.starts_with("AWS_")).collect();
+    let environment: BTreeMap<String, String> = std::env::vars()
+        .filter(|(k, _)| k.starts_with("AWS_"))
+        .collect();
     let id = format!("{}\u{0}{options:?}\u{0}{environment:?}", url.bucket);
     let clients = CLIENTS.get_or_init(Default::default);
     if let Some(client) = clients.lock().expect("no panic holds it").get(&id) {

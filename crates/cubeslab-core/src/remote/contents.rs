@@ -3,6 +3,7 @@
 
 use std::{path::Path, sync::Arc};
 
+use futures::TryStreamExt;
 use object_store::{path::Path as Key, ObjectStore, ObjectStoreExt};
 use serde_json::Value;
 
@@ -81,4 +82,20 @@ pub fn remote_contents(
         })?;
     }
     Ok(contents)
+}
+
+/// The keys of every object under `url`, relative to it.
+pub fn store_keys(url: &S3Url, options: &StorageOptions) -> Result<Vec<String>> {
+    let client = connect(url, options)?;
+    let prefix = Key::from(url.key.as_str());
+    let found = block_on(client.list(Some(&prefix)).try_collect::<Vec<_>>())
+        .map_err(|e| RemoteError::from_client(&url.to_string(), "list", e))?;
+    Ok(found
+        .into_iter()
+        .filter_map(|meta| {
+            let key = meta.location.to_string();
+            let rest = key.strip_prefix(url.key.as_str())?.trim_start_matches('/');
+            (!rest.is_empty()).then(|| rest.to_string())
+        })
+        .collect())
 }

@@ -10,13 +10,15 @@
 mod array;
 mod client;
 mod contents;
+mod download;
 mod error;
 mod location;
 mod upload;
 
 pub use array::RemoteArray;
 pub use client::{connect, StorageOptions, MAX_ATTEMPTS_DEFAULT};
-pub use contents::{remote_contents, remote_node};
+pub use contents::{remote_contents, remote_node, store_keys};
+pub use download::download;
 pub use error::RemoteError;
 pub use location::{Location, S3Url};
 pub use upload::{stored_bytes, Upload};

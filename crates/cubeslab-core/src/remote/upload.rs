@@ -17,7 +17,7 @@ use object_store::{path::Path as Key, ObjectStore, ObjectStoreExt, PutPayload, W
 
 use super::{
     client::{block_on, connect},
-    RemoteError, S3Url, StorageOptions,
+    store_keys, RemoteError, S3Url, StorageOptions,
 };
 use crate::{
     error::Result,
@@ -104,8 +104,7 @@ impl Upload {
 /// Refuse a store at `url` unless `overwrite`, and objects there that are
 /// not a Zarr store's. Whether something is there to be replaced.
 fn check_target(url: &S3Url, options: &StorageOptions, overwrite: bool) -> Result<bool> {
-    let client = connect(url, options)?;
-    let keys = list(&client, url)?;
+    let keys = store_keys(url, options)?;
     if keys.is_empty() {
         return Ok(false);
     }
@@ -166,7 +165,7 @@ fn upload_store(
         PutError::Local(e) => e,
     })?;
     if replacing {
-        let stale: Vec<String> = list(&client, url)?
+        let stale: Vec<String> = store_keys(url, options)?
             .into_iter()
             .map(|k| key_of(url, &k).to_string())
             .filter(|k| !names.contains(k) && *k != root.to_string())
@@ -222,22 +221,6 @@ async fn put_file(client: &Arc<dyn ObjectStore>, key: &Key, path: &Path) -> Resu
     // A part that failed aborts the upload: the object never appears.
     parts.finish().await.map_err(PutError::Client)?;
     Ok(())
-}
-
-/// The store's keys under `url`, relative to it.
-fn list(client: &Arc<dyn ObjectStore>, url: &S3Url) -> Result<Vec<String>> {
-    let prefix = Key::from(url.key.as_str());
-    let found: Vec<_> = block_on(client.list(Some(&prefix)).try_collect::<Vec<_>>())
-        .map_err(|e| RemoteError::from_client(&url.to_string(), "list", e))?;
-    Ok(found
-        .into_iter()
-        .filter_map(|meta| {
-            let key = meta.location.to_string();
-            let rest = key.strip_prefix(url.key.as_str())?.trim_start_matches('/');
-            Some(rest.to_string())
-        })
-        .filter(|k| !k.is_empty())
-        .collect())
 }
 
 fn key_of(url: &S3Url, name: &str) -> Key {

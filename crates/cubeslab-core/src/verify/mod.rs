@@ -7,6 +7,7 @@
 //! named, not just the first.
 
 pub mod against;
+mod remote;
 
 use std::path::{Path, PathBuf};
 
@@ -21,6 +22,7 @@ use crate::{
 };
 
 pub use against::{compare_with_segy, Comparison};
+pub use remote::check_remote_store;
 
 /// What checking one array found.
 #[derive(Debug, Clone, Default)]

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BINARY = Path(os.environ.get("CUBESLAB_S3_SERVER", ROOT / ".tools" / "bin" / "s3s-fs"))
 ACCESS_KEY, SECRET_KEY = "cubeslab-test", "cubeslab-test-secret-0123456789"
 
