@@ -1,33 +1,33 @@
 //! An array of a store on object storage, read through zarrs: each window's
 //! bounding box is fetched as the inner chunks it touches (a shard's index,
-//! then the chunks' byte ranges, neighbours merged into one request, many
-//! requests in flight), decoded, and its stepped elements picked out.
+//! kept once fetched, then the chunks' byte ranges, neighbours merged into
+//! one request, many requests in flight; `objects.rs`), decoded, and its
+//! stepped elements picked out.
 
-use std::{path::PathBuf, sync::Arc};
+use std::{ops::Range, path::PathBuf, sync::Arc};
 
-use object_store::{prefix::PrefixStore, ObjectStore};
+use futures::StreamExt;
+
 use serde_json::Value;
 use zarrs::array::{Array, ArrayBytes, ArrayMetadata, ArraySubset, CodecOptions};
-use zarrs_object_store::AsyncObjectStore;
 
 use super::{
     client::{block_on, connect},
     contents::get_json,
+    objects::StoreObjects,
     RemoteError, S3Url, StorageOptions,
 };
 use crate::{
     dtype::DType,
     error::Result,
     store::{ReadOptions, StoreError},
-    window::{Window, MAX_DIMS},
+    window::{strides, unravel, Window, MAX_DIMS},
 };
-
-type Objects = AsyncObjectStore<PrefixStore<Arc<dyn ObjectStore>>>;
 
 /// An open array on object storage, read-only.
 pub struct RemoteArray {
     url: S3Url,
-    array: Array<Objects>,
+    array: Array<StoreObjects>,
     dtype: DType,
     metadata: Value,
     chunk_shape: Vec<u64>,
@@ -56,7 +56,7 @@ impl RemoteArray {
             url: url.to_string(),
             what: format!("data type {name:?}"),
         })?;
-        let objects = AsyncObjectStore::new(PrefixStore::new(client, url.key.as_str()));
+        let objects = StoreObjects::new(client, &url.key);
         let array = Array::new_with_metadata(Arc::new(objects), "/", parsed)
             .map_err(|e| invalid(e.to_string()))?;
         if array.shape().len() > MAX_DIMS {
@@ -123,30 +123,103 @@ impl RemoteArray {
         self.array.chunk_key(indices).to_string()
     }
 
-    /// Read `window` into `out` (native-endian C-order bytes of its shape).
+    /// Read `window` into `out` (native-endian C-order bytes of its shape):
+    /// the bounding box shard by shard, the shards `in_flight` at a time
+    /// (zarrs alone takes them one after another, each shard's chunks at
+    /// once), then the stepped elements picked out.
     pub fn read_into(&self, window: &Window, out: &mut [u8], options: &ReadOptions) -> Result<()> {
         if window.check_buffer(self.shape(), self.dtype.size(), out.len())? == 0 {
             return Ok(());
         }
-        let codec_options = CodecOptions::default()
-            .with_validate_checksums(options.verify)
-            .with_concurrent_target(options.parallelism.in_flight.max(1));
-        let subset = ArraySubset::new_with_ranges(&window.bounding_box());
-        let fetched = block_on(
-            self.array
-                .async_retrieve_array_subset_opt::<ArrayBytes<'static>>(&subset, &codec_options),
-        );
+        let elem = self.dtype.size();
+        let codec_options = CodecOptions::default().with_validate_checksums(options.verify);
+        let bbox = window.bounding_box();
+        let box_shape: Vec<u64> = bbox.iter().map(|r| r.end - r.start).collect();
+        let pieces = shard_pieces(&bbox, &self.chunk_shape);
+        let subsets: Vec<ArraySubset> = pieces
+            .iter()
+            .map(|p| ArraySubset::new_with_ranges(p))
+            .collect();
         let failed = |message: String| RemoteError::Failed {
             url: self.url.to_string(),
             operation: "read".into(),
             message,
         };
-        let bytes = fetched
-            .map_err(|e| failed(e.to_string()))?
-            .into_fixed()
-            .map_err(|e| failed(e.to_string()))?;
-        window.pick_from_box(&bytes, out, self.dtype.size());
+        let fetched: Vec<_> = block_on(
+            futures::stream::iter(subsets.iter())
+                .map(|subset| {
+                    self.array
+                        .async_retrieve_array_subset_opt::<ArrayBytes<'static>>(
+                            subset,
+                            &codec_options,
+                        )
+                })
+                .buffered(options.parallelism.in_flight.max(1))
+                .collect(),
+        );
+        let mut boxed = vec![0u8; box_shape.iter().product::<u64>() as usize * elem];
+        for (piece, bytes) in pieces.iter().zip(fetched) {
+            let bytes = bytes
+                .map_err(|e| failed(e.to_string()))?
+                .into_fixed()
+                .map_err(|e| failed(e.to_string()))?;
+            place_piece(&bytes, piece, &bbox, &mut boxed, elem);
+        }
+        window.pick_from_box(&boxed, out, elem);
         Ok(())
+    }
+}
+
+/// The parts of `bbox` in each shard (chunk) of shape `chunk` it touches.
+fn shard_pieces(bbox: &[Range<u64>], chunk: &[u64]) -> Vec<Vec<Range<u64>>> {
+    let first: Vec<u64> = bbox.iter().zip(chunk).map(|(r, c)| r.start / c).collect();
+    let counts: Vec<u64> = bbox
+        .iter()
+        .zip(chunk)
+        .zip(&first)
+        .map(|((r, c), f)| (r.end - 1) / c - f + 1)
+        .collect();
+    (0..counts.iter().product::<u64>())
+        .map(|i| {
+            let at = unravel(i, &counts);
+            bbox.iter()
+                .enumerate()
+                .map(|(d, r)| {
+                    let start = (first[d] + at[d]) * chunk[d];
+                    start.max(r.start)..(start + chunk[d]).min(r.end)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Copy `bytes` (C order, of the box `piece`) into `boxed` (C order, of `bbox`).
+fn place_piece(
+    bytes: &[u8],
+    piece: &[Range<u64>],
+    bbox: &[Range<u64>],
+    boxed: &mut [u8],
+    elem: usize,
+) {
+    let nd = piece.len();
+    if nd == 0 {
+        boxed.copy_from_slice(bytes);
+        return;
+    }
+    let piece_shape: Vec<u64> = piece.iter().map(|r| r.end - r.start).collect();
+    let box_shape: Vec<u64> = bbox.iter().map(|r| r.end - r.start).collect();
+    let box_strides = strides(&box_shape);
+    let row = piece_shape[nd - 1] as usize * elem;
+    let rows: u64 = piece_shape[..nd - 1].iter().product();
+    for i in 0..rows {
+        let at = unravel(i, &piece_shape[..nd - 1]);
+        let mut offset = piece[nd - 1].start - bbox[nd - 1].start;
+        for d in 0..nd - 1 {
+            offset += (piece[d].start - bbox[d].start + at[d]) * box_strides[d];
+        }
+        let to = offset as usize * elem;
+        let from = i as usize * row;
+        boxed[to..to + row].copy_from_slice(&bytes[from..from + row]);
     }
 }
 

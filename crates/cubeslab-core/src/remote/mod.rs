@@ -13,6 +13,7 @@ mod contents;
 mod download;
 mod error;
 mod location;
+mod objects;
 mod upload;
 
 pub use array::RemoteArray;
