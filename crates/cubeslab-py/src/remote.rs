@@ -7,7 +7,7 @@ use cubeslab_core::{
     destination::Destination,
     remote::{
         download as core_download, remote_contents, remote_node, stored_bytes as core_stored_bytes,
-        Location, RemoteArray as CoreRemoteArray, StorageOptions,
+        Location, RemoteArray as CoreRemoteArray, S3Url, StorageOptions,
     },
     store::{read_metadata, Durability, StoreContents},
 };
@@ -17,6 +17,16 @@ use crate::{errors::engine, into_buffer, read_options, window};
 
 fn parse(py: Python<'_>, text: &str) -> PyResult<Location> {
     engine(py, || Ok(Location::parse(text)?))
+}
+
+/// `text` as an `s3://` URL; anything else is refused.
+fn s3_url(py: Python<'_>, text: &str) -> PyResult<S3Url> {
+    match parse(py, text)? {
+        Location::S3(url) => Ok(url),
+        Location::Local(_) => Err(crate::errors::invalid_input(format!(
+            "{text}: not an object-storage URL"
+        ))),
+    }
 }
 
 /// `("local", path)` or `("s3", url)` for a store or source name; a scheme
@@ -78,11 +88,7 @@ pub fn stored_bytes(
     url: &str,
     storage_options: Option<BTreeMap<String, String>>,
 ) -> PyResult<u64> {
-    let Location::S3(url) = parse(py, url)? else {
-        return Err(crate::errors::invalid_input(format!(
-            "{url}: not an object-storage URL"
-        )));
-    };
+    let url = s3_url(py, url)?;
     let options = storage_options.unwrap_or_default();
     engine(py, || core_stored_bytes(&url, &options))
 }
@@ -96,11 +102,7 @@ pub fn download(
     to: PathBuf,
     storage_options: Option<BTreeMap<String, String>>,
 ) -> PyResult<u64> {
-    let Location::S3(url) = parse(py, url)? else {
-        return Err(crate::errors::invalid_input(format!(
-            "{url}: not an object-storage URL"
-        )));
-    };
+    let url = s3_url(py, url)?;
     let options = storage_options.unwrap_or_default();
     engine(py, || core_download(&url, &options, &to))
 }
@@ -121,11 +123,7 @@ impl RemoteArray {
         url: &str,
         storage_options: Option<BTreeMap<String, String>>,
     ) -> PyResult<Self> {
-        let Location::S3(url) = parse(py, url)? else {
-            return Err(crate::errors::invalid_input(format!(
-                "{url}: not an object-storage URL"
-            )));
-        };
+        let url = s3_url(py, url)?;
         let options: StorageOptions = storage_options.unwrap_or_default();
         Ok(Self {
             inner: engine(py, || CoreRemoteArray::open(&url, &options))?,
