@@ -21,7 +21,7 @@ use crate::{
     dtype::DType,
     error::Result,
     store::{ReadOptions, StoreError},
-    window::{strides, unravel, Window, MAX_DIMS},
+    window::{strides, unravel, ChunkSpan, Placement, Window, MAX_DIMS},
 };
 
 /// An open array on object storage, read-only.
@@ -157,15 +157,28 @@ impl RemoteArray {
                 .buffered(options.parallelism.in_flight.max(1))
                 .collect(),
         );
-        let mut boxed = vec![0u8; box_shape.iter().product::<u64>() as usize * elem];
+        // A window without steps is its own bounding box: the pieces go straight into `out`.
+        let stepped = window.dims.iter().any(|r| r.step > 1);
+        let mut boxed = if stepped {
+            vec![0u8; box_shape.iter().product::<u64>() as usize * elem]
+        } else {
+            Vec::new()
+        };
         for (piece, bytes) in pieces.iter().zip(fetched) {
             let bytes = bytes
                 .map_err(|e| failed(e.to_string()))?
                 .into_fixed()
                 .map_err(|e| failed(e.to_string()))?;
-            place_piece(&bytes, piece, &bbox, &mut boxed, elem);
+            let target = if stepped {
+                &mut boxed[..]
+            } else {
+                &mut out[..]
+            };
+            place_piece(&bytes, piece, &bbox, target, elem);
         }
-        window.pick_from_box(&boxed, out, elem);
+        if stepped {
+            window.pick_from_box(&boxed, out, elem);
+        }
         Ok(())
     }
 }
@@ -201,26 +214,40 @@ fn place_piece(
     boxed: &mut [u8],
     elem: usize,
 ) {
-    let nd = piece.len();
-    if nd == 0 {
-        boxed.copy_from_slice(bytes);
+    if piece.is_empty() {
+        boxed.copy_from_slice(bytes); // a 0-d array: one element
         return;
     }
     let piece_shape: Vec<u64> = piece.iter().map(|r| r.end - r.start).collect();
     let box_shape: Vec<u64> = bbox.iter().map(|r| r.end - r.start).collect();
-    let box_strides = strides(&box_shape);
-    let row = piece_shape[nd - 1] as usize * elem;
-    let rows: u64 = piece_shape[..nd - 1].iter().product();
-    for i in 0..rows {
-        let at = unravel(i, &piece_shape[..nd - 1]);
-        let mut offset = piece[nd - 1].start - bbox[nd - 1].start;
-        for d in 0..nd - 1 {
-            offset += (piece[d].start - bbox[d].start + at[d]) * box_strides[d];
-        }
-        let to = offset as usize * elem;
-        let from = i as usize * row;
-        boxed[to..to + row].copy_from_slice(&bytes[from..from + row]);
-    }
+    let spans: Vec<ChunkSpan> = piece
+        .iter()
+        .zip(bbox)
+        .map(|(p, b)| ChunkSpan {
+            chunk: 0,
+            first: 0,
+            count: p.end - p.start,
+            out_first: p.start - b.start,
+        })
+        .collect();
+    let (src, dst) = (strides(&piece_shape), strides(&box_shape));
+    let placement = Placement {
+        src_strides: &src,
+        dst_strides: &dst,
+        steps: &[1; MAX_DIMS],
+        ndim: piece.len(),
+        elem,
+    };
+    assert_eq!(
+        bytes.len(),
+        piece_shape.iter().product::<u64>() as usize * elem
+    );
+    assert_eq!(
+        boxed.len(),
+        box_shape.iter().product::<u64>() as usize * elem
+    );
+    // SAFETY: both buffers' sizes were checked; the piece lies inside the box.
+    unsafe { placement.copy(&spans, bytes, boxed.as_mut_ptr()) };
 }
 
 fn u64s(value: Option<&Value>) -> Option<Vec<u64>> {

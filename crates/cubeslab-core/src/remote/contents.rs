@@ -70,14 +70,12 @@ pub fn remote_contents(
     let contents = StoreContents::of_node(Path::new(root.trim_end_matches('/')), &node);
     if to_read {
         contents.check_readable(|| {
-            let main = contents.main.to_string_lossy();
-            let key = main
-                .strip_prefix(&format!("s3://{}/", url.bucket))
-                .unwrap_or(&main);
-            let main_url = S3Url {
-                bucket: url.bucket.clone(),
-                key: key.into(),
-            };
+            let name = contents
+                .main
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy();
+            let main_url = url.join(&name);
             get_json(&client, &main_url.join("zarr.json"), "open the main array")
         })?;
     }
