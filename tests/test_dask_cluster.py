@@ -6,7 +6,6 @@ with ``cubeslab.store`` (each task whole shards), checked against segyio and num
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -17,49 +16,21 @@ import pytest
 import segyio
 
 import cubeslab
+from cubeslab_bench.dask_cluster import DaskCluster
 from cubeslab_bench.s3_server import S3Server, free_port
-
-DASK = Path(sys.executable).parent / "dask"
-
-
-def wait_for_port(port: int, seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError(f"nothing listens on port {port}")
 
 
 @pytest.fixture(scope="module")
 def client(tmp_path_factory):
     from distributed import Client
 
-    port = free_port()
-    folder = tmp_path_factory.mktemp("dask")
     # The workers see no AWS_* variables: what they read from S3 they read with the options the tasks carry.
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "env": env}
-    processes = [
-        subprocess.Popen(
-            [str(DASK), "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"], **quiet
-        )
-    ]
-    try:
-        wait_for_port(port)
-        for n in range(2):
-            worker = ["worker", f"tcp://127.0.0.1:{port}", "--nthreads", "1", "--no-dashboard"]
-            local = ["--local-directory", str(folder / f"worker-{n}")]
-            processes.append(subprocess.Popen([str(DASK), *worker, *local], **quiet))
-        with Client(f"tcp://127.0.0.1:{port}", timeout=30) as connected:
-            connected.wait_for_workers(2, timeout=60)
-            yield connected
-    finally:
-        for process in reversed(processes):
-            process.kill()
-            process.wait()
+    with (
+        DaskCluster(tmp_path_factory.mktemp("dask"), env=env) as cluster,
+        Client(cluster.address) as connected,
+    ):
+        yield connected
 
 
 def workers_that_ran(client) -> set[str]:

@@ -152,6 +152,13 @@ def ingest(
         str | None,
         typer.Option(help="imzML, processed: the m/z range binned, LOW:HIGH (default: every peak)"),
     ] = None,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(
+            help="SEG-Y: run as tasks on the Dask cluster whose scheduler is here (tcp://host:8786); "
+            "its workers must see the source and the store's folder at the same paths"
+        ),
+    ] = None,
 ) -> None:
     """Reorganise a SEG-Y, imzML, HDF5, NetCDF, FITS, SEPlib, .npy or raw file into a sharded Zarr store."""
     from . import ingest as run_ingest
@@ -168,7 +175,7 @@ def ingest(
             allow_truncated=allow_truncated, sample_interval_us=sample_interval,
             vertical="depth" if depth else "time", progress=bars.update,
             shape=parse_shape(shape) if shape is not None else None, order=order.value, offset=offset,
-            hdu=hdu, dataset=dataset, variable=variable, mz_bin=mz_bin, mz_range=mz_range,
+            hdu=hdu, dataset=dataset, variable=variable, mz_bin=mz_bin, mz_range=mz_range, client=scheduler,
         )  # fmt: skip
     for warning in noted:
         errors.print(f"[yellow]warning:[/] {escape(str(warning.message))}")

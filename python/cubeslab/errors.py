@@ -9,6 +9,7 @@ name (``crates/cubeslab-py/src/errors.rs``), so rename with care.
 from __future__ import annotations
 
 __all__ = [
+    "ClusterError",
     "CorruptDataError",
     "CubeslabError",
     "CubeslabIOError",
@@ -75,6 +76,10 @@ class LabelError(CubeslabError, KeyError):
 
 class CubeslabIOError(CubeslabError, OSError):
     """An operating-system I/O failure."""
+
+
+class ClusterError(CubeslabError, ConnectionError):
+    """A Dask cluster that does not answer, or whose workers cannot do the work (a path they do not see)."""
 
 
 class InternalError(CubeslabError, RuntimeError):

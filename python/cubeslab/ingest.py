@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _engine, defaults
+from . import _engine, cluster_ingest, defaults
 from .compression import with_max_error
 from .errors import IngestWarning, InvalidInputError
 from .locations import is_remote
@@ -159,6 +159,7 @@ def ingest(
     mz_bin: str | float | None = None,
     mz_range=None,
     progress: ProgressCallback | None = None,
+    client: Any = None,
 ) -> dict:
     """Reorganise a SEG-Y file, an ``.npy`` file or raw bytes into a cube store; returns the summary.
 
@@ -201,6 +202,11 @@ def ingest(
     The store is marked complete last; if the ingest stops before, the store
     stays marked incomplete and :func:`cubeslab.open` refuses it.
 
+    client: run a SEG-Y ingest as tasks on a Dask cluster: a ``distributed.Client`` or the scheduler's
+        address (``"tcp://host:8786"``). Each task reads a block of traces and writes whole shards; the
+        workers must see the source and the store's staging folder at the same paths (a shared
+        filesystem). The store is the same, byte for byte, as one ingested here.
+
     ``source`` may be on object storage (``s3://bucket/key``, with the ``AWS_*`` variables): it is
     downloaded to a temporary folder first (an imzML file with its ``.ibd``).
     """
@@ -210,7 +216,7 @@ def ingest(
             return ingest(local, **{k: v for k, v in arguments.items() if k != "source"})
 
     def refuse_segy_options(kind: str) -> None:
-        for name, given in (("views", views), ("resume", resume)):
+        for name, given in (("views", views), ("resume", resume), ("client", client)):
             if given:
                 raise InvalidInputError(f"{name} applies to SEG-Y ingest; {source} is {kind}")
 
@@ -220,8 +226,9 @@ def ingest(
 
     remote = is_remote(store)  # also refuses a scheme cubeslab does not support
     if is_imzml(source):
-        if resume:
-            raise InvalidInputError(f"resume applies to SEG-Y ingest; {source} is imzML")
+        if resume or client is not None:
+            name = "resume" if resume else "client"
+            raise InvalidInputError(f"{name} applies to SEG-Y ingest; {source} is imzML")
         return ingest_imzml(
             source, store, mz_bin=mz_bin, mz_range=mz_range, overwrite=overwrite, durable=durable,
             layout=layout, access=access, compress=with_max_error(compress, max_error),
@@ -260,14 +267,22 @@ def ingest(
         profile=None if remote and profile is None else measure_first(store, profile, source_bytes, progress),
     )  # fmt: skip
     step = 2 * (threads or _engine.default_parallelism()[0])
+    cluster = None if client is None else cluster_ingest.connect(client)
+    segy_options = dict(endian=endian, allow_truncated=allow_truncated, sample_interval_us=sample_interval_us)
 
     def work(handle) -> str:
         job = _engine.Ingest(os.fspath(source), os.fspath(store), options, handle)
+        if cluster is not None:
+            cluster_ingest.run_on_cluster(job, cluster, os.path.abspath(source), segy_options, handle)
         while job.step(step) > 0:
             pass
         return job.finish()
 
-    summary = json.loads(run_watched(work, progress))
+    try:
+        summary = json.loads(run_watched(work, progress))
+    finally:
+        if cluster is not None and cluster is not client:
+            cluster.close()
     for warning in summary.get("warnings", []):
         warnings.warn(warning, IngestWarning, stacklevel=2)
     return summary

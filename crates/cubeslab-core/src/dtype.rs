@@ -1,7 +1,8 @@
 //! Element data types the engine reads and writes.
 
 /// A fixed-size element type, named as in the Zarr v3 core spec.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 #[allow(missing_docs)]
 pub enum DType {
     Bool,

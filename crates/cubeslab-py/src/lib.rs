@@ -279,6 +279,12 @@ impl Progress {
     fn stop(&self) {
         self.inner.stop();
     }
+
+    /// Whether the job was asked to stop.
+    #[getter]
+    fn stop_requested(&self) -> bool {
+        self.inner.check().is_err()
+    }
 }
 
 /// A SEG-Y ingest in progress; Python drives it step by step.
@@ -331,6 +337,24 @@ impl Ingest {
         engine(py, || ingest.step(max_tasks))
     }
 
+    /// Hand the tasks not run yet to other processes (see `run_ingest_task`):
+    /// their descriptions, as JSON.
+    fn hand_out(&mut self) -> PyResult<Vec<String>> {
+        Ok(self.get()?.hand_out())
+    }
+
+    /// The staging folder the tasks write into.
+    #[getter]
+    fn staging(&mut self) -> PyResult<PathBuf> {
+        Ok(self.get()?.staging().to_path_buf())
+    }
+
+    /// Count the outcome of handed-out task number `task`.
+    fn take_outcome(&mut self, py: Python<'_>, task: usize, outcome: &str) -> PyResult<()> {
+        let ingest = self.get()?;
+        engine(py, || ingest.take_outcome(task, outcome))
+    }
+
     /// Finish and mark the store complete; returns the summary as JSON.
     fn finish(&mut self, py: Python<'_>) -> PyResult<String> {
         let ingest = self
@@ -339,6 +363,22 @@ impl Ingest {
             .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("ingest already finished"))?;
         Ok(engine(py, || ingest.finish())?.to_string())
     }
+}
+
+/// Run one task an ingest handed out: read its traces from `source` and
+/// write its shards into the staging store `store`; returns its outcome.
+#[pyfunction]
+fn run_ingest_task(
+    py: Python<'_>,
+    source: PathBuf,
+    store: PathBuf,
+    options: &IngestOptions,
+    task: &str,
+) -> PyResult<String> {
+    let segy = &options.engine.segy;
+    engine(py, || {
+        cubeslab_core::ingest::run_task(&source, segy, &store, task)
+    })
 }
 
 /// Export a store to SEG-Y; returns the number of traces written.
@@ -462,6 +502,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ZarrArray>()?;
     m.add_class::<chunked_file::ChunkedFileArray>()?;
     m.add_class::<Ingest>()?;
+    m.add_function(wrap_pyfunction!(run_ingest_task, m)?)?;
     m.add_class::<Progress>()?;
     m.add_class::<IngestOptions>()?;
     m.add_class::<ExportOptions>()?;

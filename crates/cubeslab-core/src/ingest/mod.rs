@@ -17,6 +17,7 @@
 
 mod compare;
 mod design;
+mod distributed;
 mod options;
 mod planning;
 mod rebuild;
@@ -27,6 +28,7 @@ mod task;
 
 pub use crate::plan::Layout;
 pub use compare::compare_with_source;
+pub use distributed::{run_task, TaskError};
 pub use options::option_help;
 pub use options::{AmplitudeType, IngestOptions, DEFAULT_MEMORY_LIMIT};
 pub use planning::{plan_layout, PlanRequest};
@@ -52,6 +54,7 @@ use crate::{
     store::{sync_tree, Durability, Group, StoreLock, ZarrArray},
 };
 use design::Design;
+use distributed::{TaskOutcome, TaskSpec};
 use survey::RecordedLayouts;
 use target::Target;
 pub use task::task_budget;
@@ -65,6 +68,8 @@ pub struct Ingest {
     arrays: TaskArrays,
     tasks: Vec<IngestTask>,
     next: usize,
+    /// Tasks from here on were handed to other processes ([`Ingest::hand_out`]).
+    handed_out: Option<usize>,
     /// Tasks run at once (see [`task::TaskPlan::workers`]).
     workers: Parallelism,
     parallelism: Parallelism,
@@ -167,6 +172,7 @@ impl Ingest {
             arrays,
             tasks,
             next: 0,
+            handed_out: None,
             workers: Parallelism::resolve(Some(work.workers), None),
             parallelism: options.parallelism,
             memory_limit: options.memory_limit,
@@ -211,22 +217,79 @@ impl Ingest {
                 .collect::<Result<Vec<_>>>()
         })?;
         for (stats, errors) in done {
-            if let Some(all) = self.stats.as_mut() {
-                all.merge(&stats);
-            }
-            if let Some(e) = errors {
-                self.errors
-                    .get_or_insert_with(ChunkErrors::default)
-                    .merge(&e);
-            }
+            self.count(&stats, errors.as_ref());
         }
         self.next = end;
         Ok(self.tasks.len() - self.next)
     }
 
+    fn count(&mut self, stats: &AmplitudeStats, errors: Option<&ChunkErrors>) {
+        if let Some(all) = self.stats.as_mut() {
+            all.merge(stats);
+        }
+        if let Some(e) = errors {
+            self.errors
+                .get_or_insert_with(ChunkErrors::default)
+                .merge(e);
+        }
+    }
+
+    /// Hand the tasks not run yet to other processes, which run them with
+    /// [`run_task`] on this store's staging folder (shared with them): their
+    /// descriptions, in order. Give each outcome back to
+    /// [`Ingest::take_outcome`]; [`Ingest::finish`] checks that every task's
+    /// files are there before the store is marked complete.
+    pub fn hand_out(&mut self) -> Vec<String> {
+        let specs = self.tasks[self.next..]
+            .iter()
+            .map(|t| TaskSpec::new(t, &self.geometry).to_json())
+            .collect();
+        self.handed_out = Some(self.next);
+        self.next = self.tasks.len();
+        specs
+    }
+
+    /// The staging folder the handed-out tasks write into.
+    pub fn staging(&self) -> &Path {
+        &self.store
+    }
+
+    /// Count the outcome of handed-out task number `task` (from 0).
+    pub fn take_outcome(&mut self, task: usize, outcome: &str) -> Result<()> {
+        let (stats, errors) = TaskOutcome::parse(outcome)?;
+        self.count(&stats, errors.as_ref());
+        let first = self.handed_out.unwrap_or(self.tasks.len());
+        if let Some(t) = self.tasks.get(first + task) {
+            self.progress
+                .add(t.source_bytes(&self.geometry, self.source.trace_len));
+        }
+        Ok(())
+    }
+
+    /// After tasks ran elsewhere: remove what a process killed midway left
+    /// (its temporary files) and check every task's files are there.
+    fn check_handed_out(&self) -> Result<()> {
+        let Some(first) = self.handed_out else {
+            return Ok(());
+        };
+        survey::remove_temporary_files(&self.store)?;
+        for task in &self.tasks[first..] {
+            if !task.is_done(&self.arrays) {
+                let shard = task.shard_indices().next().unwrap_or_default();
+                return Err(distributed::TaskError::NotWritten {
+                    store: self.store.clone(),
+                    shard: format!("{shard:?}"),
+                }
+                .into());
+            }
+        }
+        Ok(())
+    }
+
     /// Mark the store complete (atomically, last) and return its summary.
     pub fn finish(mut self) -> Result<Value> {
         while self.step(usize::MAX)? > 0 {}
+        self.check_handed_out()?;
         let mut view_bytes = Map::new();
         for view in &self.views {
             let name = view

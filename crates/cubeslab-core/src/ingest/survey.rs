@@ -271,6 +271,17 @@ pub(super) fn remove_temporary_files(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The arrays tasks write, of a store [`create_arrays`] made.
+pub(super) fn open_arrays(store: &Path) -> Result<TaskArrays> {
+    Ok(TaskArrays {
+        amplitude: ZarrArray::open(store.join(AMPLITUDE))?,
+        trace_mask: ZarrArray::open(store.join(TRACE_MASK))?,
+        cdp_x: ZarrArray::open(store.join(CDP_X))?,
+        cdp_y: ZarrArray::open(store.join(CDP_Y))?,
+        raw_headers: ZarrArray::open(store.join(RAW_HEADERS))?,
+    })
+}
+
 /// Create every array of the store; write the coordinate arrays now, the
 /// trace-block arrays are written by the tasks.
 pub(super) fn create_arrays(

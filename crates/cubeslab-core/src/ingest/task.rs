@@ -22,8 +22,21 @@ pub(crate) struct TaskArrays {
     pub raw_headers: ZarrArray,
 }
 
+/// Where each cell's trace is in the source file ([`crate::segy::MISSING_TRACE`]
+/// where none is), by the cell's index in C order over the trace dimensions:
+/// the whole geometry, or the cells of one block ([`super::distributed`]).
+pub(crate) trait CellTraces {
+    fn trace_at(&self, cell: u64) -> u64;
+}
+
+impl CellTraces for Geometry {
+    fn trace_at(&self, cell: u64) -> u64 {
+        self.trace_of_cell[cell as usize]
+    }
+}
+
 /// A block of traces and the sample shards to build from them.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct IngestTask {
     /// Shard index along each trace dimension.
     block: Vec<u64>,
@@ -165,7 +178,7 @@ impl IngestTask {
     pub fn run(
         &self,
         source: &SegyFile,
-        geometry: &Geometry,
+        geometry: &impl CellTraces,
         arrays: &TaskArrays,
         progress: &Progress,
     ) -> Result<(AmplitudeStats, Option<ChunkErrors>)> {
@@ -202,23 +215,34 @@ impl IngestTask {
         Ok((stats, errors))
     }
 
-    /// Source bytes this task reads: the live traces of its block, whole.
-    pub fn source_bytes(&self, geometry: &Geometry, trace_len: u64) -> u64 {
+    /// The trace dimensions' sizes.
+    pub fn trace_shape(&self) -> &[u64] {
+        &self.shape[..self.shape.len() - 1]
+    }
+
+    /// The block's first cell over the trace dimensions, and its size
+    /// (clipped at the edge of the grid).
+    pub fn block_cells(&self) -> (Vec<u64>, Vec<u64>) {
         let nt = self.shape.len() - 1;
-        let extent: Vec<u64> = (0..nt)
-            .map(|d| {
-                let lo = self.block[d] * self.shard[d];
-                self.shard[d].min(self.shape[d] - lo)
-            })
+        let lo: Vec<u64> = (0..nt).map(|d| self.block[d] * self.shard[d]).collect();
+        let extent = (0..nt)
+            .map(|d| self.shard[d].min(self.shape[d] - lo[d]))
             .collect();
+        (lo, extent)
+    }
+
+    /// Source bytes this task reads: the live traces of its block, whole.
+    pub fn source_bytes(&self, geometry: &impl CellTraces, trace_len: u64) -> u64 {
+        let nt = self.shape.len() - 1;
+        let (lo, extent) = self.block_cells();
         let mut live = 0u64;
         for i in 0..extent.iter().product::<u64>() {
             let idx = unravel(i, &extent);
             let mut global = 0u64;
             for d in 0..nt {
-                global = global * self.shape[d] + self.block[d] * self.shard[d] + idx[d];
+                global = global * self.shape[d] + lo[d] + idx[d];
             }
-            if geometry.trace_of_cell[global as usize] != crate::segy::MISSING_TRACE {
+            if geometry.trace_at(global) != crate::segy::MISSING_TRACE {
                 live += 1;
             }
         }
@@ -250,16 +274,13 @@ impl IngestTask {
     pub fn fill(
         &self,
         source: &SegyFile,
-        geometry: &Geometry,
+        geometry: &impl CellTraces,
         shards: &mut [ShardBuilder],
         progress: &Progress,
     ) -> Result<(u64, Option<Aux>, AmplitudeStats)> {
         let nt = self.shape.len() - 1;
         let (trace_shape, block_shape) = (&self.shape[..nt], &self.shard[..nt]);
-        let lo: Vec<u64> = (0..nt).map(|d| self.block[d] * block_shape[d]).collect();
-        let extent: Vec<u64> = (0..nt)
-            .map(|d| block_shape[d].min(trace_shape[d] - lo[d]))
-            .collect();
+        let (lo, extent) = self.block_cells();
         let block_cells: u64 = block_shape.iter().product();
 
         // Live traces of the block, in C order of the cells (which is file
@@ -272,7 +293,7 @@ impl IngestTask {
                 global = global * trace_shape[d] + lo[d] + idx[d];
                 local = local * block_shape[d] + idx[d];
             }
-            let trace = geometry.trace_of_cell[global as usize];
+            let trace = geometry.trace_at(global);
             if trace != crate::segy::MISSING_TRACE {
                 placed.push(Placed {
                     local: local as usize,

@@ -1,0 +1,88 @@
+"""A SEG-Y ingest run as Dask tasks on a cluster.
+
+This process scans the headers, plans the layout and creates the store (marked incomplete), as a local
+ingest does. Each task then reads its block of traces and writes whole shards into the store's staging
+folder, on a worker; the workers must see the source and that folder at the same paths (a shared
+filesystem). This process counts the tasks' outcomes, then checks every task's files and marks the
+store complete, last. A worker killed midway costs only its tasks: Dask runs them again, and a shard is
+written whole (temporary file, then rename), so the store is the same. After a stop (Ctrl-C, the whole
+cluster gone), ``--resume`` hands out only the tasks whose files are missing.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from . import _engine
+from .errors import ClusterError, InvalidInputError
+
+POLL_SECONDS = 0.05
+CONNECT_SECONDS = 10
+
+
+def connect(scheduler: Any):
+    """A ``distributed.Client``: the one given, or one connected to the scheduler at this address."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise InvalidInputError(
+            "an ingest on a cluster needs the 'distributed' package: pip install 'cubeslab[dask]'"
+        ) from None
+    if isinstance(scheduler, Client):
+        return scheduler
+    try:
+        return Client(str(scheduler), timeout=CONNECT_SECONDS, set_as_default=False)
+    except (OSError, TimeoutError) as error:
+        raise ClusterError(
+            f"{scheduler}: no Dask scheduler answers there (waited {CONNECT_SECONDS} s): {error}"
+        ) from None
+
+
+def run_task(source: str, staging: str, segy_options: dict, task: str) -> str:
+    """On a worker: run one task an ingest handed out; returns its outcome."""
+    options = _engine.IngestOptions(**segy_options)
+    return _engine.run_ingest_task(source, staging, options, task)
+
+
+def check_workers_see(client, paths: dict[str, str]) -> None:
+    """Refuse, before any task runs, a cluster whose workers do not see the source or the staging folder."""
+    for what, path in paths.items():
+        seen = client.run(os.path.exists, path)
+        blind = sorted(worker for worker, exists in seen.items() if not exists)
+        if blind:
+            raise ClusterError(
+                f"{path}: worker {blind[0]} does not see the {what} here; an ingest on a cluster reads the "
+                "source and writes the store's staging folder at the same paths on every worker "
+                "(a shared filesystem)"
+            )
+    if not seen:
+        raise ClusterError(f"{client.scheduler.address}: the cluster has no workers")
+
+
+def run_on_cluster(job, client, source: str, segy_options: dict, handle) -> None:
+    """Hand the ingest's tasks not done yet to the cluster and count their outcomes as they finish;
+    stops (cancelling what is left) when ``handle`` is asked to stop."""
+    from distributed import as_completed
+
+    staging = os.path.abspath(job.staging)
+    check_workers_see(client, {"source": source, "store's staging folder": staging})
+    tasks = job.hand_out()
+    futures = [
+        client.submit(run_task, source, staging, segy_options, task, key=f"cubeslab-ingest-{n}-{id(job)}")
+        for n, task in enumerate(tasks)
+    ]
+    number = {future.key: n for n, future in enumerate(futures)}
+    finished = as_completed(futures, loop=client.loop)
+    try:
+        while not finished.is_empty():
+            if handle.stop_requested:
+                raise KeyboardInterrupt
+            if not finished.has_ready():
+                time.sleep(POLL_SECONDS)
+                continue
+            for future in finished.next_batch(block=False):
+                job.take_outcome(number[future.key], future.result())
+    finally:
+        client.cancel(futures)
