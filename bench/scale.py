@@ -9,7 +9,8 @@ Cold: the store opened afresh (no shard index fetched yet; the opening timed on 
 server's files evicted from the page cache (posix_fadvise DONTNEED) and the plane read. Warm: the
 server's files cached, the store open, the plane read before (its shard indexes kept). Medians of
 ``--runs`` runs. The ingest's time (local staging, then the upload) is set beside a plain upload of
-the staged files. Every read is checked equal to the local store's.
+the staged files. Every read is checked equal to the local store's. Then the ingest on a Dask cluster of
+one and two worker processes beside one process (``cubeslab_bench/cluster_ingest.py``).
 
 Usage: python bench/scale.py [--size small|full] [--runs 5] [--out bench/results]
 Writes OUT/scale.json and OUT/scale.md.
@@ -32,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cubeslab_bench import cluster_ingest
 from cubeslab_bench.measure import evict, files_under, settle, stats, timed
 from cubeslab_bench.s3_server import S3Server, free_port
 
@@ -261,8 +263,10 @@ def table(report: dict) -> str:
         f"({ingest['source_bytes'] / ingest['seconds'] / 1e6:,.0f} MB/s); the same ingest to a local folder "
         f"{ingest['local_seconds']:.2f} s.",
         "",
-        "Reproduce: `make bench-scale` (or `python bench/scale.py --size full`).",
     ]
+    if "cluster_ingest" in report:
+        lines += cluster_ingest.table(report["cluster_ingest"])
+    lines += ["", "Reproduce: `make bench-scale` (or `python bench/scale.py --size full`)."]
     return "\n".join(lines) + "\n"
 
 
@@ -299,6 +303,7 @@ def main() -> None:
         results = measure(server, local, url, prefix, args.runs)
     finally:
         server.stop()
+    cluster = cluster_ingest.measure(source, args.data, min(args.runs, 3))
     report = {
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
         "shape": list(shape),
@@ -306,6 +311,7 @@ def main() -> None:
         "runs": args.runs,
         "ingest": {"seconds": seconds, "local_seconds": local_seconds, "source_bytes": source.stat().st_size},
         "results": results,
+        "cluster_ingest": cluster,
     }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "scale.json").write_text(json.dumps(report, indent=1))
