@@ -35,12 +35,13 @@ $(STAMPS)/system: Makefile
 	fi
 	@touch $@
 
-# The object-storage tests run against a real S3 server process: s3s-fs, built from
-# crates.io (SigV4, ranged GET, multipart upload, list; a Rust server, so not the
-# bottleneck of what it serves). The tests start and stop it.
-S3_SERVER := .tools/bin/s3s-fs
-$(S3_SERVER):
-	cargo install s3s-fs@0.14.1 --features binary --locked --quiet --root .tools
+# The object-storage tests run against a real S3 server process: the s3s crates'
+# protocol (SigV4, ranged GET, multipart upload, list) over s3s-fs's file-system
+# backend, from crates.io, served with TCP_NODELAY (tools/s3-server). The tests
+# start and stop it.
+S3_SERVER := .tools/bin/cubeslab-s3-server
+$(S3_SERVER): tools/s3-server/Cargo.toml tools/s3-server/Cargo.lock tools/s3-server/src/main.rs
+	cargo install --path tools/s3-server --locked --quiet --root .tools
 
 $(STAMPS)/build: $(STAMPS)/venv $(STAMPS)/system $(ENGINE_SOURCES)
 	VIRTUAL_ENV=$(CURDIR)/$(VENV) $(VENV)/bin/maturin develop --release -q
@@ -90,7 +91,7 @@ bench-hdf5: build ## HDF5 read in place beside h5py and kerchunk+zarr-python (1 
 bench-msi: build ## imzML ingest, ion images, spectra and sub-cubes beside pyimzML (a 1 GB file, generated once): bench/results/msi.{json,md}
 	PYTHONPATH=bench $(PY) bench/msi.py
 
-bench-scale: build $(S3_SERVER) ## Plane reads and ingest against a local S3 server (s3s-fs) beside plain ranged GETs and zarr-python: bench/results/scale.{json,md}
+bench-scale: build $(S3_SERVER) ## Plane reads and ingest against a local S3 server (s3s-fs backend) beside plain ranged GETs and zarr-python: bench/results/scale.{json,md}
 	PYTHONPATH=bench $(PY) bench/scale.py
 
 bench-reads: build ## Plane reads against another build (BASELINE=SITE: a folder with an older wheel installed by pip --target): bench/results/reads.{json,md}

@@ -1,6 +1,7 @@
-"""A real S3-compatible server for the object-storage tests: s3s-fs (installed by ``make test`` into
-.tools/), started on a free localhost port over a folder of the test's, with its own credentials, and
-stopped afterwards. Buckets are folders of that root."""
+"""A real S3-compatible server for the object-storage tests: s3s-fs's file-system backend behind the s3s
+protocol crate, served with TCP_NODELAY (``tools/s3-server``, built by ``make test`` into .tools/),
+started on a free localhost port over a folder of the test's, with its own credentials, and stopped
+afterwards. Buckets are folders of that root."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-BINARY = Path(os.environ.get("CUBESLAB_S3_SERVER", ROOT / ".tools" / "bin" / "s3s-fs"))
+BINARY = Path(os.environ.get("CUBESLAB_S3_SERVER", ROOT / ".tools" / "bin" / "cubeslab-s3-server"))
 ACCESS_KEY, SECRET_KEY = "cubeslab-test", "cubeslab-test-secret-0123456789"
 
 
@@ -24,7 +25,7 @@ def free_port() -> int:
 
 @dataclass
 class S3Server:
-    """A running s3s-fs process over ``root`` at ``endpoint``."""
+    """A running server process over ``root`` at ``endpoint``."""
 
     root: Path
     port: int
@@ -53,7 +54,7 @@ class S3Server:
 
     def start(self) -> S3Server:
         if not BINARY.is_file():
-            raise RuntimeError(f"{BINARY} is missing: `make test` installs it (cargo install s3s-fs)")
+            raise RuntimeError(f"{BINARY} is missing: `make test` builds it (tools/s3-server)")
         self.root.mkdir(parents=True, exist_ok=True)
         self.process = subprocess.Popen(
             [str(BINARY), "--host", "127.0.0.1", "--port", str(self.port), "--access-key", ACCESS_KEY,
@@ -68,7 +69,7 @@ class S3Server:
             except OSError:
                 time.sleep(0.05)
         self.stop()
-        raise RuntimeError(f"s3s-fs did not start listening on port {self.port}")
+        raise RuntimeError(f"{BINARY.name} did not start listening on port {self.port}")
 
     def stop(self) -> None:
         if self.process is not None:

@@ -4,16 +4,17 @@
 use std::{collections::BTreeMap, path::PathBuf};
 
 use cubeslab_core::{
+    config::Parallelism,
     destination::Destination,
     remote::{
         download as core_download, remote_contents, remote_node, stored_bytes as core_stored_bytes,
         Location, RemoteArray as CoreRemoteArray, S3Url, StorageOptions,
     },
-    store::{read_metadata, Durability, StoreContents},
+    store::{read_metadata, Durability, ReadOptions, StoreContents},
 };
 use pyo3::{buffer::PyBuffer, prelude::*};
 
-use crate::{errors::engine, into_buffer, read_options, window};
+use crate::{errors::engine, into_buffer, window};
 
 fn parse(py: Python<'_>, text: &str) -> PyResult<Location> {
     engine(py, || Ok(Location::parse(text)?))
@@ -177,7 +178,10 @@ impl RemoteArray {
         verify: bool,
     ) -> PyResult<()> {
         let window = window(&starts, &stops, &steps)?;
-        let options = read_options(threads, in_flight, verify);
+        let options = ReadOptions {
+            parallelism: Parallelism::resolve_remote(threads, in_flight),
+            verify,
+        };
         into_buffer(py, &out, |slice| {
             self.inner.read_into(&window, slice, &options)
         })
