@@ -20,7 +20,7 @@ import pytest
 import segyio
 
 import cubeslab
-from cubeslab.errors import ClusterError
+from cubeslab.errors import ClusterError, InvalidInputError
 from cubeslab.synthetic import SyntheticSurvey, write_segy
 from cubeslab_bench.dask_cluster import DaskCluster
 from cubeslab_bench.s3_server import S3Server, free_port
@@ -202,18 +202,32 @@ def test_a_scheduler_that_does_not_answer_is_named_and_nothing_is_written(survey
         cubeslab.ingest(survey, store, client=address)
 
 
-def test_an_ingest_to_s3_runs_on_the_cluster(cluster, survey, tmp_path):
+def test_an_ingest_to_s3_runs_on_workers_that_upload_their_own_shards(
+    survey, local_store, tmp_path, monkeypatch
+):
+    from distributed import Client
+
     server = S3Server(tmp_path / "s3", free_port()).start()
+    # Workers with a temporary folder of their own and no AWS variables: they cannot write into this
+    # process's staging folder, and connect with the options the tasks carry.
+    alone = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    (tmp_path / "worker-tmp").mkdir()
+    alone["TMPDIR"] = str(tmp_path / "worker-tmp")
     try:
         server.bucket("clustered")
-        env = os.environ | server.env()
-        done = subprocess.run(
-            [str(CUBESLAB), "ingest", str(survey), "s3://clustered/survey.zarr", "--layout", LAYOUT,
-             "--scheduler", cluster.address],
-            env=env, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
-        assert done.returncode == 0, done.stderr
-        cube = cubeslab.open("s3://clustered/survey.zarr", storage_options=server.storage_options())
+        for name, value in server.env().items():
+            monkeypatch.setenv(name, value)
+        with DaskCluster(tmp_path / "dask", env=alone) as cluster, Client(cluster.address) as client:
+            cubeslab.ingest(survey, "s3://clustered/survey.zarr", layout=LAYOUT, client=client)
+            with pytest.raises(InvalidInputError, match="orientation views are not done"):
+                cubeslab.ingest(survey, "s3://clustered/views.zarr", views=["time"], client=client)
+            assert client.run(lambda: os.environ.get("AWS_ACCESS_KEY_ID")) == dict.fromkeys(
+                client.run(os.getpid), None
+            )
+        assert not list((tmp_path / "worker-tmp").glob("cubeslab-task-*"))  # each task's folder removed
+        uploaded = tmp_path / "s3" / "clustered" / "survey.zarr"
+        assert_same_store(uploaded, local_store)  # the server keeps each object as a file
+        cube = cubeslab.open("s3://clustered/survey.zarr")
         with segyio.open(survey) as f:
             np.testing.assert_array_equal(cube.amplitude[...], segyio.tools.cube(f))
     finally:

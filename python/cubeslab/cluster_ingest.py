@@ -1,22 +1,37 @@
 """A SEG-Y ingest run as Dask tasks on a cluster.
 
 This process scans the headers, plans the layout and creates the store (marked incomplete), as a local
-ingest does. Each task then reads its block of traces and writes whole shards into the store's staging
-folder, on a worker; the workers must see the source and that folder at the same paths (a shared
-filesystem). This process counts the tasks' outcomes, then checks every task's files and marks the
-store complete, last. A worker killed midway costs only its tasks: Dask runs them again, and a shard is
-written whole (temporary file, then rename), so the store is the same. After a stop (Ctrl-C, the whole
-cluster gone), ``--resume`` hands out only the tasks whose files are missing.
+ingest does. Each task then reads its block of traces and writes whole shards, on a worker: into the
+store's staging folder for a store on a filesystem (which the workers must see at the same path), or, for
+a store on S3, into a folder of its own whose files it uploads to their final keys. The workers must see
+the source at the same path. This process counts the tasks' outcomes, then checks every task's files and
+marks the store complete, last. A worker killed midway costs only its tasks: Dask runs them again, and a
+shard is written whole (temporary file then rename; one upload), so the store is the same. After a stop
+(Ctrl-C, the whole cluster gone), ``--resume`` hands out only the tasks whose files are missing.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from . import _engine
+from . import _engine, schema
 from .errors import ClusterError, InvalidInputError
+
+TASK_ARRAYS = (schema.AMPLITUDE, schema.TRACE_MASK, schema.CDP_X, schema.CDP_Y, schema.RAW_HEADERS)
+"""The arrays an ingest task writes."""
+
+AWS_OPTIONS = {
+    "key": "AWS_ACCESS_KEY_ID",
+    "secret": "AWS_SECRET_ACCESS_KEY",
+    "token": "AWS_SESSION_TOKEN",
+    "region": "AWS_REGION",
+    "endpoint_url": "AWS_ENDPOINT_URL",
+}
 
 POLL_SECONDS = 0.05
 CONNECT_SECONDS = 10
@@ -46,6 +61,26 @@ def run_task(source: str, staging: str, segy_options: dict, task: str) -> str:
     return _engine.run_ingest_task(source, staging, options, task)
 
 
+def run_task_uploading(
+    source: str, url: str, storage_options: dict, segy_options: dict, documents: dict, task: str
+) -> str:
+    """On a worker: run one task of an ingest to S3 in a folder of its own (the arrays' documents given),
+    then upload the files it wrote under ``url``; returns its outcome."""
+    with tempfile.TemporaryDirectory(prefix="cubeslab-task-") as folder:
+        for name, text in documents.items():
+            (Path(folder) / name).mkdir()
+            (Path(folder) / name / "zarr.json").write_text(text)
+        outcome = run_task(source, folder, segy_options, task)
+        _engine.upload_folder(folder, url, storage_options)
+    return outcome
+
+
+def connection_options() -> dict[str, str]:
+    """This process's S3 connection (its ``AWS_*`` variables) as storage options, for workers that do
+    not have it."""
+    return {name: os.environ[variable] for name, variable in AWS_OPTIONS.items() if os.environ.get(variable)}
+
+
 def check_workers_see(client, paths: dict[str, str]) -> None:
     """Refuse, before any task runs, a cluster whose workers do not see the source or the staging folder."""
     for what, path in paths.items():
@@ -67,10 +102,21 @@ def run_on_cluster(job, client, source: str, segy_options: dict, handle) -> None
     from distributed import as_completed
 
     staging = os.path.abspath(job.staging)
-    check_workers_see(client, {"source": source, "store's staging folder": staging})
+    url = job.upload_target()
+    work: Callable[..., str]
+    arguments: tuple[Any, ...]
+    if url is None:
+        check_workers_see(client, {"source": source, "store's staging folder": staging})
+        work, arguments = run_task, (source, staging, segy_options)
+    else:
+        check_workers_see(client, {"source": source})
+        documents = {name: (Path(staging) / name / "zarr.json").read_text() for name in TASK_ARRAYS}
+        [shared] = client.scatter([documents], broadcast=True)
+        work = run_task_uploading
+        arguments = (source, url, connection_options(), segy_options, shared)
     tasks = job.hand_out()
     futures = [
-        client.submit(run_task, source, staging, segy_options, task, key=f"cubeslab-ingest-{n}-{id(job)}")
+        client.submit(work, *arguments, task, key=f"cubeslab-ingest-{n}-{id(job)}")
         for n, task in enumerate(tasks)
     ]
     number = {future.key: n for n, future in enumerate(futures)}

@@ -267,6 +267,12 @@ def ingest(
         profile=None if remote and profile is None else measure_first(store, profile, source_bytes, progress),
     )  # fmt: skip
     step = 2 * (threads or _engine.default_parallelism()[0])
+    if client is not None and remote and views:
+        # Refused before anything is written; the engine would refuse it after the scan.
+        raise InvalidInputError(
+            f"{store}: orientation views are not done by an ingest on a cluster to object storage yet; "
+            "ingest on one machine (without a client), or to a folder"
+        )
     cluster = None if client is None else cluster_ingest.connect(client)
     segy_options = dict(endian=endian, allow_truncated=allow_truncated, sample_interval_us=sample_interval_us)
 

@@ -349,6 +349,13 @@ impl Ingest {
         Ok(self.get()?.staging().to_path_buf())
     }
 
+    /// For a store going to object storage, the URL the tasks upload their
+    /// files under (a store being replaced there stops being one); else None.
+    fn upload_target(&mut self, py: Python<'_>) -> PyResult<Option<String>> {
+        let ingest = self.get()?;
+        engine(py, || ingest.upload_target())
+    }
+
     /// Count the outcome of handed-out task number `task`.
     fn take_outcome(&mut self, py: Python<'_>, task: usize, outcome: &str) -> PyResult<()> {
         let ingest = self.get()?;
@@ -511,6 +518,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(remote::location, m)?)?;
     m.add_function(wrap_pyfunction!(remote::stored_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(remote::download, m)?)?;
+    m.add_function(wrap_pyfunction!(remote::upload_folder, m)?)?;
     m.add_function(wrap_pyfunction!(export, m)?)?;
     m.add_function(wrap_pyfunction!(segy_info, m)?)?;
     m.add_function(wrap_pyfunction!(remote::read_node, m)?)?;

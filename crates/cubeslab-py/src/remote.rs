@@ -8,7 +8,8 @@ use cubeslab_core::{
     destination::Destination,
     remote::{
         download as core_download, remote_contents, remote_node, stored_bytes as core_stored_bytes,
-        Location, RemoteArray as CoreRemoteArray, S3Url, StorageOptions,
+        upload_folder as core_upload_folder, Location, RemoteArray as CoreRemoteArray, S3Url,
+        StorageOptions,
     },
     store::{read_metadata, Durability, ReadOptions, StoreContents},
 };
@@ -106,6 +107,21 @@ pub fn download(
     let url = s3_url(py, url)?;
     let options = storage_options.unwrap_or_default();
     engine(py, || core_download(&url, &options, &to))
+}
+
+/// Upload every file under `folder` but node documents to the same names
+/// under `url`; the names uploaded.
+#[pyfunction]
+#[pyo3(signature = (folder, url, storage_options=None))]
+pub fn upload_folder(
+    py: Python<'_>,
+    folder: PathBuf,
+    url: &str,
+    storage_options: Option<BTreeMap<String, String>>,
+) -> PyResult<Vec<String>> {
+    let url = s3_url(py, url)?;
+    let options = storage_options.unwrap_or_default();
+    engine(py, || core_upload_folder(&folder, &url, &options))
 }
 
 /// An array of a store on object storage, read-only.

@@ -2,19 +2,25 @@
 //! planned them hands each out as a JSON description holding what it needs
 //! besides the source file and the staging store (its block's trace
 //! indices, not the whole geometry), and takes back each outcome (the
-//! statistics and compression errors of what the task wrote).
+//! statistics and compression errors of what the task wrote). A store
+//! going to object storage has its tasks upload their files to their final
+//! keys; the ingest checks them with one listing and writes the root
+//! document last, as ever.
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use super::{
+    relative_key,
     stats::AmplitudeStats,
-    survey::open_arrays,
+    survey::{self, open_arrays},
     task::{CellTraces, IngestTask},
+    Ingest,
 };
 use crate::{
     compress::{ChunkErrors, ErrorStats},
+    destination::Destination,
     error::{ErrorKind, PartError, Result},
     progress::Progress,
     segy::{Geometry, SegyFile, SegyOptions},
@@ -33,12 +39,20 @@ pub enum TaskError {
         reason: String,
     },
     /// A task reported done whose files are not in the store.
-    #[error("{store}: the task that writes shard {shard} was handed out but did not write it; the store stays incomplete: continue with --resume")]
+    #[error("{store}: the task that writes {shard} was handed out but did not write it; the store stays incomplete: continue with --resume")]
     NotWritten {
         /// The staging store.
         store: PathBuf,
-        /// The missing shard's indices.
+        /// The missing file, relative to the store.
         shard: String,
+    },
+    /// Something a cluster ingest to object storage does not do yet.
+    #[error("{url}: {what} is not done by an ingest on a cluster to object storage yet; ingest on one machine (without --scheduler), or to a folder")]
+    Unsupported {
+        /// The store.
+        url: String,
+        /// What.
+        what: &'static str,
     },
 }
 
@@ -53,6 +67,7 @@ impl PartError for TaskError {
         match self {
             TaskError::Message { .. } => ErrorKind::InvalidInput,
             TaskError::NotWritten { .. } => ErrorKind::Incomplete,
+            TaskError::Unsupported { .. } => ErrorKind::InvalidInput,
         }
     }
 }
@@ -75,8 +90,8 @@ fn ravel(at: &[u64], shape: &[u64]) -> u64 {
 
 /// One task as handed out.
 #[derive(Serialize, Deserialize)]
-pub(super) struct TaskSpec {
-    pub task: IngestTask,
+struct TaskSpec {
+    task: IngestTask,
     /// The trace of each cell of the task's block, in C order.
     traces: BlockTraces,
 }
@@ -125,14 +140,14 @@ impl CellTraces for BlockTraces {
 }
 
 impl TaskSpec {
-    pub fn new(task: &IngestTask, geometry: &Geometry) -> Self {
+    fn new(task: &IngestTask, geometry: &Geometry) -> Self {
         Self {
             traces: BlockTraces::of(task, geometry),
             task: task.clone(),
         }
     }
 
-    pub fn to_json(&self) -> String {
+    fn to_json(&self) -> String {
         serde_json::to_string(self).expect("a task is plain data")
     }
 }
@@ -140,7 +155,7 @@ impl TaskSpec {
 /// What a task reports back. Floats travel as their bits: the statistics
 /// hold infinities, which JSON numbers cannot.
 #[derive(Serialize, Deserialize, Default)]
-pub(super) struct TaskOutcome {
+struct TaskOutcome {
     /// count, sum, sum of squares, min, max.
     stats: (u64, u64, u64, u64, u64),
     errors: Option<WireErrors>,
@@ -156,7 +171,7 @@ struct WireErrors {
 }
 
 impl TaskOutcome {
-    pub fn new(stats: &AmplitudeStats, errors: Option<&ChunkErrors>) -> Self {
+    fn new(stats: &AmplitudeStats, errors: Option<&ChunkErrors>) -> Self {
         let s = stats;
         Self {
             stats: (
@@ -188,7 +203,7 @@ impl TaskOutcome {
         }
     }
 
-    pub fn parse(text: &str) -> Result<(AmplitudeStats, Option<ChunkErrors>)> {
+    fn parse(text: &str) -> Result<(AmplitudeStats, Option<ChunkErrors>)> {
         let o: Self = parse("an ingest task's outcome", text)?;
         let f = f64::from_bits;
         let stats = AmplitudeStats {
@@ -226,4 +241,101 @@ pub fn run_task(source: &Path, segy: &SegyOptions, store: &Path, spec: &str) -> 
         .task
         .run(&source, &spec.traces, &arrays, &Progress::default())?;
     Ok(serde_json::to_string(&TaskOutcome::new(&stats, errors.as_ref())).expect("plain data"))
+}
+
+impl Ingest {
+    /// Hand the tasks not run yet to other processes, which run them with
+    /// [`run_task`]: their descriptions, in order. They write into this
+    /// store's staging folder ([`Ingest::staging`], which they must share),
+    /// or, after [`Ingest::upload_target`], into folders of their own whose
+    /// files they upload. Give each outcome back to [`Ingest::take_outcome`];
+    /// [`Ingest::finish`] checks every task's files before the store is
+    /// marked complete.
+    pub fn hand_out(&mut self) -> Vec<String> {
+        let specs = self.tasks[self.next..]
+            .iter()
+            .map(|t| TaskSpec::new(t, &self.geometry).to_json())
+            .collect();
+        self.handed_out = Some(self.next);
+        self.next = self.tasks.len();
+        specs
+    }
+
+    /// The staging folder the handed-out tasks write into.
+    pub fn staging(&self) -> &Path {
+        &self.store
+    }
+
+    /// For a store going to object storage: the URL handed-out tasks upload
+    /// their files under (a store being replaced there stops being one now).
+    /// `None` for a store on this machine.
+    pub fn upload_target(&mut self) -> Result<Option<String>> {
+        let Some(Destination::Remote(upload)) = &self.publication else {
+            return Ok(None);
+        };
+        // Both read the amplitude shards here, which the tasks upload instead.
+        let lossy = self.attributes["cubeslab"]["compression"]["lossy"].as_bool() == Some(true);
+        let unsupported = if !self.views.is_empty() {
+            Some("orientation views")
+        } else if lossy && self.stats.is_none() {
+            Some("resuming a lossy ingest")
+        } else {
+            None
+        };
+        if let Some(what) = unsupported {
+            return Err(TaskError::Unsupported {
+                url: upload.url.to_string(),
+                what,
+            }
+            .into());
+        }
+        upload.open_to_others()?;
+        self.tasks_upload = true;
+        Ok(Some(upload.url.to_string()))
+    }
+
+    /// Count the outcome of handed-out task number `task` (from 0).
+    pub fn take_outcome(&mut self, task: usize, outcome: &str) -> Result<()> {
+        let (stats, errors) = TaskOutcome::parse(outcome)?;
+        self.count(&stats, errors.as_ref());
+        let first = self.handed_out.unwrap_or(self.tasks.len());
+        if let Some(t) = self.tasks.get(first + task) {
+            self.progress
+                .add(t.source_bytes(&self.geometry, self.source.trace_len));
+        }
+        Ok(())
+    }
+
+    /// After tasks ran elsewhere: remove what a process killed midway left
+    /// (its temporary files) and check that every task's files are there,
+    /// in the staging folder or uploaded.
+    pub(super) fn check_handed_out(&mut self) -> Result<()> {
+        let Some(first) = self.handed_out else {
+            return Ok(());
+        };
+        survey::remove_temporary_files(&self.store)?;
+        let uploaded = match (&self.publication, self.tasks_upload) {
+            (Some(Destination::Remote(upload)), true) => upload.uploaded_keys()?,
+            _ => Default::default(),
+        };
+        let mut adopted = Vec::new();
+        for task in &self.tasks[first..] {
+            for file in task.files(&self.arrays) {
+                let key = relative_key(&self.store, &file);
+                if let Some(size) = uploaded.get(&key) {
+                    adopted.push((key, *size));
+                } else if !file.is_file() {
+                    return Err(TaskError::NotWritten {
+                        store: self.store.clone(),
+                        shard: key,
+                    }
+                    .into());
+                }
+            }
+        }
+        if let Some(Destination::Remote(upload)) = self.publication.as_mut() {
+            upload.adopt(adopted);
+        }
+        Ok(())
+    }
 }

@@ -54,7 +54,6 @@ use crate::{
     store::{sync_tree, Durability, Group, StoreLock, ZarrArray},
 };
 use design::Design;
-use distributed::{TaskOutcome, TaskSpec};
 use survey::RecordedLayouts;
 use target::Target;
 pub use task::task_budget;
@@ -89,6 +88,16 @@ pub struct Ingest {
     lock: Option<StoreLock>,
     /// Where the store goes when complete (none for a store resumed in place).
     publication: Option<Destination>,
+    /// Whether handed-out tasks upload their files to the store's location.
+    tasks_upload: bool,
+}
+
+/// The key of `file`, in the store at `store`, relative to it.
+fn relative_key(store: &Path, file: &Path) -> String {
+    file.strip_prefix(store)
+        .unwrap_or(file)
+        .to_string_lossy()
+        .into_owned()
 }
 
 impl Ingest {
@@ -155,14 +164,31 @@ impl Ingest {
             .collect::<Result<Vec<_>>>()?;
         let (mut total, mut done) = (0, 0);
         let mut tasks = Vec::with_capacity(work.tasks.len());
+        let mut publication = opened.publication;
+        // Tasks run on a cluster upload their files to the store's location.
+        let uploaded = match &publication {
+            Some(Destination::Remote(upload)) if target.resuming => upload.uploaded_keys()?,
+            _ => Default::default(),
+        };
+        let mut adopted = Vec::new();
         for t in work.tasks {
             let bytes = t.source_bytes(&geometry, source.trace_len);
             total += bytes;
-            if target.resuming && t.is_done(&arrays) {
+            let files = t.files(&arrays);
+            let keys: Vec<String> = files.iter().map(|f| relative_key(&store, f)).collect();
+            let there = |(f, k): (&PathBuf, &String)| f.is_file() || uploaded.contains_key(k);
+            if target.resuming && files.iter().zip(&keys).all(there) {
                 done += bytes;
+                adopted.extend(
+                    keys.into_iter()
+                        .filter_map(|k| uploaded.get(&k).map(|size| (k, *size))),
+                );
             } else {
                 tasks.push(t);
             }
+        }
+        if let Some(Destination::Remote(upload)) = publication.as_mut() {
+            upload.adopt(adopted);
         }
         progress.begin("write volume", Unit::Bytes, total, done);
         Ok(Self {
@@ -187,7 +213,8 @@ impl Ingest {
             stats: (done == 0).then(AmplitudeStats::default),
             errors: None,
             lock: Some(opened.lock),
-            publication: opened.publication,
+            publication,
+            tasks_upload: false,
         })
     }
 
@@ -234,58 +261,6 @@ impl Ingest {
         }
     }
 
-    /// Hand the tasks not run yet to other processes, which run them with
-    /// [`run_task`] on this store's staging folder (shared with them): their
-    /// descriptions, in order. Give each outcome back to
-    /// [`Ingest::take_outcome`]; [`Ingest::finish`] checks that every task's
-    /// files are there before the store is marked complete.
-    pub fn hand_out(&mut self) -> Vec<String> {
-        let specs = self.tasks[self.next..]
-            .iter()
-            .map(|t| TaskSpec::new(t, &self.geometry).to_json())
-            .collect();
-        self.handed_out = Some(self.next);
-        self.next = self.tasks.len();
-        specs
-    }
-
-    /// The staging folder the handed-out tasks write into.
-    pub fn staging(&self) -> &Path {
-        &self.store
-    }
-
-    /// Count the outcome of handed-out task number `task` (from 0).
-    pub fn take_outcome(&mut self, task: usize, outcome: &str) -> Result<()> {
-        let (stats, errors) = TaskOutcome::parse(outcome)?;
-        self.count(&stats, errors.as_ref());
-        let first = self.handed_out.unwrap_or(self.tasks.len());
-        if let Some(t) = self.tasks.get(first + task) {
-            self.progress
-                .add(t.source_bytes(&self.geometry, self.source.trace_len));
-        }
-        Ok(())
-    }
-
-    /// After tasks ran elsewhere: remove what a process killed midway left
-    /// (its temporary files) and check every task's files are there.
-    fn check_handed_out(&self) -> Result<()> {
-        let Some(first) = self.handed_out else {
-            return Ok(());
-        };
-        survey::remove_temporary_files(&self.store)?;
-        for task in &self.tasks[first..] {
-            if !task.is_done(&self.arrays) {
-                let shard = task.shard_indices().next().unwrap_or_default();
-                return Err(distributed::TaskError::NotWritten {
-                    store: self.store.clone(),
-                    shard: format!("{shard:?}"),
-                }
-                .into());
-            }
-        }
-        Ok(())
-    }
-
     /// Mark the store complete (atomically, last) and return its summary.
     pub fn finish(mut self) -> Result<Value> {
         while self.step(usize::MAX)? > 0 {}
@@ -329,8 +304,12 @@ impl Ingest {
             )?);
             self.progress.add(1);
         }
+        let uploaded = match &self.publication {
+            Some(Destination::Remote(upload)) => upload.adopted_bytes(&format!("{AMPLITUDE}/c/")),
+            _ => 0,
+        };
         let c = self.attributes.get_mut("cubeslab").expect("set at start");
-        let stored = dir_bytes(&self.arrays.amplitude.path().join("c"));
+        let stored = dir_bytes(&self.arrays.amplitude.path().join("c")) + uploaded;
         c["stored_bytes"] = json!(stored);
         let data_bytes = self.arrays.amplitude.shape().iter().product::<u64>()
             * self.arrays.amplitude.dtype().size() as u64;

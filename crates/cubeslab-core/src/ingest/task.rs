@@ -155,22 +155,22 @@ struct Placed {
 }
 
 impl IngestTask {
-    /// Whether a stopped ingest already wrote everything this task writes
-    /// (files appear only whole, by rename, so existence is completion).
-    pub fn is_done(&self, arrays: &TaskArrays) -> bool {
-        let shards_done = self.z_shards.clone().all(|z| {
-            let mut indices = self.block.clone();
-            indices.push(z);
-            arrays.amplitude.chunk_path(&indices).is_file()
-        });
-        let mut header_chunk = self.block.clone();
-        header_chunk.push(0);
-        let aux_done = self.z_shards.start != 0
-            || ([&arrays.trace_mask, &arrays.cdp_x, &arrays.cdp_y]
-                .iter()
-                .all(|a| a.chunk_path(&self.block).is_file())
-                && arrays.raw_headers.chunk_path(&header_chunk).is_file());
-        shards_done && aux_done
+    /// The files this task writes. They appear only whole (by rename, or
+    /// one upload), so a stopped ingest finished the task if all are there.
+    pub fn files(&self, arrays: &TaskArrays) -> Vec<std::path::PathBuf> {
+        let mut files: Vec<_> = self
+            .shard_indices()
+            .map(|indices| arrays.amplitude.chunk_path(&indices))
+            .collect();
+        if self.z_shards.start == 0 {
+            for array in [&arrays.trace_mask, &arrays.cdp_x, &arrays.cdp_y] {
+                files.push(array.chunk_path(&self.block));
+            }
+            let mut header_chunk = self.block.clone();
+            header_chunk.push(0);
+            files.push(arrays.raw_headers.chunk_path(&header_chunk));
+        }
+        files
     }
 
     /// Read, decode, encode and write; returns source bytes read and, for

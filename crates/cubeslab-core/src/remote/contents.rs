@@ -84,6 +84,14 @@ pub fn remote_contents(
 
 /// The keys of every object under `url`, relative to it.
 pub fn store_keys(url: &S3Url, options: &StorageOptions) -> Result<Vec<String>> {
+    Ok(store_objects(url, options)?
+        .into_iter()
+        .map(|(key, _)| key)
+        .collect())
+}
+
+/// Every object under `url`: its key, relative to `url`, and its size.
+pub fn store_objects(url: &S3Url, options: &StorageOptions) -> Result<Vec<(String, u64)>> {
     let client = connect(url, options)?;
     let prefix = Key::from(url.key.as_str());
     let found = block_on(client.list(Some(&prefix)).try_collect::<Vec<_>>())
@@ -93,7 +101,7 @@ pub fn store_keys(url: &S3Url, options: &StorageOptions) -> Result<Vec<String>> 
         .filter_map(|meta| {
             let key = meta.location.to_string();
             let rest = key.strip_prefix(url.key.as_str())?.trim_start_matches('/');
-            (!rest.is_empty()).then(|| rest.to_string())
+            (!rest.is_empty()).then(|| (rest.to_string(), meta.size))
         })
         .collect())
 }

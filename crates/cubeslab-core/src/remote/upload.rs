@@ -6,7 +6,7 @@
 //! store deletes its root document before anything else changes.
 
 use std::{
-    collections::HashSet,
+    collections::{HashMap, HashSet},
     io::Read,
     path::{Path, PathBuf},
     sync::Arc,
@@ -17,7 +17,7 @@ use object_store::{path::Path as Key, ObjectStore, ObjectStoreExt, PutPayload, W
 
 use super::{
     client::{block_on, connect},
-    store_keys, RemoteError, S3Url, StorageOptions,
+    store_keys, store_objects, RemoteError, S3Url, StorageOptions,
 };
 use crate::{
     error::Result,
@@ -44,6 +44,10 @@ pub struct Upload {
     options: StorageOptions,
     /// Whether a store (or an upload that stopped) is there to be replaced.
     replacing: bool,
+    /// Keys of the store that other processes uploaded (ingest tasks run on
+    /// a cluster), with their sizes: part of the new store, though not in
+    /// the staging folder.
+    adopted: HashMap<String, u64>,
 }
 
 impl Upload {
@@ -70,6 +74,7 @@ impl Upload {
             staging,
             options: options.clone(),
             replacing,
+            adopted: HashMap::new(),
         })
     }
 
@@ -80,14 +85,67 @@ impl Upload {
             staging: Self::staging_for(url),
             options: options.clone(),
             replacing: check_target(url, options, true)?,
+            adopted: HashMap::new(),
         })
+    }
+
+    /// Before other processes upload parts of the store to their final
+    /// keys: a store being replaced stops being one (its root `zarr.json`
+    /// is deleted), so that no reader mixes its shards with the new ones.
+    pub fn open_to_others(&self) -> Result<()> {
+        if self.replacing {
+            delete_root(&connect(&self.url, &self.options)?, &self.url)?;
+        }
+        Ok(())
+    }
+
+    /// The keys (relative to the store) that are already at the store's
+    /// location, with their sizes: one listing.
+    pub fn uploaded_keys(&self) -> Result<HashMap<String, u64>> {
+        Ok(store_objects(&self.url, &self.options)?
+            .into_iter()
+            .collect())
+    }
+
+    /// Count `keys` (relative to the store, with their sizes), uploaded by
+    /// other processes, as part of the new store.
+    pub fn adopt(&mut self, keys: impl IntoIterator<Item = (String, u64)>) {
+        self.adopted.extend(keys);
+    }
+
+    /// Bytes of the adopted keys under `prefix` (relative to the store).
+    pub fn adopted_bytes(&self, prefix: &str) -> u64 {
+        self.adopted
+            .iter()
+            .filter(|(k, _)| k.starts_with(prefix))
+            .map(|(_, size)| size)
+            .sum()
     }
 
     /// Upload the complete store, then remove the staging folder.
     pub fn commit(self) -> Result<()> {
-        upload_store(&self.staging, &self.url, &self.options, self.replacing)?;
+        upload_store(
+            self.staging.as_path(),
+            &self.url,
+            &self.options,
+            self.replacing,
+            &self.adopted,
+        )?;
         std::fs::remove_dir_all(&self.staging).map_err(|e| Error::io(&self.staging, e))
     }
+}
+
+/// Upload every file under `folder` but the node documents (`zarr.json`)
+/// to the same names under `url`: what an ingest task wrote, from the
+/// worker that ran it. Returns the keys uploaded, relative to `url`.
+pub fn upload_folder(folder: &Path, url: &S3Url, options: &StorageOptions) -> Result<Vec<String>> {
+    let client = connect(url, options)?;
+    let mut files = Vec::new();
+    walk(folder, folder, &mut files)?;
+    files.retain(|(name, _)| !name.ends_with("zarr.json"));
+    let names = files.iter().map(|(n, _)| n.clone()).collect();
+    put_all(&client, url, files)?;
+    Ok(names)
 }
 
 impl Upload {
@@ -124,13 +182,52 @@ fn check_target(url: &S3Url, options: &StorageOptions, overwrite: bool) -> Resul
     Ok(true)
 }
 
+/// Delete the root document of the store at `url`, if it has one.
+fn delete_root(client: &Arc<dyn ObjectStore>, url: &S3Url) -> Result<()> {
+    match block_on(client.delete(&key_of(url, "zarr.json"))) {
+        Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+        Err(e) => {
+            Err(
+                RemoteError::from_client(&url.to_string(), "delete the old store's zarr.json", e)
+                    .into(),
+            )
+        }
+    }
+}
+
+/// Upload `files` (name, path) to those names under `url`, `FILES_IN_FLIGHT` at once.
+fn put_all(
+    client: &Arc<dyn ObjectStore>,
+    url: &S3Url,
+    files: Vec<(String, PathBuf)>,
+) -> Result<()> {
+    block_on(
+        futures::stream::iter(files.into_iter().map(|(name, path)| {
+            let client = client.clone();
+            let key = key_of(url, &name);
+            async move { put_file(&client, &key, &path).await.map_err(|e| (name, e)) }
+        }))
+        .buffer_unordered(FILES_IN_FLIGHT)
+        .try_collect::<Vec<()>>(),
+    )
+    .map_err(|(name, e)| match e {
+        PutError::Client(e) => {
+            RemoteError::from_client(&url.to_string(), &format!("upload {name}"), e).into()
+        }
+        PutError::Local(e) => e,
+    })
+    .map(|_| ())
+}
+
 /// Upload the store staged in `staging` to `url`, the root `zarr.json`
-/// last; then remove what a replaced store had that the new one has not.
+/// last; then remove what a replaced store had that the new one (its
+/// files and the `adopted` keys) has not.
 fn upload_store(
     staging: &Path,
     url: &S3Url,
     options: &StorageOptions,
     replacing: bool,
+    adopted: &HashMap<String, u64>,
 ) -> Result<()> {
     let client = connect(url, options)?;
     let mut files = Vec::new();
@@ -140,30 +237,17 @@ fn upload_store(
     };
     let root = key_of(url, "zarr.json");
     if replacing {
-        match block_on(client.delete(&root)) {
-            Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-            Err(e) => return Err(failed("delete the old store's zarr.json", e)),
-        }
+        delete_root(&client, url)?;
     }
     let (root_file, others): (Vec<_>, Vec<_>) =
         files.into_iter().partition(|(name, _)| name == "zarr.json");
     let names: HashSet<String> = others
         .iter()
-        .map(|(n, _)| key_of(url, n).to_string())
+        .map(|(n, _)| n)
+        .chain(adopted.keys())
+        .map(|n| key_of(url, n).to_string())
         .collect();
-    block_on(
-        futures::stream::iter(others.into_iter().map(|(name, path)| {
-            let client = client.clone();
-            let key = key_of(url, &name);
-            async move { put_file(&client, &key, &path).await.map_err(|e| (name, e)) }
-        }))
-        .buffer_unordered(FILES_IN_FLIGHT)
-        .try_collect::<Vec<()>>(),
-    )
-    .map_err(|(name, e)| match e {
-        PutError::Client(e) => failed(&format!("upload {name}"), e),
-        PutError::Local(e) => e,
-    })?;
+    put_all(&client, url, others)?;
     if replacing {
         let stale: Vec<String> = store_keys(url, options)?
             .into_iter()
