@@ -2,7 +2,7 @@
 to an ``s3://`` URL, read back equal to segyio; zarr-python (through obstore) and xarray read what
 cubeslab wrote, and cubeslab reads what zarr-python wrote; a store is replaced only with --overwrite; an
 upload cut short is never a store; unsupported schemes, missing buckets and keys, wrong credentials and
-a server gone are clear errors naming the URL."""
+a server gone are clear errors naming the URL; credentials can come from an AWS profile."""
 
 from __future__ import annotations
 
@@ -160,6 +160,30 @@ def test_missing_bucket_and_key_name_the_url(server):
     server.bucket("empty")
     with pytest.raises(StoreNotFoundError, match=re.escape("s3://empty/nothing.zarr")):
         cubeslab.open("s3://empty/nothing.zarr")
+
+
+def test_credentials_region_and_endpoint_come_from_an_aws_profile(server, f3_on_s3, tmp_path):
+    keys = server.env()
+    (tmp_path / "credentials").write_text(
+        "[default]\naws_access_key_id = not-this-one\n\n"
+        f"[lab]\naws_access_key_id = {keys['AWS_ACCESS_KEY_ID']}\n"
+        f"aws_secret_access_key = {keys['AWS_SECRET_ACCESS_KEY']}\n"
+    )
+    (tmp_path / "config").write_text(f"[profile lab]\nregion = us-east-1\nendpoint_url = {server.endpoint}\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")} | {
+        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "credentials"),
+        "AWS_CONFIG_FILE": str(tmp_path / "config"),
+        "AWS_PROFILE": "lab",
+    }
+    result = cli("info", f3_on_s3, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "inline" in result.stdout
+    result = cli("info", f3_on_s3, env=env | {"AWS_PROFILE": "nosuch"})
+    assert result.returncode == 1
+    assert (
+        "AWS_PROFILE=nosuch: no such profile" in result.stderr
+        and str(tmp_path / "credentials") in result.stderr
+    )
 
 
 def test_wrong_credentials_are_an_error_that_does_not_print_the_secret(server, f3_on_s3):

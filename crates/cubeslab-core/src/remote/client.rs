@@ -4,7 +4,8 @@
 //! Credentials, region and endpoint come as the AWS tools take them: the
 //! `AWS_*` environment variables (`AWS_ACCESS_KEY_ID`,
 //! `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION`,
-//! `AWS_ENDPOINT_URL`), then `storage_options` as fsspec users pass them
+//! `AWS_ENDPOINT_URL`), the profile files for what those leave unset
+//! (`profile.rs`), then `storage_options` as fsspec users pass them
 //! (`key`, `secret`, `token`, `region`, `endpoint_url`, or any object_store
 //! S3 option name). An `http://` endpoint is allowed because it was asked
 //! for. Failed requests (a server gone, a 503 SlowDown) are retried with
@@ -22,7 +23,7 @@ use object_store::{
     BackoffConfig, ObjectStore, RetryConfig,
 };
 
-use super::{RemoteError, S3Url};
+use super::{profile::profile_settings, RemoteError, S3Url};
 
 /// Options of a connection, by name (see the module's documentation).
 pub type StorageOptions = BTreeMap<String, String>;
@@ -92,6 +93,11 @@ fn build(
         why,
     };
     let mut builder = AmazonS3Builder::from_env().with_bucket_name(&url.bucket);
+    for (key, value) in profile_settings()? {
+        if builder.get_config_value(&key).is_none() {
+            builder = builder.with_config(key, value);
+        }
+    }
     for (name, value) in options {
         let name = FSSPEC_NAMES
             .iter()

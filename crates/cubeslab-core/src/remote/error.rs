@@ -69,6 +69,16 @@ pub enum RemoteError {
         /// The first such object.
         key: String,
     },
+    /// `AWS_PROFILE` names a profile no file has.
+    #[error("AWS_PROFILE={profile}: no such profile in {credentials} or {config}")]
+    NoProfile {
+        /// The profile named.
+        profile: String,
+        /// The credentials file read.
+        credentials: String,
+        /// The config file read.
+        config: String,
+    },
     /// An operation object storage does not offer here.
     #[error("{url}: {what} is not supported on object storage")]
     Unsupported {
@@ -120,9 +130,10 @@ impl RemoteError {
 impl PartError for RemoteError {
     fn kind(&self) -> ErrorKind {
         match self {
-            Self::UnsupportedScheme { .. } | Self::BadUrl { .. } | Self::Unsupported { .. } => {
-                ErrorKind::InvalidInput
-            }
+            Self::UnsupportedScheme { .. }
+            | Self::BadUrl { .. }
+            | Self::Unsupported { .. }
+            | Self::NoProfile { .. } => ErrorKind::InvalidInput,
             Self::NotFound { .. } => ErrorKind::NotFound,
             Self::AlreadyExists { .. } | Self::NotAStore { .. } => ErrorKind::AlreadyExists,
             Self::Denied { .. } | Self::Failed { .. } => ErrorKind::Io,

@@ -14,6 +14,7 @@ mod download;
 mod error;
 mod location;
 mod objects;
+mod profile;
 mod upload;
 
 pub use array::RemoteArray;
