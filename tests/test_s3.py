@@ -162,6 +162,20 @@ def test_missing_bucket_and_key_name_the_url(server):
         cubeslab.open("s3://empty/nothing.zarr")
 
 
+def test_a_store_on_s3_exports_to_segy_hdf5_and_npy(f3_on_s3, segy_dir, tmp_path):
+    import h5py
+
+    expected = segy_cube(segy_dir / "f3.sgy")
+    assert cubeslab.export(f3_on_s3, tmp_path / "f3.sgy") == expected.shape[0] * expected.shape[1]
+    np.testing.assert_array_equal(segy_cube(tmp_path / "f3.sgy"), expected)
+    cubeslab.export(f3_on_s3, tmp_path / "f3.h5")
+    with h5py.File(tmp_path / "f3.h5") as f:
+        np.testing.assert_array_equal(f["amplitude"][...], expected)
+    cubeslab.export(f3_on_s3, tmp_path / "f3.npy")
+    np.testing.assert_array_equal(np.load(tmp_path / "f3.npy"), expected)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f3.h5", "f3.npy", "f3.sgy"]  # no copy left
+
+
 def test_credentials_region_and_endpoint_come_from_an_aws_profile(server, f3_on_s3, tmp_path):
     keys = server.env()
     (tmp_path / "credentials").write_text(

@@ -408,7 +408,8 @@ class Cube:
     def _array(self, name: str) -> Array:
         if name not in self._arrays:
             array = Array(self.path / name, self.settings)
-            if _generation(array) != _generation(self.amplitude):
+            # A store written before its file-header array recorded a generation has none there.
+            if _generation(array) not in (None, _generation(self.amplitude)):
                 # Opened after an overwrite swapped the store: it would pair one survey's
                 # amplitudes with another's headers or mask.
                 raise StoreChangedError(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 import threading
 import warnings
@@ -17,7 +18,7 @@ import numpy as np
 from . import _engine, cluster_ingest, defaults
 from .compression import with_max_error
 from .errors import IngestWarning, InvalidInputError
-from .locations import is_remote
+from .locations import is_remote, storage_options_of, store_path
 from .msi.ingest import ingest_imzml, is_imzml
 from .sources import array_source, is_netcdf
 from .sources.ingest import ingest_array
@@ -125,6 +126,23 @@ def fetched_source(url: str | os.PathLike) -> Iterator[str]:
             stem = url[: -len(".imzML")]
             _engine.download(stem + ".ibd", local[: -len(".imzML")] + ".ibd")
         yield local
+
+
+@contextmanager
+def fetched_store(url: str | os.PathLike, beside: str | os.PathLike) -> Iterator[str]:
+    """A store on object storage copied to a temporary folder beside ``beside`` (the export's output,
+    which needs as much room), for the exports that write from a local store; removed afterwards."""
+    from .schema import store_contents
+
+    where = store_path(url)
+    store_contents(where)  # a store that may not be read is refused here, by its URL
+    folder = tempfile.mkdtemp(prefix=".cubeslab-export-", dir=os.path.dirname(os.path.abspath(beside)))
+    try:
+        local = os.path.join(folder, "store.zarr")
+        _engine.download_store(os.fspath(where), local, storage_options_of(where))
+        yield local
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def ingest(
@@ -324,6 +342,8 @@ def export(
 
     format: SEG-Y sample format code of the output (default: the source's).
     compress: ``"deflate"`` or ``"deflate:LEVEL"`` for HDF5 and NetCDF (default: none).
+    ``store`` may be on object storage: ``.npy`` reads it there; the other formats copy it to a
+    temporary folder beside ``output`` first (as much room again as the output).
     An MDIO store's headers are rebuilt as SEG-Y bytes first.
     """
     from . import mdio
@@ -333,6 +353,11 @@ def export(
         raise InvalidInputError(f"{output}: exports are written on this machine, not to object storage")
 
     kind = ARRAY_EXPORTS.get(os.path.splitext(os.fspath(output))[1])
+    if is_remote(store) and kind != "npy":  # .npy reads the store where it is
+        with fetched_store(store, beside=output) as local:
+            return export(
+                local, output, format=format, overwrite=overwrite, threads=threads, compress=compress
+            )
     if compress is not None and kind not in ("hdf5", "netcdf"):
         raise InvalidInputError(f"{output}: compress= applies to HDF5 and NetCDF exports only")
     if kind == "npy":

@@ -518,6 +518,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(remote::location, m)?)?;
     m.add_function(wrap_pyfunction!(remote::stored_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(remote::download, m)?)?;
+    m.add_function(wrap_pyfunction!(remote::download_store, m)?)?;
     m.add_function(wrap_pyfunction!(remote::upload_folder, m)?)?;
     m.add_function(wrap_pyfunction!(export, m)?)?;
     m.add_function(wrap_pyfunction!(segy_info, m)?)?;

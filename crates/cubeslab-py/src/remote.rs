@@ -7,9 +7,9 @@ use cubeslab_core::{
     config::Parallelism,
     destination::Destination,
     remote::{
-        download as core_download, remote_contents, remote_node, stored_bytes as core_stored_bytes,
-        upload_folder as core_upload_folder, Location, RemoteArray as CoreRemoteArray, S3Url,
-        StorageOptions,
+        download as core_download, download_store as core_download_store, remote_contents,
+        remote_node, stored_bytes as core_stored_bytes, upload_folder as core_upload_folder,
+        Location, RemoteArray as CoreRemoteArray, S3Url, StorageOptions,
     },
     store::{read_metadata, Durability, ReadOptions, StoreContents},
 };
@@ -107,6 +107,20 @@ pub fn download(
     let url = s3_url(py, url)?;
     let options = storage_options.unwrap_or_default();
     engine(py, || core_download(&url, &options, &to))
+}
+
+/// Copy every object of the store at `url` into the folder `to`; the bytes copied.
+#[pyfunction]
+#[pyo3(signature = (url, to, storage_options=None))]
+pub fn download_store(
+    py: Python<'_>,
+    url: &str,
+    to: PathBuf,
+    storage_options: Option<BTreeMap<String, String>>,
+) -> PyResult<u64> {
+    let url = s3_url(py, url)?;
+    let options = storage_options.unwrap_or_default();
+    engine(py, || core_download_store(&url, &options, &to))
 }
 
 /// Upload every file under `folder` but node documents to the same names

@@ -430,8 +430,8 @@ pub(super) fn create_arrays(
             dimension_names: vec![],
             fill_value: json!(0),
             attributes: header_attributes.as_object().cloned().unwrap_or_default(),
-            // It holds attributes only: no chunk to identify.
-            generation: None,
+            // Recorded so that readers see which store it belongs to, as every other array.
+            generation,
         },
     )?;
     Ok(arrays)
