@@ -16,25 +16,14 @@ from typing import Annotated
 
 import numpy as np
 import typer
-from rich import filesize
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    Progress,
-    ProgressColumn,
-    Task,
-    TaskID,
-    TextColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
-from rich.text import Text
 
 from . import defaults, plan_cli
+from .cli_progress import PhaseBars
 from .defaults import HELP
 from .errors import CubeslabError, IngestWarning, InvalidInputError, SelectionError
-from .ingest import Phase
 from .locations import S3Path, store_path
 from .plan import check_access, check_compress, check_dtype
 from .sizes import parse_size, size_text
@@ -163,7 +152,7 @@ def ingest(
     """Reorganise a SEG-Y, imzML, HDF5, NetCDF, FITS, SEPlib, .npy or raw file into a sharded Zarr store."""
     from . import ingest as run_ingest
 
-    with warnings.catch_warnings(record=True) as noted, PhaseBars() as bars:
+    with warnings.catch_warnings(record=True) as noted, PhaseBars(errors) as bars:
         warnings.simplefilter("always", IngestWarning)
         summary = run_ingest(
             source, store, overwrite=overwrite, resume=resume, durable=durable,
@@ -199,55 +188,6 @@ def ingest(
             f"view for {access}: layout {view['layout']}, {view['stored_bytes'] / 1e6:,.1f} MB "
             f"(+{extra:.0%} of the volume on disk)"
         )
-
-
-class AmountColumn(ProgressColumn):
-    """Done and total in the phase's unit: bytes (decimal units) or items."""
-
-    def render(self, task: Task) -> Text:
-        total = int(task.total or 0)
-        if task.fields.get("unit") == "bytes":
-            return Text(f"{filesize.decimal(int(task.completed))}/{filesize.decimal(total)}", style="green")
-        return Text(f"{int(task.completed):,}/{total:,}", style="green")
-
-
-class RateColumn(ProgressColumn):
-    """The phase's rate: bytes or items per second."""
-
-    def render(self, task: Task) -> Text:
-        speed = task.finished_speed or task.speed
-        if speed is None:
-            return Text("", style="red")
-        if task.fields.get("unit") == "bytes":
-            return Text(f"{filesize.decimal(int(speed))}/s", style="red")
-        return Text(f"{speed:,.0f}/s", style="red")
-
-
-class PhaseBars:
-    """One bar per phase of an engine job, each with its own total and rate; all of them
-    cleared when the job ends (a finished job prints its summary, a failed one its error)."""
-
-    def __init__(self) -> None:
-        self.bars = Progress(
-            TextColumn("{task.description}"), BarColumn(), AmountColumn(), RateColumn(),
-            TimeRemainingColumn(), console=errors, transient=True,
-        )  # fmt: skip
-        self.number = 0
-        self.task: TaskID | None = None
-
-    def __enter__(self) -> PhaseBars:
-        self.bars.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.bars.stop()
-
-    def update(self, phase: Phase) -> None:
-        if phase.number != self.number:
-            self.number = phase.number
-            self.task = self.bars.add_task(escape(phase.name), total=phase.total, unit=phase.unit)
-        if self.task is not None:
-            self.bars.update(self.task, completed=phase.done, total=phase.total)
 
 
 @app.command()
