@@ -14,6 +14,7 @@ from .description import describe
 from .errors import *  # noqa: F403 - the exception classes are part of the top-level API
 from .ingest import describe_segy, export, ingest
 from .opener import open
+from .pyramid import build_pyramid
 from .verify import verify
 
 __version__ = "0.1.0"
@@ -25,6 +26,7 @@ __all__ = [
     "Cube",
     "ReadSettings",
     "__version__",
+    "build_pyramid",
     "create",
     "describe",
     "describe_segy",

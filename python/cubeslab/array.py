@@ -176,6 +176,8 @@ class Array:
         self.shape: tuple[int, ...] = tuple(self._engine.shape)
         self.dtype = np.dtype(self._engine.dtype)
         self.metadata: dict = json.loads(self._engine.metadata_json)
+        # Overview levels (downsampled copies) a covering read may use: (factors, path), finest first.
+        self.overviews: list[tuple[tuple[int, ...], str]] = []
 
     def source_for(self, window=()) -> str:
         """Path of the array (this one or a copy) a read of ``window`` goes to."""
@@ -317,13 +319,21 @@ class Array:
         threads: int | None = None,
         in_flight: int | None = None,
         verify: bool | None = None,
+        max_shape: Sequence[int] | None = None,
     ) -> np.ndarray:
         """Read a window (a basic index: integers and slices) into ``out`` or a new array.
 
         ``out`` must be C-contiguous, writable, of the array's dtype and of the
         window's shape with integer-indexed dimensions kept as length 1 when
         given in that form, or dropped.
+
+        ``max_shape`` (one size per dimension of the result, e.g. a screen's ``(h, w)``): read from the
+        coarsest overview level (``cubeslab pyramid``) that still has at least that many samples across
+        the window; the result is that level's, smaller than the window (see :meth:`overview_for`).
         """
+        if max_shape is not None:
+            level, window = self.overview_for(window, max_shape)
+            return level.read(window, out, threads=threads, in_flight=in_flight, verify=verify)
         if threads is not None or in_flight is not None:
             warn_over_limits(threads, in_flight)
         (starts, stops, steps), drop, reverse = normalize_key(window, self.shape)
@@ -349,6 +359,31 @@ class Array:
             kept = [d - sum(1 for x in drop if x < d) for d in reverse if d not in drop]
             out = np.flip(out, axis=tuple(kept))
         return out
+
+    def overview_for(self, window, max_shape: Sequence[int]) -> tuple[Array, tuple]:
+        """The array a read of ``window`` at ``max_shape`` goes to (this one, or an overview level), and
+        the window in its samples."""
+        (starts, stops, steps), drop, reverse = normalize_key(window, self.shape)
+        kept = [d for d in range(self.ndim) if d not in drop]
+        if len(max_shape) != len(kept):
+            raise SelectionError(
+                f"max_shape={tuple(max_shape)}: give a size for each of the {len(kept)} result axes"
+            )
+        if reverse:
+            raise SelectionError("a read at max_shape takes windows with positive steps")
+        extent = [stops[d] - starts[d] for d in kept]
+        factors, level = (1,) * self.ndim, self
+        for level_factors, path in self.overviews:  # finest first: the last that covers is the coarsest
+            if all(e // level_factors[d] >= n for e, d, n in zip(extent, kept, max_shape, strict=True)):
+                factors, level = level_factors, Array(path, self.settings)
+        scaled: list[int | slice] = []
+        for d, (a, b, s) in enumerate(zip(starts, stops, steps, strict=True)):
+            f = factors[d]
+            if d in drop:
+                scaled.append(min(a // f, level.shape[d] - 1))
+            else:
+                scaled.append(slice(a // f, min(-(-b // f), level.shape[d]), max(1, s // f)))
+        return level, tuple(scaled)
 
     def __getitem__(self, key) -> np.ndarray:
         return self.read(key)

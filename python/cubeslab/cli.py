@@ -141,6 +141,9 @@ def ingest(
         str | None,
         typer.Option(help="imzML, processed: the m/z range binned, LOW:HIGH (default: every peak)"),
     ] = None,
+    pyramid: Annotated[
+        bool, typer.Option(help="Then write overview levels for viewing (as `cubeslab pyramid`)")
+    ] = False,
     scheduler: Annotated[
         str | None,
         typer.Option(
@@ -165,6 +168,7 @@ def ingest(
             vertical="depth" if depth else "time", progress=bars.update,
             shape=parse_shape(shape) if shape is not None else None, order=order.value, offset=offset,
             hdu=hdu, dataset=dataset, variable=variable, mz_bin=mz_bin, mz_range=mz_range, client=scheduler,
+            pyramid=pyramid,
         )  # fmt: skip
     for warning in noted:
         errors.print(f"[yellow]warning:[/] {escape(str(warning.message))}")
@@ -427,7 +431,37 @@ def print_verify(report: dict) -> None:
             console.print(f"largest error in chunk {escape(worst['chunk'])}: {worst['max_abs_error']}")
         if "problem" in a:
             console.print(f"[red]{escape(a['problem'])}[/]")
+    if "pyramid" in report:
+        levels = ", ".join(report["pyramid"]["levels"]) or "none"
+        console.print(f"overview levels ({report['pyramid']['method']}): {escape(levels)}")
+        for problem in report["pyramid"]["problems"]:
+            console.print(f"[red]overview levels {escape(problem)}[/]")
     console.print("[green]ok[/]" if report["ok"] else "[red]problems found[/]")
+
+
+@app.command()
+def pyramid(
+    store: Annotated[str, typer.Argument(help="Store to add overview levels to")],
+    axes: Annotated[
+        str | None, typer.Option(help="Dimensions halved per level, e.g. inline,crossline (default: all)")
+    ] = None,
+    method: Annotated[str, typer.Option(help="mean (default; see docs) or decimate")] = "mean",
+    max_side: Annotated[
+        int, typer.Option(help="Levels are added until no halved axis is longer than this")
+    ] = defaults.PYRAMID_MAX_SIDE,
+    memory_limit: Annotated[
+        int, typer.Option(parser=size_option, metavar="SIZE", help=HELP["memory_limit"])
+    ] = size_text(defaults.MEMORY_LIMIT),  # type: ignore[assignment]
+) -> None:
+    """Write overview levels (2x downsampled copies, OME-Zarr multiscales) for viewing whole planes."""
+    from .pyramid import build_pyramid
+
+    chosen = [a.strip() for a in axes.split(",") if a.strip()] if axes else None
+    described = build_pyramid(store, axes=chosen, method=method, max_side=max_side, memory_limit=memory_limit)
+    levels = described["cubeslab"]["pyramid"]["levels"]
+    for level in levels:
+        console.print(f"{escape(level['array'])}: 1/{'x1/'.join(map(str, level['factors']))}")
+    console.print(f"[green]{len(levels)} overview levels[/] in {escape(store)}")
 
 
 @app.command()

@@ -19,6 +19,7 @@ from .errors import (
 )
 from .locations import S3Path, storage_options_of, store_path
 from .mdio import header_field, header_keys, struct_headers
+from .overviews import fresh_levels
 from .schema import store_contents
 from .trace_fields import FIELD_BY_BYTE, TRACE_FIELDS
 
@@ -392,6 +393,10 @@ class Cube:
         # The main array as a name of the store's own kind (a folder, or a URL with its connection).
         main = self.path / Path(contents["main"]).name if is_group else self.path
         self.amplitude = Array(main, self.settings, contents["copies"], cache=cache)
+        self.amplitude.overviews = [
+            (level.factors, os.fspath(self.path / level.name))
+            for level in fresh_levels(self.attributes, self.amplitude.metadata)
+        ]
         self._arrays: dict[str, Array] = {Path(contents["main"]).name: self.amplitude} if is_group else {}
         self.dims: list[str] = list(self.amplitude.dimension_names or [f"dim_{i}" for i in range(self.ndim)])
         self.coords: dict[str, np.ndarray] = {}

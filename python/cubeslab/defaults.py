@@ -26,3 +26,6 @@ WRITE_CACHE: int = _engine.write_cache_default()
 
 PLAN_STATE, PLAN_TOP = _engine.plan_defaults()
 """The cache state a plan is made for, and how many plans it returns, unless told."""
+
+PYRAMID_MAX_SIDE: int = 1024
+"""Overview levels are added until no downsampled axis is longer than this (a screen's width)."""

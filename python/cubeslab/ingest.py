@@ -18,7 +18,7 @@ import numpy as np
 from . import _engine, cluster_ingest, defaults
 from .compression import with_max_error
 from .errors import IngestWarning, InvalidInputError
-from .locations import is_remote, storage_options_of, store_path
+from .locations import is_remote, local_only, storage_options_of, store_path
 from .msi.ingest import ingest_imzml, is_imzml
 from .sources import array_source, is_netcdf
 from .sources.ingest import ingest_array
@@ -178,6 +178,7 @@ def ingest(
     mz_range=None,
     progress: ProgressCallback | None = None,
     client: Any = None,
+    pyramid: bool = False,
 ) -> dict:
     """Reorganise a SEG-Y file, an ``.npy`` file or raw bytes into a cube store; returns the summary.
 
@@ -225,10 +226,19 @@ def ingest(
         workers must see the source and the store's staging folder at the same paths (a shared
         filesystem). The store is the same, byte for byte, as one ingested here.
 
+    pyramid: then write overview levels (see :func:`cubeslab.pyramid.build_pyramid`), for viewing.
+
     ``source`` may be on object storage (``s3://bucket/key``, with the ``AWS_*`` variables): it is
     downloaded to a temporary folder first (an imzML file with its ``.ibd``).
     """
     arguments = dict(locals())
+    if pyramid:
+        from .pyramid import build_pyramid
+
+        local_only(store, "writing overview levels")  # refused before the ingest, not after
+        summary = ingest(**(arguments | {"pyramid": False}))
+        summary["pyramid"] = build_pyramid(store, memory_limit=memory_limit)["cubeslab"]["pyramid"]
+        return summary
     if is_remote(source):
         with fetched_source(source) as local:
             return ingest(local, **{k: v for k, v in arguments.items() if k != "source"})

@@ -10,6 +10,7 @@ from . import _engine
 from .errors import InvalidInputError
 from .foreign import recheck_unreadable
 from .locations import S3Path, storage_options_of, store_path
+from .pyramid import check_pyramid
 from .schema import store_contents
 
 
@@ -56,4 +57,9 @@ def verify(
         if not lossy and errors["max_abs_error"] != 0:
             report["ok"] = False
             report["against"]["problem"] = "lossless store differs from its source"
+    if not isinstance(where, S3Path) and report["ok"]:
+        pyramid = check_pyramid(where, memory_limit)
+        if pyramid is not None:
+            report["pyramid"] = pyramid
+            report["ok"] = not pyramid["problems"]
     return report

@@ -16,7 +16,14 @@
 mod copy;
 mod lock;
 
-use std::{collections::HashMap, path::Path, sync::Mutex};
+use std::{
+    collections::HashMap,
+    path::Path,
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Mutex,
+    },
+};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -84,7 +91,15 @@ pub struct ArrayWriter {
     limit: u64,
     /// Chunks are compressed lossily: never decoded to be encoded again.
     lossy: bool,
+    /// Whether the writes since the last flush are counted in the array's
+    /// [`DATA_VERSION`] already.
+    versioned: AtomicBool,
 }
+
+/// The attribute (inside `cubeslab`) counting the flushes that changed an
+/// array's data: what derived arrays (overview levels) record they were
+/// made from, so that a later write shows them stale.
+pub const DATA_VERSION: &str = "data_version";
 
 impl ArrayWriter {
     /// Open the array at `path` for window writes, holding at most `limit`
@@ -107,6 +122,7 @@ impl ArrayWriter {
             chunks: Mutex::new(Chunks::default()),
             limit,
             lossy,
+            versioned: AtomicBool::new(false),
         })
     }
 
@@ -319,6 +335,21 @@ impl ArrayWriter {
         dirty: impl Iterator<Item = &'a (Vec<u64>, Cached)>,
     ) -> Vec<Result<()>> {
         let dirty: Vec<&(Vec<u64>, Cached)> = dirty.collect();
+        if dirty.is_empty() {
+            return Vec::new();
+        }
+        // Counted before any chunk changes, so that a crash midway still shows the change.
+        if let Err(error) = self.count_data_version() {
+            let mut results = vec![Err(error)];
+            results.extend(dirty[1..].iter().map(|_| {
+                Err(StoreError::Metadata {
+                    path: self.array.path().to_path_buf(),
+                    message: "chunk not written: its data version could not be counted".into(),
+                }
+                .into())
+            }));
+            return results;
+        }
         if dirty.len() <= 1 {
             return dirty.iter().map(|(k, c)| self.write_back(k, c)).collect();
         }
@@ -347,6 +378,28 @@ impl ArrayWriter {
                 .merge(&errors);
         }
         Ok(())
+    }
+
+    /// Add one to the array's [`DATA_VERSION`], once per flush that writes.
+    fn count_data_version(&self) -> Result<()> {
+        if self.versioned.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        let counted = (|| {
+            let _lock = ChunkLock::take(self.array.path(), METADATA_LOCK)?;
+            let mut metadata = read_metadata(self.array.path())?;
+            let record = &mut metadata["attributes"]["cubeslab"][DATA_VERSION];
+            *record = serde_json::json!(record.as_u64().unwrap_or(0) + 1);
+            write_json_atomic(
+                &self.array.path().join("zarr.json"),
+                &metadata,
+                Durability::Cached,
+            )
+        })();
+        if counted.is_err() {
+            self.versioned.store(false, Ordering::SeqCst);
+        }
+        counted
     }
 
     /// Record in the array's attributes (`cubeslab.rewrites`) the error of
@@ -420,6 +473,7 @@ impl ArrayWriter {
         }
         if results_ok {
             self.record_rewrites()?;
+            self.versioned.store(false, Ordering::SeqCst);
         }
         failure.map_or(Ok(()), Err)
     }

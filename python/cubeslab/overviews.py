@@ -1,0 +1,32 @@
+"""Overview levels as readers see them: which levels a store's group records, and whether they were made
+from its main array's data as it is now (``cubeslab/pyramid.py`` builds them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Level:
+    """One overview level: its array's name and its factor along each dimension."""
+
+    name: str
+    factors: tuple[int, ...]
+
+
+def level_name(main: str, level: int) -> str:
+    return f"{main}_level{level}"
+
+
+def data_version(metadata: dict) -> int:
+    """How many flushes have changed an array's data (counted by the engine's window writes), from its
+    ``zarr.json``."""
+    return int(metadata.get("attributes", {}).get("cubeslab", {}).get("data_version", 0))
+
+
+def fresh_levels(attributes: dict, main_metadata: dict) -> list[Level]:
+    """The levels a store's group records, if they were made from the main array's data as it is now."""
+    record = attributes.get("cubeslab", {}).get("pyramid")
+    if not record or record.get("made_from_data_version") != data_version(main_metadata):
+        return []
+    return [Level(level["array"], tuple(level["factors"])) for level in record.get("levels", [])]
