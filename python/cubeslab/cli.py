@@ -1,5 +1,5 @@
-"""The ``cubeslab`` command: ingest, info, read, export, demo, verify, describe, create, profile, plan,
-bench.
+"""The ``cubeslab`` command: ingest, info, read, export, demo, verify, describe, create, pyramid, view,
+profile, plan, bench.
 
 Exit codes: 0 success, 1 a cubeslab error (the message says what and where),
 2 bad command-line usage, 130 interrupted (Ctrl-C).
@@ -28,6 +28,7 @@ from .locations import S3Path, store_path
 from .plan import check_access, check_compress, check_dtype
 from .sizes import parse_size, size_text
 from .store_report import error_summary, store_report
+from .viewer.command import view_command
 
 app = typer.Typer(
     help="Make huge N-D volumes instantly sliceable.", no_args_is_help=True, add_completion=False
@@ -510,6 +511,7 @@ def create(
 
 app.command("profile")(plan_cli.profile_command)
 app.command("plan")(plan_cli.plan_command)
+app.command("view")(view_command)
 
 
 @app.command(

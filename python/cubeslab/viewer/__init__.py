@@ -1,0 +1,7 @@
+"""``cubeslab view``: a local web viewer of stores. The server (starlette, run by uvicorn: the ``view``
+extra) reads planes through the engine and sends them as binary float32; the page (plain HTML, CSS and
+JavaScript in ``static/``) draws three linked sections with colour maps, zoom and the labels under the
+cursor. Read-only: nothing here writes to a store."""
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+"""Hosts only this machine reaches: a server bound to one needs no token."""

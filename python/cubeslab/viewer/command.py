@@ -1,0 +1,44 @@
+"""The ``cubeslab view`` command (registered by :mod:`cubeslab.cli`)."""
+
+from __future__ import annotations
+
+import secrets
+import webbrowser
+from typing import Annotated
+
+import typer
+
+from . import LOOPBACK
+
+DEFAULT_PORT = 8000
+
+
+def view_command(
+    stores: Annotated[list[str], typer.Argument(help="Stores to show (folders)")],
+    port: Annotated[int, typer.Option(help="Port to listen on")] = DEFAULT_PORT,
+    host: Annotated[
+        str, typer.Option(help="Interface to listen on; another than 127.0.0.1 asks for a token")
+    ] = "127.0.0.1",
+    open_browser: Annotated[bool, typer.Option("--open", help="Open the page in a browser")] = False,
+) -> None:
+    """Show stores in a web browser: inline, crossline and time slice, linked, with overview levels."""
+    from ..errors import InvalidInputError
+    from ..locations import local_only
+
+    try:
+        import uvicorn
+
+        from .app import make_app
+    except ImportError:
+        raise InvalidInputError("the viewer needs its web server: pip install 'cubeslab[view]'") from None
+
+    for store in stores:
+        local_only(store, "the viewer")
+    token = None if host in LOOPBACK else secrets.token_urlsafe(16)
+    app = make_app(stores, host=host, port=port, token=token)
+    url = f"http://{host}:{port}/" + (f"?token={token}" if token else "")
+    typer.echo(f"cubeslab view: {url}  (Ctrl-C stops it)", err=True)
+    if open_browser:
+        webbrowser.open(url)
+    # Slow or idle clients are dropped after 5 s; at most 64 connections are served at once.
+    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_keep_alive=5, limit_concurrency=64)

@@ -1,0 +1,121 @@
+"""What the viewer reads from one store: its description, planes at the resolution a view asks for (from
+the overview levels when they cover it), the value and labels at a sample; planes cached."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+
+from ..array import Array
+from ..errors import SelectionError
+from ..opener import open as open_store
+from ..store_report import store_report
+
+MAX_SIDE = 4096
+"""The largest plane side sent: a request for more is refused (400), not read."""
+
+CACHE_BYTES = 256 << 20
+"""Planes kept, least recently used dropped first."""
+
+
+class PlaneSource:
+    """One store, opened once to read."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = os.fspath(path)
+        self.cube = open_store(path)
+        self.array = self.cube.amplitude
+        if self.array.ndim != 3:
+            raise SelectionError(
+                f"{self.path}: the viewer shows 3-D stores; this one has {self.array.ndim} axes"
+            )
+        self._cache: OrderedDict[tuple, tuple[np.ndarray, dict]] = OrderedDict()
+        self._cached_bytes = 0
+        self._lock = threading.Lock()
+
+    def describe(self) -> dict:
+        """Axes with their labels, and the store's geometry, layout, codec and error (as ``info``)."""
+        report = store_report(self.cube.path)
+        shown = (
+            "dims",
+            "ranges",
+            "dtype",
+            "layout",
+            "compression",
+            "error",
+            "compression_ratio",
+            "live_traces",
+        )
+        return {
+            "name": os.path.basename(self.path.rstrip("/")),
+            "dims": self.cube.dims,
+            "shape": list(self.array.shape),
+            "labels": {dim: self.cube.coords[dim].tolist() for dim in self.cube.dims},
+            "levels": [list(factors) for factors, _ in self.array.overviews],
+            "info": {key: report[key] for key in shown if key in report},
+        }
+
+    def plane(self, axis: int, index: int, region: tuple[int, int, int, int], size: tuple[int, int]):
+        """The plane at ``index`` along ``axis``, rows ``region[0]:region[1]`` and columns
+        ``region[2]:region[3]`` of it (in samples), read from the coarsest level with at least ``size``
+        samples across it; returns the values (float32, C order) and where they are."""
+        shape = self.array.shape
+        if axis not in (0, 1, 2) or not 0 <= index < shape[axis]:
+            raise SelectionError(f"no plane {index} along axis {axis} of a {shape} array")
+        rows, cols = (n for d, n in enumerate(shape) if d != axis)
+        r0, r1, c0, c1 = region
+        if not (0 <= r0 < r1 <= rows and 0 <= c0 < c1 <= cols):
+            raise SelectionError(f"region {region} is outside the {rows} x {cols} plane")
+        if not (0 < size[0] <= MAX_SIDE and 0 < size[1] <= MAX_SIDE):
+            raise SelectionError(f"size {size}: each side must be 1 to {MAX_SIDE} samples")
+        key = (axis, index, region, size)
+        with self._lock:
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return self._cache[key]
+        window: list = [slice(None)] * 3
+        window[axis] = index
+        others = [d for d in range(3) if d != axis]
+        window[others[0]], window[others[1]] = slice(r0, r1), slice(c0, c1)
+        level, scaled = self.array.overview_for(tuple(window), size)
+        values = np.ascontiguousarray(level.read(scaled), dtype=np.float32)
+        if values.shape[0] > MAX_SIDE or values.shape[1] > MAX_SIDE:
+            raise SelectionError(
+                f"the region {region} has {values.shape} samples at the coarsest level that covers it; "
+                f"zoom in to at most {MAX_SIDE} per side"
+            )
+        level_factors = dict((path, f) for f, path in self.array.overviews).get(level.path, (1, 1, 1))
+        factors = [level_factors[d] for d in others]
+        where = {
+            "shape": list(values.shape),
+            "factors": factors,
+            "origin": [scaled[others[0]].start, scaled[others[1]].start],
+        }
+        with self._lock:
+            self._cache[key] = (values, where)
+            self._cached_bytes += values.nbytes
+            while self._cached_bytes > CACHE_BYTES and len(self._cache) > 1:
+                _, (dropped, _) = self._cache.popitem(last=False)
+                self._cached_bytes -= dropped.nbytes
+        return values, where
+
+    def sample(self, at: tuple[int, int, int]) -> dict:
+        """The value at sample ``at`` (positions), its labels, and the trace's CDP X and Y if the store
+        has them."""
+        if any(not 0 <= i < n for i, n in zip(at, self.array.shape, strict=True)):
+            raise SelectionError(f"sample {at} is outside the {self.array.shape} array")
+        value = float(self.array[at])
+        found: dict = {
+            "value": None if np.isnan(value) else value,
+            "labels": {
+                dim: self.cube.coords[dim][i].item() for dim, i in zip(self.cube.dims, at, strict=True)
+            },
+        }
+        for name in ("cdp_x", "cdp_y"):
+            has = (Path(self.path) / name / "zarr.json").is_file()  # a survey's trace coordinates
+            found[name] = float(Array(Path(self.path) / name)[at[0], at[1]]) if has else None
+        return found

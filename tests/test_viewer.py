@@ -1,0 +1,188 @@
+"""The viewer in a real headless Chromium (Debian's, driven by Playwright) against a real ``cubeslab
+view`` server: each canvas shows the plane the engine reads, pixel by pixel after the colour map;
+sliders, the keyboard and clicks move the linked views; zooming fetches a finer overview level; the
+cursor shows the value and the labels. Screenshots go into the test's folder."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import cubeslab
+from cubeslab.synthetic import SyntheticSurvey, write_segy
+from cubeslab_bench.s3_server import free_port
+
+CLI = Path(sys.executable).parent / "cubeslab"
+WIDTH, HEIGHT = 480, 360
+
+
+def chromium() -> str:
+    for name in ("chromium-headless-shell", "chromium"):
+        if path := shutil.which(name):
+            return path
+    pytest.fail("no Chromium on PATH: `make test` installs chromium-headless-shell")
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("view")
+    write_segy(folder / "survey.sgy", SyntheticSurvey(40, 50, 60), sample_format=5)
+    cubeslab.ingest(folder / "survey.sgy", folder / "survey.zarr")
+    # A wide, shallow volume whose time slice is larger than the canvas: drawn from an overview level.
+    rng = np.random.default_rng(3)
+    wide = rng.normal(size=(720, 960, 8)).astype(np.float32)
+    coords = {"inline": np.arange(720), "crossline": np.arange(960), "time": np.arange(8) * 4.0}
+    with cubeslab.create(folder / "wide.zarr", wide.shape, dims=tuple(coords), coords=coords) as cube:
+        cube.amplitude[...] = wide
+    cubeslab.build_pyramid(folder / "wide.zarr", axes=["inline", "crossline"], max_side=256)
+    return {"survey": folder / "survey.zarr", "wide": folder / "wide.zarr"}
+
+
+@pytest.fixture(scope="module")
+def server(stores):
+    port = free_port()
+    process = subprocess.Popen(
+        [str(CLI), "view", str(stores["survey"]), str(stores["wide"]), "--port", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=1).close()
+            break
+        except OSError:
+            assert process.poll() is None, process.stderr.read() if process.stderr else ""
+            assert time.monotonic() < deadline, "the viewer did not start"
+            time.sleep(0.1)
+    yield url
+    process.terminate()
+    process.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser, server):
+    opened = browser.new_page(viewport={"width": 1600, "height": 640})
+    problems: list[str] = []
+    opened.on("pageerror", lambda error: problems.append(str(error)))
+    opened.goto(server)
+    opened.evaluate("window.viewer.ready")
+    yield opened
+    opened.close()
+    assert not problems, problems
+
+
+def canvas_pixels(page, view: int) -> np.ndarray:
+    data = page.evaluate(
+        """(view) => Array.from(window.viewer.views[view].canvas.getContext('2d')
+            .getImageData(0, 0, arguments_width, arguments_height).data)""".replace(
+            "arguments_width", str(WIDTH)
+        ).replace("arguments_height", str(HEIGHT)),
+        view,
+    )
+    return np.array(data, dtype=np.uint8).reshape(HEIGHT, WIDTH, 4)
+
+
+def expected_colours(page, view: int, plane: np.ndarray) -> np.ndarray:
+    """``plane`` (rows x cols as the engine reads it) through the page's colour map and clip, as numpy
+    computes it: index = round(255 * clip01((v - lo) / (hi - lo)))."""
+    lo, hi = page.evaluate("(view) => window.viewer.views[view].clip", view)
+    name = page.evaluate("window.viewer.state.colormap")
+    table = np.array(page.evaluate("(name) => Array.from(window.viewer.lut(name))", name), np.uint8).reshape(
+        256, 3
+    )
+    t = np.clip((plane.astype(np.float64) - lo) / (hi - lo), 0, 1)
+    return table[np.floor(t * 255 + 0.5).astype(int)]
+
+
+def assert_canvas_shows(page, view: int, plane: np.ndarray, across_is_rows: bool) -> None:
+    """Every sample's centre pixel on the canvas has the sample's colour (crosshair pixels aside)."""
+    pixels = canvas_pixels(page, view)
+    colours = expected_colours(page, view, plane)
+    image = np.transpose(colours, (1, 0, 2)) if across_is_rows else colours  # (down, across, rgb)
+    down, across = image.shape[:2]
+    ys = ((np.arange(down) + 0.5) * HEIGHT / down).astype(int)
+    xs = ((np.arange(across) + 0.5) * WIDTH / across).astype(int)
+    shown = pixels[np.ix_(ys, xs)][..., :3]
+    crosshair = np.all(shown == shown, axis=2) & False
+    state = page.evaluate("window.viewer.state.pos")
+    layout = [(1, 2), (0, 2), (1, 0)][view]
+    crosshair[:, [state[layout[0]]]] = True  # the crosshair's column and row
+    crosshair[[state[layout[1]]], :] = True
+    mismatched = np.any(shown != image, axis=2) & ~crosshair
+    assert not mismatched.any(), f"{mismatched.sum()} of {mismatched.size} samples differ"
+
+
+def test_each_view_shows_the_plane_the_engine_reads(page, stores, tmp_path):
+    cube = cubeslab.open(stores["survey"])
+    i, j, k = page.evaluate("window.viewer.state.pos")
+    assert (i, j, k) == (20, 25, 30)
+    assert_canvas_shows(page, 0, cube.amplitude[i], across_is_rows=True)
+    assert_canvas_shows(page, 1, cube.amplitude[:, j], across_is_rows=True)
+    assert_canvas_shows(page, 2, cube.amplitude[:, :, k], across_is_rows=False)
+    page.screenshot(path=tmp_path / "viewer.png")
+    assert (tmp_path / "viewer.png").stat().st_size > 10_000
+
+
+def test_sliders_and_keys_step_through_the_survey(page, stores):
+    cube = cubeslab.open(stores["survey"])
+    page.evaluate("""() => { const s = window.viewer.views[0].slider; s.value = '7';
+                             s.dispatchEvent(new Event('input')); }""")
+    page.wait_for_function("window.viewer.views[0].canvas.dataset.index === '7'")
+    assert_canvas_shows(page, 0, cube.amplitude[7], across_is_rows=True)
+    page.focus(".view:nth-child(2) canvas")
+    page.keyboard.press("ArrowUp")
+    page.wait_for_function("window.viewer.views[1].canvas.dataset.index === '26'")
+    page.keyboard.press("PageDown")
+    page.wait_for_function("window.viewer.views[1].canvas.dataset.index === '16'")
+    assert_canvas_shows(page, 1, cube.amplitude[:, 16], across_is_rows=True)
+
+
+def test_a_click_in_one_view_moves_the_other_two(page, stores):
+    canvas = page.locator(".view:nth-child(1) canvas")
+    # The inline view: crosslines across (50 over 480 px), time down (60 over 360 px).
+    canvas.click(position={"x": 10 * 9.6 + 4, "y": 45 * 6 + 2})
+    page.wait_for_function("window.viewer.views[1].canvas.dataset.index === '10'")
+    page.wait_for_function("window.viewer.views[2].canvas.dataset.index === '45'")
+    cube = cubeslab.open(stores["survey"])
+    assert_canvas_shows(page, 2, cube.amplitude[:, :, 45], across_is_rows=False)
+
+
+def test_the_cursor_shows_the_value_and_labels(page, stores):
+    page.locator(".view:nth-child(3) canvas").hover(position={"x": 3 * 9.6 + 4, "y": 5 * 9 + 4})
+    page.wait_for_function("document.getElementById('readout').textContent.includes('crossline ')")
+    text = page.inner_text("#readout")
+    cube = cubeslab.open(stores["survey"])
+    value = cube.amplitude[5, 3, 30]
+    assert f"inline {cube.coords['inline'][5]}" in text and f"crossline {cube.coords['crossline'][3]}" in text
+    assert f"value {value:.6g}"[:12] in text and "cdp_x" in text
+
+
+def test_zooming_in_fetches_a_finer_level(page, stores):
+    page.select_option("#store", label="wide.zarr")
+    page.wait_for_function("window.viewer.state.meta.name === 'wide.zarr' && window.viewer.drawn() >= 6")
+    time_slice = page.locator(".view:nth-child(3) canvas")
+    assert time_slice.get_attribute("data-factor") == "2"  # 960 x 720 samples on 480 x 360 pixels
+    for _ in range(4):
+        time_slice.hover(position={"x": 240, "y": 180})
+        page.mouse.wheel(0, -100)
+    page.wait_for_function("window.viewer.views[2].canvas.dataset.factor === '1'")
+    view = page.evaluate("window.viewer.views[2].ranges")
+    assert view[0][1] - view[0][0] < 720 and view[1][1] - view[1][0] < 960

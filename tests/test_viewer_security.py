@@ -1,0 +1,186 @@
+"""The viewer's server is reachable by whatever reaches its port: stores only by opaque id, no path from
+the client ever joined to the filesystem (``..``, encoded, absolute, NUL), a Host header it was not
+started for refused (DNS rebinding), requests capped, no CORS, and off loopback a token on every
+request (tested against a real server on all interfaces). Then many clients at once: no errors."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+import cubeslab
+from cubeslab.synthetic import SyntheticSurvey, write_segy
+from cubeslab.viewer.app import make_app
+from cubeslab_bench.s3_server import free_port
+
+CLI = Path(sys.executable).parent / "cubeslab"
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("secure")
+    write_segy(folder / "s.sgy", SyntheticSurvey(20, 30, 40), sample_format=5)
+    cubeslab.ingest(folder / "s.sgy", folder / "s.zarr")
+    (folder / "s.zarr" / "outside").symlink_to("/etc")  # a link out of the store
+    return folder / "s.zarr"
+
+
+@pytest.fixture(scope="module")
+def client(store):
+    return TestClient(make_app([str(store)]), base_url="http://127.0.0.1")
+
+
+@pytest.fixture(scope="module")
+def store_id(client) -> str:
+    [listed] = client.get("/api/stores").json()
+    assert re.fullmatch(r"[0-9a-f]{8}", listed["id"])  # opaque: no path in it
+    return listed["id"]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/static/../app.py",
+        "/static/%2e%2e/app.py",
+        "/static/%2e%2e%2fapp.py",
+        "/static//etc/passwd",
+        "/static/..%2f..%2f..%2fetc%2fpasswd",
+        "/static/viewer.js%00.png",
+        "/api/stores/..%2f..%2fetc",
+        "/api/stores/%2fetc%2fpasswd/plane?axis=0&index=0&h=1&w=1",
+        "/api/stores/outside",
+        "/s.zarr/zarr.json",
+        "/outside/passwd",
+    ],
+)
+def test_no_path_from_the_client_reaches_the_filesystem(client, path):
+    response = client.get(path)
+    assert response.status_code in (400, 404), (path, response.status_code)
+    assert b"root:" not in response.content and b"def make_app" not in response.content
+
+
+def test_requests_are_checked_and_capped(client, store_id):
+    base = f"/api/stores/{store_id}"
+    assert client.get(f"{base}/plane?axis=0&index=3&h=30&w=40").status_code == 200
+    cases = {
+        "h=100000&w=40": "each side must be 1 to 4096",
+        "h=abc&w=40": "is not an integer",
+        "w=40": "h is required",
+        "h=30&w=40&index=99": "no plane 99",
+        "h=30&w=40&axis=7": "no plane",
+        "h=30&w=40&r0=5&r1=400": "outside",
+        "h=30&w=40&index=" + "9" * 40: "is not an integer",
+    }
+    for query, message in cases.items():
+        query = query if "index=" in query else "index=3&" + query
+        query = query if "axis=" in query else "axis=0&" + query
+        response = client.get(f"{base}/plane?{query}")
+        assert response.status_code == 400 and message in response.json()["error"], (query, response.text)
+    assert client.get(f"{base}/sample?i=99&j=0&k=0").status_code == 400
+
+
+def test_a_foreign_host_header_is_refused_and_no_cors_is_sent(client, store_id):
+    assert client.get("/api/stores", headers={"host": "evil.example"}).status_code == 400
+    response = client.get(f"/api/stores/{store_id}", headers={"origin": "http://evil.example"})
+    assert response.status_code == 200
+    assert "access-control-allow-origin" not in response.headers
+
+
+def test_the_server_never_writes_to_a_store(client, store_id, store):
+    before = {p: p.stat().st_mtime_ns for p in store.rglob("*") if p.is_file()}
+    for method in ("post", "put", "delete", "patch"):
+        assert getattr(client, method)(f"/api/stores/{store_id}").status_code == 405
+    client.get(f"/api/stores/{store_id}/plane?axis=2&index=5&h=20&w=30")
+    assert {p: p.stat().st_mtime_ns for p in store.rglob("*") if p.is_file()} == before
+
+
+def test_off_loopback_every_request_needs_the_token(store):
+    port = free_port()
+    process = subprocess.Popen(
+        [str(CLI), "view", str(store), "--host", "0.0.0.0", "--port", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        token = re.search(r"\?token=([\w-]+)", line)
+        assert token, line
+        url = f"http://127.0.0.1:{port}/api/stores"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(url, timeout=1)
+                pytest.fail("a request without the token was answered")
+            except urllib.error.HTTPError as refused:
+                assert refused.code == 403
+                break
+            except OSError:
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+        with urllib.request.urlopen(f"{url}?token={token.group(1)}", timeout=5) as answered:
+            assert answered.status == 200
+        request = urllib.request.Request(url, headers={"X-Cubeslab-Token": token.group(1)})
+        with urllib.request.urlopen(request, timeout=5) as answered:
+            assert answered.status == 200
+        with pytest.raises(urllib.error.HTTPError, match="403"):
+            urllib.request.urlopen(f"{url}?token=wrong", timeout=5)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_fifty_clients_stepping_through_planes_get_no_errors(store):
+    """A short load test on localhost: 50 clients for 5 s against the real server (the benchmark runs
+    it for 30 s and reports latencies)."""
+    port = free_port()
+    process = subprocess.Popen(
+        [str(CLI), "view", str(store), "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/api/stores", timeout=1) as listed:
+                    store_id = re.search(rb'"id":"(\w+)"', listed.read()).group(1).decode()  # type: ignore[union-attr]
+                break
+            except OSError:
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+        failures: list[str] = []
+        answered = [0]
+        stop = time.monotonic() + 5
+
+        def client(n: int) -> None:
+            index = n
+            while time.monotonic() < stop:
+                index = (index + 1) % 20
+                try:
+                    url = f"{base}/api/stores/{store_id}/plane?axis=0&index={index}&h=30&w=40"
+                    with urllib.request.urlopen(url, timeout=30) as response:
+                        assert len(response.read()) == 30 * 40 * 4
+                    answered[0] += 1
+                except Exception as error:  # every failure is counted
+                    failures.append(repr(error))
+
+        threads = [threading.Thread(target=client, args=(n,)) for n in range(50)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert not failures, failures[:3]
+        assert answered[0] > 50
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
