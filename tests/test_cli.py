@@ -258,6 +258,7 @@ def test_demo_small_writes_three_png_planes_and_a_store_equal_to_its_segy(tmp_pa
     directory = tmp_path / "demo"
     result = run("demo", "--size", "small", "--dir", directory, "--repeats", "1")
     assert "ingested" in result.stdout
+    assert f"cubeslab view {directory / 'synthetic-small.zarr'}" in " ".join(result.stdout.split())
     for name in ("inline.png", "crossline.png", "time_slice.png"):
         assert_png(directory / name)
     sgy = directory / "synthetic-small.sgy"

@@ -110,6 +110,7 @@ def run_demo(
         "inlines fast (one run of traces), time slices slowly."
     )
     console.print(f"pictures of the three planes in {directory}/")
+    console.print(f"look through the survey in a browser: [bold]cubeslab view {store}[/]", soft_wrap=True)
     if handle:
         handle.close()
     return results
