@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMPS := .stamps
 ENGINE_SOURCES := Cargo.toml $(wildcard Cargo.lock) $(shell find crates -name '*.rs' -o -name Cargo.toml)
 
-.PHONY: help demo test bench bench-ingest bench-windows bench-hdf5 bench-msi bench-scale bench-reads bench-plan bench-compress fuzz lint build wheel rust-test py-test clean
+.PHONY: help demo test bench bench-viewer bench-ingest bench-windows bench-hdf5 bench-msi bench-scale bench-reads bench-plan bench-compress fuzz lint build wheel rust-test py-test clean
 .DEFAULT_GOAL := help
 
 help: ## List the targets
@@ -71,13 +71,17 @@ py-test: build $(STAMPS)/system $(S3_SERVER) ## Python tests (API, CLI, round tr
 
 test: lint rust-test py-test ## Everything CI runs
 
-bench: build $(S3_SERVER) ## The benchmark studies at small size (bench/report/), then ingest speed and the default layout, window writes, HDF5 read in place, MSI and object storage (bench/results/)
+bench: build $(S3_SERVER) ## The benchmark studies at small size (bench/report/), then ingest speed and the default layout, window writes, HDF5 read in place, MSI, object storage and the viewer (bench/results/)
 	OPENBLAS_NUM_THREADS=1 PYTHONPATH=bench $(VENV)/bin/cubeslab bench all --size small --out bench/report --data bench/data
 	$(PY) bench/ingest.py
 	$(PY) bench/windows.py
 	PYTHONPATH=bench $(PY) bench/hdf5.py
 	PYTHONPATH=bench $(PY) bench/msi.py
 	PYTHONPATH=bench $(PY) bench/scale.py
+	PYTHONPATH=bench $(PY) bench/viewer.py
+
+bench-viewer: build ## The viewer in headless Chromium: slider steps, the first view cold, 50 clients: bench/results/viewer.{json,md}
+	PYTHONPATH=bench $(PY) bench/viewer.py
 
 bench-ingest: build ## Ingest speed and the default layout against a profiled one: bench/results/ingest.{json,md}
 	$(PY) bench/ingest.py
