@@ -98,7 +98,7 @@ def build_pyramid(
     )
     if not chosen or any(a < 0 or a >= main.ndim for a in chosen):
         raise InvalidInputError(f"axes={axes!r}: name dimensions of {path} ({', '.join(cube.dims)})")
-    version = data_version(main.metadata)
+    version = _engine.track_data_version(main.path)  # window writes count it from now on
     limit = int(memory_limit or defaults.MEMORY_LIMIT)
     main_name = os.path.basename(main.path)
     levels: list[Level] = []

@@ -432,6 +432,13 @@ fn create_group(py: Python<'_>, path: PathBuf, main: &str, attributes: &str) -> 
     })
 }
 
+/// Start counting the data version of the array at `path` (for arrays
+/// derived from it); returns the version now.
+#[pyfunction]
+fn track_data_version(py: Python<'_>, path: PathBuf) -> PyResult<u64> {
+    engine(py, || cubeslab_core::writer::track_data_version(&path))
+}
+
 /// Add `attributes` (a JSON object) to the group at `path`, objects merged
 /// key by key.
 #[pyfunction]
@@ -510,6 +517,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<chunked_file::ChunkedFileArray>()?;
     m.add_class::<Ingest>()?;
     m.add_function(wrap_pyfunction!(run_ingest_task, m)?)?;
+    m.add_function(wrap_pyfunction!(track_data_version, m)?)?;
     m.add_class::<Progress>()?;
     m.add_class::<IngestOptions>()?;
     m.add_class::<ExportOptions>()?;

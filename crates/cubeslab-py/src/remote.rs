@@ -31,6 +31,19 @@ fn s3_url(py: Python<'_>, text: &str) -> PyResult<S3Url> {
     }
 }
 
+/// Run `work` on the engine's side with `text` as an object-storage URL and
+/// the connection's options.
+fn on_s3<T: Send>(
+    py: Python<'_>,
+    text: &str,
+    storage_options: Option<BTreeMap<String, String>>,
+    work: impl FnOnce(&S3Url, &StorageOptions) -> cubeslab_core::error::Result<T> + Send,
+) -> PyResult<T> {
+    let url = s3_url(py, text)?;
+    let options = storage_options.unwrap_or_default();
+    engine(py, || work(&url, &options))
+}
+
 /// `("local", path)` or `("s3", url)` for a store or source name; a scheme
 /// cubeslab does not support raises `InvalidInputError`.
 #[pyfunction]
@@ -90,9 +103,7 @@ pub fn stored_bytes(
     url: &str,
     storage_options: Option<BTreeMap<String, String>>,
 ) -> PyResult<u64> {
-    let url = s3_url(py, url)?;
-    let options = storage_options.unwrap_or_default();
-    engine(py, || core_stored_bytes(&url, &options))
+    on_s3(py, url, storage_options, core_stored_bytes)
 }
 
 /// Copy the object at `url` to the local file `to`; its size in bytes.
@@ -104,9 +115,9 @@ pub fn download(
     to: PathBuf,
     storage_options: Option<BTreeMap<String, String>>,
 ) -> PyResult<u64> {
-    let url = s3_url(py, url)?;
-    let options = storage_options.unwrap_or_default();
-    engine(py, || core_download(&url, &options, &to))
+    on_s3(py, url, storage_options, |url, options| {
+        core_download(url, options, &to)
+    })
 }
 
 /// Copy every object of the store at `url` into the folder `to`; the bytes copied.
@@ -118,9 +129,9 @@ pub fn download_store(
     to: PathBuf,
     storage_options: Option<BTreeMap<String, String>>,
 ) -> PyResult<u64> {
-    let url = s3_url(py, url)?;
-    let options = storage_options.unwrap_or_default();
-    engine(py, || core_download_store(&url, &options, &to))
+    on_s3(py, url, storage_options, |url, options| {
+        core_download_store(url, options, &to)
+    })
 }
 
 /// Upload every file under `folder` but node documents to the same names
@@ -133,9 +144,9 @@ pub fn upload_folder(
     url: &str,
     storage_options: Option<BTreeMap<String, String>>,
 ) -> PyResult<Vec<String>> {
-    let url = s3_url(py, url)?;
-    let options = storage_options.unwrap_or_default();
-    engine(py, || core_upload_folder(&folder, &url, &options))
+    on_s3(py, url, storage_options, |url, options| {
+        core_upload_folder(&folder, url, options)
+    })
 }
 
 /// An array of a store on object storage, read-only.

@@ -296,13 +296,18 @@ impl Ingest {
 
     /// Count the outcome of handed-out task number `task` (from 0).
     pub fn take_outcome(&mut self, task: usize, outcome: &str) -> Result<()> {
-        let (stats, errors) = TaskOutcome::parse(outcome)?;
-        self.count(&stats, errors.as_ref());
+        let counted = TaskOutcome::parse(outcome)?;
         let first = self.handed_out.unwrap_or(self.tasks.len());
         if let Some(t) = self.tasks.get(first + task) {
             self.progress
                 .add(t.source_bytes(&self.geometry, self.source.trace_len));
         }
+        // Counted in task order at the end, as a local ingest counts them: floating-point sums
+        // depend on the order, and the store must not depend on which worker finished first.
+        if self.outcomes.len() <= task {
+            self.outcomes.resize_with(task + 1, || None);
+        }
+        self.outcomes[task] = Some(counted);
         Ok(())
     }
 
@@ -335,6 +340,13 @@ impl Ingest {
         }
         if let Some(Destination::Remote(upload)) = self.publication.as_mut() {
             upload.adopt(adopted);
+        }
+        let outcomes = std::mem::take(&mut self.outcomes);
+        if outcomes.len() < self.tasks.len() - first || outcomes.iter().any(Option::is_none) {
+            self.stats = None; // a task's statistics never came back: none are recorded
+        }
+        for (stats, errors) in outcomes.into_iter().flatten() {
+            self.count(&stats, errors.as_ref());
         }
         Ok(())
     }

@@ -69,6 +69,8 @@ pub struct Ingest {
     next: usize,
     /// Tasks from here on were handed to other processes ([`Ingest::hand_out`]).
     handed_out: Option<usize>,
+    /// Their outcomes, by task number, as they arrive.
+    outcomes: Vec<Option<(AmplitudeStats, Option<ChunkErrors>)>>,
     /// Tasks run at once (see [`task::TaskPlan::workers`]).
     workers: Parallelism,
     parallelism: Parallelism,
@@ -199,6 +201,7 @@ impl Ingest {
             tasks,
             next: 0,
             handed_out: None,
+            outcomes: Vec::new(),
             workers: Parallelism::resolve(Some(work.workers), None),
             parallelism: options.parallelism,
             memory_limit: options.memory_limit,

@@ -101,6 +101,19 @@ pub struct ArrayWriter {
 /// made from, so that a later write shows them stale.
 pub const DATA_VERSION: &str = "data_version";
 
+/// Start counting the array at `path`'s data version (at 0) if it is not
+/// counted yet; returns the version now. Writes count it from then on.
+pub fn track_data_version(path: &Path) -> Result<u64> {
+    let _lock = ChunkLock::take(path, METADATA_LOCK)?;
+    let mut metadata = read_metadata(path)?;
+    if let Some(version) = metadata["attributes"]["cubeslab"][DATA_VERSION].as_u64() {
+        return Ok(version);
+    }
+    metadata["attributes"]["cubeslab"][DATA_VERSION] = serde_json::json!(0);
+    write_json_atomic(&path.join("zarr.json"), &metadata, Durability::Cached)?;
+    Ok(0)
+}
+
 impl ArrayWriter {
     /// Open the array at `path` for window writes, holding at most `limit`
     /// bytes of decoded chunks (at least one chunk, whatever the bound).
@@ -388,8 +401,11 @@ impl ArrayWriter {
         let counted = (|| {
             let _lock = ChunkLock::take(self.array.path(), METADATA_LOCK)?;
             let mut metadata = read_metadata(self.array.path())?;
-            let record = &mut metadata["attributes"]["cubeslab"][DATA_VERSION];
-            *record = serde_json::json!(record.as_u64().unwrap_or(0) + 1);
+            // Counted only for an array something was derived from (track_data_version).
+            let Some(version) = metadata["attributes"]["cubeslab"][DATA_VERSION].as_u64() else {
+                return Ok(());
+            };
+            metadata["attributes"]["cubeslab"][DATA_VERSION] = serde_json::json!(version + 1);
             write_json_atomic(
                 &self.array.path().join("zarr.json"),
                 &metadata,
