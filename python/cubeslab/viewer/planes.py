@@ -82,14 +82,20 @@ class PlaneSource:
         others = [d for d in range(3) if d != axis]
         window[others[0]], window[others[1]] = slice(r0, r1), slice(c0, c1)
         level, scaled = self.array.overview_for(tuple(window), size)
-        values = np.ascontiguousarray(level.read(scaled), dtype=np.float32)
+        # No level covers it more coarsely: every n-th sample, at most about twice the pixels asked for.
+        picked, steps = list(scaled), [1, 1]
+        for n, d in enumerate(others):
+            extent = picked[d].stop - picked[d].start
+            steps[n] = max(1, extent // (2 * size[n]))
+            picked[d] = slice(picked[d].start, picked[d].stop, steps[n])
+        values = np.ascontiguousarray(level.read(tuple(picked)), dtype=np.float32)
         if values.shape[0] > MAX_SIDE or values.shape[1] > MAX_SIDE:
             raise SelectionError(
                 f"the region {region} has {values.shape} samples at the coarsest level that covers it; "
                 f"zoom in to at most {MAX_SIDE} per side"
             )
         level_factors = dict((path, f) for f, path in self.array.overviews).get(level.path, (1, 1, 1))
-        factors = [level_factors[d] for d in others]
+        factors = [level_factors[d] * step for d, step in zip(others, steps, strict=True)]
         where = {
             "shape": list(values.shape),
             "factors": factors,

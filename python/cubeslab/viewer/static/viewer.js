@@ -54,12 +54,13 @@ function percentile(sorted, p) {
 // The clip range of a plane's finite values: symmetric about 0 for the seismic map.
 function clipOf(values, p, symmetric) {
   const step = Math.max(1, Math.floor(values.length / 100000));
-  const finite = [];
+  const picked = new Float32Array(Math.ceil(values.length / step));
+  let n = 0;
   for (let i = 0; i < values.length; i += step) {
     const v = values[i];
-    if (Number.isFinite(v)) finite.push(symmetric ? Math.abs(v) : v);
+    if (Number.isFinite(v)) picked[n++] = symmetric ? Math.abs(v) : v;
   }
-  finite.sort((a, b) => a - b);
+  const finite = picked.subarray(0, n).sort(); // a typed array sorts numerically, and fast
   if (symmetric) {
     const c = percentile(finite, p) || 1;
     return [-c, c];
@@ -83,7 +84,9 @@ function makeView(index) {
   slider.min = "0";
   root.append(title, canvas, slider);
   document.getElementById("views").append(root);
-  const view = { index, layout, root, title, canvas, slider, ranges: null, plane: null, request: 0, clip: null };
+  const view = {
+    index, layout, root, title, canvas, slider, ranges: null, plane: null, request: 0, clip: null, native: null,
+  };
   slider.addEventListener("input", () => moveTo(layout.axis, Number(slider.value)));
   canvas.addEventListener("wheel", (event) => zoom(view, event), { passive: false });
   canvas.addEventListener("mousedown", (event) => press(view, event));
@@ -102,11 +105,13 @@ function sampleAt(view, px, py) {
   ];
 }
 
+// Step one view to another plane: only it is fetched; the others move their crosshair.
 function moveTo(axis, position) {
   const n = state.meta.shape[axis];
   state.pos[axis] = Math.max(0, Math.min(n - 1, position));
   views[axis].slider.value = String(state.pos[axis]);
-  refresh();
+  views.forEach((view) => { if (view.layout.axis !== axis && view.native) paint(view); });
+  return load(views[axis]);
 }
 
 async function load(view) {
@@ -151,13 +156,9 @@ function draw(view) {
       image.data[at + 3] = 255;
     }
   }
-  const native = new OffscreenCanvas(width, height);
-  native.getContext("2d").putImageData(image, 0, 0);
-  const context = view.canvas.getContext("2d");
-  context.imageSmoothingEnabled = false;
-  context.clearRect(0, 0, WIDTH, HEIGHT);
-  context.drawImage(native, 0, 0, WIDTH, HEIGHT);
-  crosshair(view, context);
+  view.native = new OffscreenCanvas(width, height);
+  view.native.getContext("2d").putImageData(image, 0, 0);
+  paint(view);
   const dims = state.meta.dims;
   const level = Math.max(...where.factors);
   view.title.textContent = `${dims[view.layout.axis]} ${state.meta.labels[dims[view.layout.axis]][view.plane.index]}` +
@@ -165,6 +166,15 @@ function draw(view) {
   view.canvas.dataset.index = String(view.plane.index);
   view.canvas.dataset.factor = String(level);
   drawn++;
+}
+
+// The view's image stretched over its canvas, and the crosshair over it.
+function paint(view) {
+  const context = view.canvas.getContext("2d");
+  context.imageSmoothingEnabled = false;
+  context.clearRect(0, 0, WIDTH, HEIGHT);
+  context.drawImage(view.native, 0, 0, WIDTH, HEIGHT);
+  crosshair(view, context);
 }
 
 function crosshair(view, context) {
