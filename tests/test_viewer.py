@@ -1,7 +1,8 @@
 """The viewer in a real headless Chromium (Debian's, driven by Playwright) against a real ``cubeslab
 view`` server: each canvas shows the plane the engine reads, pixel by pixel after the colour map;
 sliders, the keyboard and clicks move the linked views; zooming fetches a finer overview level; the
-cursor shows the value and the labels. Screenshots go into the test's folder."""
+cursor shows the value and the labels; an MSI store shows its ion image (checked against pyimzML's
+reading of the file) and the spectrum at a clicked pixel. Screenshots go into the test's folder."""
 
 from __future__ import annotations
 
@@ -42,14 +43,16 @@ def stores(tmp_path_factory) -> dict[str, Path]:
     with cubeslab.create(folder / "wide.zarr", wide.shape, dims=tuple(coords), coords=coords) as cube:
         cube.amplitude[...] = wide
     cubeslab.build_pyramid(folder / "wide.zarr", axes=["inline", "crossline"], max_side=256)
-    return {"survey": folder / "survey.zarr", "wide": folder / "wide.zarr"}
+    imzml = Path(__file__).parent / "data" / "imzml" / "Example_Continuous.imzML"
+    cubeslab.ingest(imzml, folder / "msi.zarr")
+    return {"survey": folder / "survey.zarr", "wide": folder / "wide.zarr", "msi": folder / "msi.zarr"}
 
 
 @pytest.fixture(scope="module")
 def server(stores):
     port = free_port()
     process = subprocess.Popen(
-        [str(CLI), "view", str(stores["survey"]), str(stores["wide"]), "--port", str(port)],
+        [str(CLI), "view", *(str(stores[name]) for name in ("survey", "wide", "msi")), "--port", str(port)],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}/"
@@ -147,7 +150,7 @@ def test_sliders_and_keys_step_through_the_survey(page, stores):
                              s.dispatchEvent(new Event('input')); }""")
     page.wait_for_function("window.viewer.views[0].canvas.dataset.index === '7'")
     assert_canvas_shows(page, 0, cube.amplitude[7], across_is_rows=True)
-    page.focus(".view:nth-child(2) canvas")
+    page.focus("#views .view:nth-child(2) canvas")
     page.keyboard.press("ArrowUp")
     page.wait_for_function("window.viewer.views[1].canvas.dataset.index === '26'")
     page.keyboard.press("PageDown")
@@ -156,7 +159,7 @@ def test_sliders_and_keys_step_through_the_survey(page, stores):
 
 
 def test_a_click_in_one_view_moves_the_other_two(page, stores):
-    canvas = page.locator(".view:nth-child(1) canvas")
+    canvas = page.locator("#views .view:nth-child(1) canvas")
     # The inline view: crosslines across (50 over 480 px), time down (60 over 360 px).
     canvas.click(position={"x": 10 * 9.6 + 4, "y": 45 * 6 + 2})
     page.wait_for_function("window.viewer.views[1].canvas.dataset.index === '10'")
@@ -166,7 +169,7 @@ def test_a_click_in_one_view_moves_the_other_two(page, stores):
 
 
 def test_the_cursor_shows_the_value_and_labels(page, stores):
-    page.locator(".view:nth-child(3) canvas").hover(position={"x": 3 * 9.6 + 4, "y": 5 * 9 + 4})
+    page.locator("#views .view:nth-child(3) canvas").hover(position={"x": 3 * 9.6 + 4, "y": 5 * 9 + 4})
     page.wait_for_function("document.getElementById('readout').textContent.includes('crossline ')")
     text = page.inner_text("#readout")
     cube = cubeslab.open(stores["survey"])
@@ -178,7 +181,7 @@ def test_the_cursor_shows_the_value_and_labels(page, stores):
 def test_zooming_in_fetches_a_finer_level(page, stores):
     page.select_option("#store", label="wide.zarr")
     page.wait_for_function("window.viewer.state.meta.name === 'wide.zarr' && window.viewer.drawn() >= 6")
-    time_slice = page.locator(".view:nth-child(3) canvas")
+    time_slice = page.locator("#views .view:nth-child(3) canvas")
     assert time_slice.get_attribute("data-factor") == "2"  # 960 x 720 samples on 480 x 360 pixels
     for _ in range(4):
         time_slice.hover(position={"x": 240, "y": 180})
@@ -186,3 +189,48 @@ def test_zooming_in_fetches_a_finer_level(page, stores):
     page.wait_for_function("window.viewer.views[2].canvas.dataset.factor === '1'")
     view = page.evaluate("window.viewer.views[2].ranges")
     assert view[0][1] - view[0][0] < 720 and view[1][1] - view[1][0] < 960
+
+
+def test_an_msi_store_shows_its_ion_image_and_the_spectrum_at_a_clicked_pixel(page, stores, tmp_path):
+    from pyimzml.ImzMLParser import ImzMLParser
+
+    page.select_option("#store", label="msi.zarr")
+    page.wait_for_function("window.msiView.view.drawn >= 1")
+    assert page.locator("#msi").is_visible() and not page.locator("#views").is_visible()
+    view = "window.msiView.view"
+    mz = page.evaluate(f"{view}.image.mz")
+    # The oracle: pyimzML's spectra, summed within mz ± 10 ppm.
+    parser = ImzMLParser(Path(__file__).parent / "data" / "imzml" / "Example_Continuous.imzML")
+    nx, ny = page.evaluate(f"[{view}.image.nx, {view}.image.ny]")
+    expected = np.zeros((nx, ny))
+    spectra = {}
+    for index, (x, y, _) in enumerate(parser.coordinates):
+        mzs, intensities = parser.getspectrum(index)
+        spectra[x, y] = intensities
+        near = np.abs(mzs - mz) <= mz * 10e-6
+        expected[x - 1, y - 1] = intensities[near].sum()
+    np.testing.assert_allclose(
+        np.array(page.evaluate(f"Array.from({view}.image.values)")).reshape(nx, ny), expected, rtol=1e-5
+    )
+    lo, hi = page.evaluate(f"{view}.clip")
+    table = np.array(page.evaluate("Array.from(window.viewer.lut('viridis'))"), np.uint8).reshape(256, 3)
+    colours = table[np.floor(np.clip((expected - lo) / (hi - lo), 0, 1) * 255 + 0.5).astype(int)]
+    pixels = np.array(
+        page.evaluate(
+            "Array.from(document.getElementById('ion').getContext('2d').getImageData(0, 0, 480, 360).data)"
+        ),
+        np.uint8,
+    ).reshape(360, 480, 4)
+    for i in range(nx):
+        for j in range(ny):
+            centre = pixels[int((j + 0.5) * 360 / ny), int((i + 0.5) * 480 / nx), :3]
+            assert (centre == colours[i, j]).all(), (i, j)
+    # A click on pixel (x=2, y=3) plots its spectrum.
+    page.locator("#ion").click(position={"x": 1.5 * 480 / nx, "y": 2.5 * 360 / ny})
+    page.wait_for_function(f"{view}.spectrum !== null")
+    np.testing.assert_allclose(page.evaluate(f"Array.from({view}.spectrum)"), spectra[2, 3], rtol=1e-6)
+    assert page.inner_text("#spectrum-title") == "spectrum at x=2, y=3"
+    # A click on the plot picks that m/z for the ion image.
+    page.locator("#spectrum").click(position={"x": 60 + 0.25 * 648, "y": 100})
+    page.wait_for_function(f"{view}.image.mz !== {mz}")
+    page.screenshot(path=tmp_path / "msi.png")

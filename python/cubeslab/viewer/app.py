@@ -97,6 +97,24 @@ def make_app(stores: list[str], *, host: str = "127.0.0.1", port: int = 8000, to
             values.astype("<f4").tobytes(), media_type="application/octet-stream", headers=headers
         )
 
+    def floats(values, headers: dict | None = None) -> Response:
+        headers = {"cache-control": "no-store", **(headers or {})}
+        return Response(
+            values.astype("<f4").tobytes(), media_type="application/octet-stream", headers=headers
+        )
+
+    async def ion_image(request: Request) -> Response:
+        text = request.query_params.get("mz", "")
+        try:
+            mz = float(text)
+        except ValueError:
+            raise ValueError(f"mz={text[:20]!r} is not a number") from None
+        image = source(request).ion_image(mz, request.query_params.get("tol", "10ppm")[:20])
+        return floats(image, {"x-plane": json.dumps({"shape": list(image.shape)})})
+
+    async def spectrum(request: Request) -> Response:
+        return floats(source(request).spectrum(integer(request, "x"), integer(request, "y")))
+
     async def sample(request: Request) -> Response:
         at = (integer(request, "i"), integer(request, "j"), integer(request, "k"))
         return JSONResponse(source(request).sample(at))
@@ -117,6 +135,8 @@ def make_app(stores: list[str], *, host: str = "127.0.0.1", port: int = 8000, to
         Route("/api/stores/{store}", describe),
         Route("/api/stores/{store}/plane", plane),
         Route("/api/stores/{store}/sample", sample),
+        Route("/api/stores/{store}/ion-image", ion_image),
+        Route("/api/stores/{store}/spectrum", spectrum),
         Mount("/static", StaticFiles(directory=STATIC)),
     ]
     handlers = {NoSuchStore: refused, ValueError: refused, CubeslabError: refused}

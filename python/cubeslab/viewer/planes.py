@@ -12,6 +12,7 @@ import numpy as np
 
 from ..array import Array
 from ..errors import SelectionError
+from ..msi.cube import MsiCube
 from ..opener import open as open_store
 from ..store_report import store_report
 
@@ -50,7 +51,11 @@ class PlaneSource:
             "compression_ratio",
             "live_traces",
         )
-        return {
+        described: dict = {}
+        if isinstance(self.cube, MsiCube):
+            mz, mean = self.cube.mean_spectrum()
+            described = {"kind": "msi", "default_mz": float(mz[int(np.nanargmax(mean))]) if len(mz) else 0.0}
+        return described | {
             "name": os.path.basename(self.path.rstrip("/")),
             "dims": self.cube.dims,
             "shape": list(self.array.shape),
@@ -108,6 +113,19 @@ class PlaneSource:
                 _, (dropped, _) = self._cache.popitem(last=False)
                 self._cached_bytes -= dropped.nbytes
         return values, where
+
+    def ion_image(self, mz: float, tol: str) -> np.ndarray:
+        """An MSI store's ion image at ``mz ± tol`` (x across the first axis), float32."""
+        return np.ascontiguousarray(self._msi().ion_image(mz, tol), dtype=np.float32)
+
+    def spectrum(self, x: int, y: int) -> np.ndarray:
+        """An MSI store's intensities at pixel (x, y) (the file's own numbers), float32."""
+        return np.ascontiguousarray(self._msi().spectrum(x, y)[1], dtype=np.float32)
+
+    def _msi(self) -> MsiCube:
+        if not isinstance(self.cube, MsiCube):
+            raise SelectionError(f"{self.path} is not a mass-spectrometry imaging store")
+        return self.cube
 
     def sample(self, at: tuple[int, int, int]) -> dict:
         """The value at sample ``at`` (positions), its labels, and the trace's CDP X and Y if the store

@@ -271,6 +271,13 @@ function resetRanges() {
 async function open(id) {
   state.store = id;
   state.meta = await (await api(`api/stores/${id}`)).json();
+  const isMsi = state.meta.kind === "msi";
+  document.getElementById("views").hidden = isMsi;
+  document.getElementById("msi").hidden = !isMsi;
+  if (isMsi) {
+    await window.msiView.open(state.meta);
+    return;
+  }
   state.pos = state.meta.shape.map((n) => Math.floor(n / 2));
   views.forEach((view) => {
     view.slider.max = String(state.meta.shape[view.layout.axis] - 1);
@@ -298,15 +305,18 @@ async function start() {
   document.getElementById("colormap").addEventListener("change", (event) => {
     state.colormap = event.target.value;
     views.forEach((v) => v.plane && draw(v));
+    window.msiView.redraw();
   });
   document.getElementById("clip").addEventListener("input", (event) => {
     state.clip = Number(event.target.value);
     document.getElementById("clip-value").textContent = event.target.value;
     views.forEach((v) => v.plane && draw(v));
+    window.msiView.redraw();
   });
   document.getElementById("reset").addEventListener("click", () => { resetRanges(); refresh(); });
   await open(stores[0].id);
 }
 
 // For tests and scripts: the state, the views, the colour maps and a count of planes drawn.
-window.viewer = { state, views, lut, ready: start(), drawn: () => drawn };
+window.viewer = { state, views, lut, clipOf, ready: null, drawn: () => drawn };
+window.addEventListener("DOMContentLoaded", () => { window.viewer.ready = start(); });
