@@ -1,11 +1,13 @@
 """The viewer's server is reachable by whatever reaches its port: stores only by opaque id, no path from
 the client ever joined to the filesystem (``..``, encoded, absolute, NUL), a Host header it was not
 started for refused (DNS rebinding), requests capped, no CORS, and off loopback a token on every
-request (tested against a real server on all interfaces). Then many clients at once: no errors."""
+request (tested against a real server on all interfaces). Silent and slow clients are dropped; many
+clients at once get no errors."""
 
 from __future__ import annotations
 
 import re
+import socket
 import subprocess
 import sys
 import threading
@@ -133,6 +135,35 @@ def test_off_loopback_every_request_needs_the_token(store):
             assert answered.status == 200
         with pytest.raises(urllib.error.HTTPError, match="403"):
             urllib.request.urlopen(f"{url}?token=wrong", timeout=5)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_slow_and_silent_clients_are_dropped(store):
+    port = free_port()
+    process = subprocess.Popen(
+        [str(CLI), "view", str(store), "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/stores", timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+        silent = socket.create_connection(("127.0.0.1", port))
+        slow = socket.create_connection(("127.0.0.1", port))
+        slow.sendall(b"GET /api/stores HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # and never the blank line
+        started = time.monotonic()
+        for client in (silent, slow):
+            client.settimeout(30)
+            assert client.recv(100) == b""  # closed by the server
+        assert time.monotonic() - started < 15
     finally:
         process.terminate()
         process.wait(timeout=30)

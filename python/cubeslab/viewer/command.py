@@ -29,6 +29,7 @@ def view_command(
         import uvicorn
 
         from .app import make_app
+        from .deadline import HeaderDeadline
     except ImportError:
         raise InvalidInputError("the viewer needs its web server: pip install 'cubeslab[view]'") from None
 
@@ -40,5 +41,9 @@ def view_command(
     typer.echo(f"cubeslab view: {url}  (Ctrl-C stops it)", err=True)
     if open_browser:
         webbrowser.open(url)
-    # Slow or idle clients are dropped after 5 s; at most 64 connections are served at once.
-    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_keep_alive=5, limit_concurrency=64)
+    # Idle clients, and clients whose request's headers take over 5 s, are dropped; at most 64
+    # connections are served at once.
+    uvicorn.run(
+        app, host=host, port=port, log_level="warning", timeout_keep_alive=5, limit_concurrency=64,
+        http=HeaderDeadline,
+    )  # fmt: skip
