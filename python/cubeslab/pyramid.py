@@ -20,6 +20,8 @@ from __future__ import annotations
 import math
 import os
 import warnings
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -138,18 +140,34 @@ def new_level(store, main: Array, name: str, shape, limit: int) -> Array:
     return Array(level_path, cache=max(limit // 2, 1))
 
 
+SLABS_IN_FLIGHT = 2
+"""Slabs read and downsampled at once, beside the one being written."""
+
+
 def slabs(source: Array, target: Array, axes: tuple[int, ...], method: str, limit: int):
     """``(start, stop, values)``: ``target``'s rows ``start:stop`` along the first dimension computed
-    from ``source``, in slabs of whole shards where the memory bound allows."""
+    from ``source``, in slabs of whole shards where the memory bound allows; the next slabs are read
+    and downsampled on other threads meanwhile (the engine's reads and numpy's means release the GIL)."""
     unit = (target.shards or target.chunks)[0]
     factor = 2 if 0 in axes else 1
     plane = math.prod(source.shape[1:]) * source.dtype.itemsize * factor
-    rows = max(1, min(target.shape[0], (limit // 4) // max(plane, 1)))
+    # Half the bound for the slabs in flight (and their float64 means), half for the write cache.
+    rows = max(1, min(target.shape[0], (limit // (4 * (SLABS_IN_FLIGHT + 1))) // max(plane, 1)))
     rows = max(unit, rows - rows % unit) if rows >= unit else rows
-    for start in range(0, target.shape[0], rows):
+
+    def compute(start: int) -> tuple[int, int, np.ndarray]:
         stop = min(start + rows, target.shape[0])
         block = source[start * factor : min(stop * factor, source.shape[0])]
-        yield start, stop, downsample(block, axes, method)
+        return start, stop, downsample(block, axes, method)
+
+    with ThreadPoolExecutor(SLABS_IN_FLIGHT) as pool:
+        pending: deque = deque()
+        for start in range(0, target.shape[0], rows):
+            pending.append(pool.submit(compute, start))
+            if len(pending) > SLABS_IN_FLIGHT:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
 
 
 def fill_level(source: Array, target: Array, axes: tuple[int, ...], method: str, limit: int) -> None:
