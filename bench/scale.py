@@ -1,10 +1,10 @@
 """Reading a survey from S3-compatible object storage: a float32 survey ingested by cubeslab to a local
 S3 server (tools/s3-server, started here over bench/data/s3), then the three middle planes read by
-cubeslab and by zarr-python through obstore, beside plain ranged GETs of the bytes the plane needs
-(every touched shard's index and inner chunks, 64 requests in flight, through obstore) made two ways:
-one request per range, and ranges less than 1 MiB apart merged into requests of at most 4 MiB. The
-bound: the plane's bytes at the server's bandwidth, measured by fetching the touched shards whole in
-4 MiB ranged GETs, 64 in flight.
+cubeslab, by zarr-python through obstore and by TensorStore's S3 driver, beside plain ranged GETs of
+the bytes the plane needs (every touched shard's index and inner chunks, 64 requests in flight, through
+obstore) made two ways: one request per range, and ranges less than 1 MiB apart merged into requests
+of at most 4 MiB. The bound: the plane's bytes at the server's bandwidth, measured by fetching the
+touched shards whole in 4 MiB ranged GETs, 64 in flight.
 
 Cold: the store opened afresh (no shard index fetched yet; the opening timed on its own), then the
 server's files evicted from the page cache (posix_fadvise DONTNEED) and the plane read. Warm: the
@@ -150,7 +150,21 @@ def readers(server: S3Server, url: str, prefix: str, key):
         array = zarr.open_group(ObjectStore(s3_store(server, prefix), read_only=True), mode="r")["amplitude"]
         return lambda: array[key]
 
-    return {"cubeslab": cubeslab_reader, "zarr-python+obstore": zarr_reader}
+    def tensorstore_reader():
+        import tensorstore as ts
+
+        kvstore = {
+            "driver": "s3", "bucket": BUCKET, "path": f"{prefix}/amplitude/", "endpoint": server.endpoint,
+            "aws_region": "us-east-1", "aws_credentials": {"type": "environment"},
+        }  # fmt: skip
+        array = ts.open({"driver": "zarr3", "kvstore": kvstore}, read=True).result()
+        return lambda: array[key].read().result()
+
+    return {
+        "cubeslab": cubeslab_reader,
+        "zarr-python+obstore": zarr_reader,
+        "TensorStore": tensorstore_reader,
+    }
 
 
 def measure(server: S3Server, local: Path, url: str, prefix: str, runs: int) -> dict:
@@ -227,8 +241,8 @@ def table(report: dict) -> str:
         "neighbours less than 1 MiB apart merged (gaps fetched too), 64 in flight.",
         "",
         "| plane | bytes | ranges | state | bound | plain, one per range | plain, merged | cubeslab | "
-        "zarr-python+obstore | cubeslab share of the bound | best plain client / cubeslab |",
-        "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+        "zarr-python+obstore | TensorStore | cubeslab share of the bound | best plain client / cubeslab |",
+        "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     share, beside_plain = {}, {}
     for plane, row in r.items():
@@ -244,10 +258,13 @@ def table(report: dict) -> str:
                 f"| {plane} | {row['bytes']:,} | {row['requests']} | {state} | {bound * 1e3:.1f} | "
                 f"{one * 1e3:.1f} | {merged_s * 1e3:.1f} ({requests} requests) | "
                 f"{ours * 1e3:.1f} | {row['zarr-python+obstore'][state]['median_s'] * 1e3:.1f} | "
+                f"{row['TensorStore'][state]['median_s'] * 1e3:.1f} | "
                 f"{share[plane, state]:.0%} | {beside_plain[plane, state]:.0%} |"
             )
     bandwidth = ", ".join(f"{p} {r[p]['server']['cold_Bps'] / 1e6:,.0f}" for p in r)
-    opening = {t: r["inline"][t]["open"]["median_s"] for t in ("cubeslab", "zarr-python+obstore")}
+    opening = {
+        t: r["inline"][t]["open"]["median_s"] for t in ("cubeslab", "zarr-python+obstore", "TensorStore")
+    }
     slowest = max(r, key=lambda p: r[p]["cubeslab"]["cold"]["median_s"])
     met = share[slowest, "cold"] >= TARGET
     ingest = report["ingest"]
@@ -256,8 +273,10 @@ def table(report: dict) -> str:
         f"Server bandwidth, cold (MB/s, by the shards each plane touches): {bandwidth}.",
         "",
         "Opening the store (metadata and the coordinate arrays for cubeslab; the group and array for "
-        f"zarr-python), files evicted: cubeslab {opening['cubeslab'] * 1e3:.1f} ms, zarr-python+obstore "
-        f"{opening['zarr-python+obstore'] * 1e3:.1f} ms.",
+        "zarr-python; the array for TensorStore), files evicted: "
+        f"cubeslab {opening['cubeslab'] * 1e3:.1f} ms, "
+        f"zarr-python+obstore {opening['zarr-python+obstore'] * 1e3:.1f} ms, TensorStore "
+        f"{opening['TensorStore'] * 1e3:.1f} ms.",
         "",
         f"Slowest plane cold ({slowest}): {share[slowest, 'cold']:.0%} of the server's bandwidth for its "
         f"bytes, fetched as whole shards in 4 MiB requests (target {TARGET:.0%}: "
