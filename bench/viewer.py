@@ -15,8 +15,6 @@ import argparse
 import json
 import platform
 import shutil
-import subprocess
-import sys
 import threading
 import time
 import urllib.request
@@ -25,12 +23,11 @@ from pathlib import Path
 import numpy as np
 
 from cubeslab_bench.measure import evict, files_under
-from cubeslab_bench.s3_server import free_port
 from cubeslab_bench.seismic import survey
+from cubeslab_bench.viewer_server import viewer_server
 
 ROOT = Path(__file__).resolve().parent
 SHAPE = (600, 800, 1000)
-CLI = Path(sys.executable).parent / "cubeslab"
 TARGETS = {"step_p95_ms": 100.0, "first_view_s": 1.0}
 
 STEP = """async ([view, value]) => {
@@ -62,19 +59,6 @@ def ingested(data: Path) -> Path:
     return store
 
 
-def start_server(store: Path, port: int) -> subprocess.Popen:
-    process = subprocess.Popen([str(CLI), "view", str(store), "--port", str(port)], stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/api/stores", timeout=1).close()
-            return process
-        except OSError:
-            if time.monotonic() > deadline:
-                raise RuntimeError("the viewer did not start") from None
-            time.sleep(0.1)
-
-
 def percentiles(values: list[float]) -> dict:
     a = np.array(values)
     return {"p50": float(np.percentile(a, 50)), "p95": float(np.percentile(a, 95)), "max": float(a.max())}
@@ -83,17 +67,15 @@ def percentiles(values: list[float]) -> dict:
 def in_chromium(store: Path, steps: int) -> dict:
     from playwright.sync_api import sync_playwright
 
-    port = free_port()
     executable = shutil.which("chromium-headless-shell") or shutil.which("chromium")
     results: dict = {}
-    with sync_playwright() as playwright:
+    # First view, cold: a new server (no plane cached) and the store's files evicted.
+    with sync_playwright() as playwright, viewer_server([store]) as (_, base):
         browser = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
-        # First view, cold: a new server (no plane cached) and the store's files evicted.
         evict(files_under(store))
-        server = start_server(store, port)
         page = browser.new_page(viewport={"width": 1600, "height": 640})
         started = time.perf_counter()
-        page.goto(f"http://127.0.0.1:{port}/")
+        page.goto(f"{base}/")
         page.evaluate("window.viewer.ready.then(() => new Promise((r) => requestAnimationFrame(() => r())))")
         first = time.perf_counter() - started
         read = page.evaluate(
@@ -119,16 +101,16 @@ def in_chromium(store: Path, steps: int) -> dict:
             }
         page.screenshot(path=ROOT / "results" / "viewer.png")
         browser.close()
-        server.terminate()
-        server.wait()
     return results
 
 
 def load_test(store: Path, clients: int = 50, seconds: float = 30.0) -> dict:
     """``clients`` threads stepping through inlines for ``seconds`` against a real server."""
-    port = free_port()
-    server = start_server(store, port)
-    base = f"http://127.0.0.1:{port}"
+    with viewer_server([store]) as (server, base):
+        return load(server, base, clients, seconds)
+
+
+def load(server, base: str, clients: int, seconds: float) -> dict:
     with urllib.request.urlopen(f"{base}/api/stores") as listed:
         store_id = json.loads(listed.read())[0]["id"]
     latencies: list[float] = []
@@ -163,8 +145,6 @@ def load_test(store: Path, clients: int = 50, seconds: float = 30.0) -> dict:
         thread.start()
     for thread in threads:
         thread.join()
-    server.terminate()
-    server.wait()
     return {
         "clients": clients,
         "seconds": seconds,

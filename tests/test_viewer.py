@@ -7,10 +7,7 @@ reading of the file) and the spectrum at a clicked pixel. Screenshots go into th
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +15,7 @@ import pytest
 
 import cubeslab
 from cubeslab.synthetic import SyntheticSurvey, write_segy
-from cubeslab_bench.s3_server import free_port
+from cubeslab_bench.viewer_server import viewer_server
 
 CLI = Path(sys.executable).parent / "cubeslab"
 WIDTH, HEIGHT = 480, 360
@@ -50,24 +47,8 @@ def stores(tmp_path_factory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def server(stores):
-    port = free_port()
-    process = subprocess.Popen(
-        [str(CLI), "view", *(str(stores[name]) for name in ("survey", "wide", "msi")), "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(url, timeout=1).close()
-            break
-        except OSError:
-            assert process.poll() is None, process.stderr.read() if process.stderr else ""
-            assert time.monotonic() < deadline, "the viewer did not start"
-            time.sleep(0.1)
-    yield url
-    process.terminate()
-    process.wait(timeout=30)
+    with viewer_server(stores[name] for name in ("survey", "wide", "msi")) as (_, base):
+        yield f"{base}/"
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import re
 import socket
-import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -22,9 +20,7 @@ from starlette.testclient import TestClient
 import cubeslab
 from cubeslab.synthetic import SyntheticSurvey, write_segy
 from cubeslab.viewer.app import make_app
-from cubeslab_bench.s3_server import free_port
-
-CLI = Path(sys.executable).parent / "cubeslab"
+from cubeslab_bench.viewer_server import viewer_server
 
 
 @pytest.fixture(scope="module")
@@ -106,17 +102,12 @@ def test_the_server_never_writes_to_a_store(client, store_id, store):
 
 
 def test_off_loopback_every_request_needs_the_token(store):
-    port = free_port()
-    process = subprocess.Popen(
-        [str(CLI), "view", str(store), "--host", "0.0.0.0", "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
+    with viewer_server([store], "--host", "0.0.0.0", wait=False) as (process, base):
         assert process.stderr is not None
         line = process.stderr.readline()
         token = re.search(r"\?token=([\w-]+)", line)
         assert token, line
-        url = f"http://127.0.0.1:{port}/api/stores"
+        url = f"{base}/api/stores"
         deadline = time.monotonic() + 30
         while True:
             try:
@@ -135,27 +126,11 @@ def test_off_loopback_every_request_needs_the_token(store):
             assert answered.status == 200
         with pytest.raises(urllib.error.HTTPError, match="403"):
             urllib.request.urlopen(f"{url}?token=wrong", timeout=5)
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def test_slow_and_silent_clients_are_dropped(store):
-    port = free_port()
-    process = subprocess.Popen(
-        [str(CLI), "view", str(store), "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/stores", timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline
-                time.sleep(0.1)
+    with viewer_server([store]) as (_, base):
+        port = int(base.rsplit(":", 1)[1])
         silent = socket.create_connection(("127.0.0.1", port))
         slow = socket.create_connection(("127.0.0.1", port))
         slow.sendall(b"GET /api/stores HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # and never the blank line
@@ -164,31 +139,14 @@ def test_slow_and_silent_clients_are_dropped(store):
             client.settimeout(30)
             assert client.recv(100) == b""  # closed by the server
         assert time.monotonic() - started < 15
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def test_fifty_clients_stepping_through_planes_get_no_errors(store):
     """A short load test on localhost: 50 clients for 5 s against the real server (the benchmark runs
     it for 30 s and reports latencies)."""
-    port = free_port()
-    process = subprocess.Popen(
-        [str(CLI), "view", str(store), "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/api/stores", timeout=1) as listed:
-                    store_id = re.search(rb'"id":"(\w+)"', listed.read()).group(1).decode()  # type: ignore[union-attr]
-                break
-            except OSError:
-                assert time.monotonic() < deadline
-                time.sleep(0.1)
+    with viewer_server([store]) as (_, base):
+        with urllib.request.urlopen(f"{base}/api/stores", timeout=5) as listed:
+            store_id = re.search(rb'"id":"(\w+)"', listed.read()).group(1).decode()  # type: ignore[union-attr]
         failures: list[str] = []
         answered = [0]
         stop = time.monotonic() + 5
@@ -212,6 +170,3 @@ def test_fifty_clients_stepping_through_planes_get_no_errors(store):
             thread.join()
         assert not failures, failures[:3]
         assert answered[0] > 50
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
