@@ -24,9 +24,14 @@ def data_version(metadata: dict) -> int:
     return int(metadata.get("attributes", {}).get("cubeslab", {}).get("data_version", 0))
 
 
+def recorded_levels(record: dict) -> list[Level]:
+    """The levels a group's ``cubeslab.pyramid`` record lists."""
+    return [Level(level["array"], tuple(level["factors"])) for level in record.get("levels", [])]
+
+
 def fresh_levels(attributes: dict, main_metadata: dict) -> list[Level]:
     """The levels a store's group records, if they were made from the main array's data as it is now."""
     record = attributes.get("cubeslab", {}).get("pyramid")
     if not record or record.get("made_from_data_version") != data_version(main_metadata):
         return []
-    return [Level(level["array"], tuple(level["factors"])) for level in record.get("levels", [])]
+    return recorded_levels(record)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import warnings
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -29,7 +30,7 @@ from . import _engine, defaults
 from .array import Array
 from .errors import InvalidInputError
 from .locations import local_only
-from .overviews import Level, data_version, level_name
+from .overviews import Level, data_version, level_name, recorded_levels
 
 METHODS = ("mean", "decimate")
 OME_VERSION = "0.5"
@@ -128,8 +129,6 @@ def new_level(store, main: Array, name: str, shape, limit: int) -> Array:
     inner = inner_codecs(main)
     level_path = os.path.join(os.fspath(store), name)
     if os.path.exists(level_path):
-        import shutil
-
         shutil.rmtree(level_path)
     Array.create(
         level_path, shape, main.dtype, chunks=chunks, shards=shards,
@@ -188,7 +187,7 @@ def check_pyramid(store: str | os.PathLike, memory_limit: int | None = None) -> 
     if not record:
         return None
     main, problems = cube.amplitude, []
-    levels = [Level(level["array"], tuple(level["factors"])) for level in record["levels"]]
+    levels = recorded_levels(record)
     if record.get("made_from_data_version") != data_version(main.metadata):
         problems.append(
             "stale: the data was written after the levels were made; run `cubeslab pyramid` again"

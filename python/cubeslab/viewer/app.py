@@ -79,7 +79,7 @@ def make_app(stores: list[str], *, host: str = "127.0.0.1", port: int = 8000, to
         return JSONResponse([{"id": key, "name": Path(s.path).name} for key, s in sources.items()])
 
     async def describe(request: Request) -> Response:
-        return JSONResponse(source(request).describe())
+        return JSONResponse(source(request).description)
 
     async def plane(request: Request) -> Response:
         found = source(request)

@@ -3,6 +3,7 @@ the overview levels when they cover it), the value and labels at a sample; plane
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections import OrderedDict
@@ -38,8 +39,10 @@ class PlaneSource:
         self._cached_bytes = 0
         self._lock = threading.Lock()
 
-    def describe(self) -> dict:
-        """Axes with their labels, and the store's geometry, layout, codec and error (as ``info``)."""
+    @functools.cached_property
+    def description(self) -> dict:
+        """Axes with their labels, and the store's geometry, layout, codec and error (as ``info``):
+        made once, since ``info`` walks the store's files and a page load asks for it."""
         report = store_report(self.cube.path)
         shown = (
             "dims",
