@@ -326,6 +326,24 @@ class SyntheticSegy:
         return self.variant(name, data=raw[:FILE_HEADER_BYTES] + b"".join(body))
 
 
+@pytest.fixture(scope="module")
+def s3_server(tmp_path_factory):
+    """A real S3-compatible server process for the test module; its endpoint and credentials are in
+    the ``AWS_*`` environment meanwhile."""
+    from cubeslab_bench.s3_server import S3Server, free_port
+
+    running = S3Server(tmp_path_factory.mktemp("s3"), free_port()).start()
+    saved = {k: os.environ.get(k) for k in running.env()}
+    os.environ.update(running.env())
+    yield running
+    running.stop()
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
 @pytest.fixture
 def synthetic_segy(tmp_path):
     """``synthetic_segy(n_il=6, n_xl=5, ns=20, name=...) -> SyntheticSegy`` written under tmp_path."""

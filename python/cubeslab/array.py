@@ -154,15 +154,12 @@ class Array:
             raise InvalidInputError(f"cache={cache!r}: the write cache needs a positive number of bytes")
         self.writable = limit is not None
         if is_remote(self.path):
-            if self.writable:
-                raise InvalidInputError(
-                    f"{self.path}: window writes to object storage are not supported; write the store "
-                    "locally, then ingest or copy it there"
-                )
             # Orientation copies serve local reads; on object storage every read goes to the array.
             self.copies = []
-            # The read half of ZarrArray's methods: every write first needs self.writable, never set here.
-            self._engine: _engine.ZarrArray = _engine.RemoteArray(self.path, self.storage_options)  # type: ignore[assignment]
+            # ZarrArray's methods but write_array (from_numpy writes local arrays only).
+            self._engine: _engine.ZarrArray = _engine.RemoteArray(  # type: ignore[assignment]
+                self.path, self.storage_options, limit
+            )
         else:
             self._engine = _engine.ZarrArray(
                 self.path,

@@ -491,7 +491,9 @@ def describe(
 
 @app.command()
 def create(
-    store: Annotated[str, typer.Argument(help="Store to create (a folder that does not exist yet)")],
+    store: Annotated[
+        str, typer.Argument(help="Store to create: a folder that does not exist yet, or s3://bucket/key")
+    ],
     from_json: Annotated[
         Path, typer.Option("--from-json", help="A description, as `describe --json` prints")
     ],

@@ -12,7 +12,7 @@ from .array import Array
 from .cube import Cube
 from .description import create_arguments
 from .errors import InvalidInputError, StoreExistsError
-from .locations import local_only
+from .locations import S3Path, store_path
 from .opener import open
 from .plan import plan
 
@@ -33,6 +33,7 @@ def create(
     attributes: dict | None = None,
     cache: int | str | None = None,
     description: dict | None = None,
+    storage_options: dict | None = None,
 ) -> Cube:
     """Create an empty N-D array store and open it for writing (as ``open(path, "r+")``).
 
@@ -44,12 +45,28 @@ def create(
     (default: every plane), as ingest does. ``compress`` takes the ``--compress`` names with fixed parameters
     (``zstd:3``, ``zfp:tolerance=0.01``, ...); error targets (``zfp:snr=40``,
     ``zfp:max-error=...``) need data to tune on and are refused here.
+
+    ``path`` may be a URL, ``s3://bucket/key`` (``storage_options`` as for :func:`cubeslab.open`): the
+    store's metadata and coordinates are written in a local staging folder, uploaded (its root
+    document last), and the store is opened there.
     """
     if description is not None:
-        return create(path, cache=cache, **create_arguments(description))
+        return create(
+            path, cache=cache, storage_options=storage_options, **create_arguments(description)
+        )  # fmt: skip
     if shape is None:
         raise InvalidInputError("create needs a shape (or a description)")
-    path = local_only(path, "create")
+    where = store_path(path, storage_options)
+    if isinstance(where, S3Path):
+        publication = _engine.Publication(where.url, False, where.storage_options)
+        staged = create(
+            publication.staging, shape, dtype, dims=dims, coords=coords, layout=layout, chunks=chunks,
+            shards=shards, access=access, compress=compress, fill_value=fill_value, attributes=attributes,
+        )  # fmt: skip
+        staged.close()
+        publication.commit(False)
+        return open(where, "r+", cache=cache)
+    path = where
     if os.path.lexists(path) and not (os.path.isdir(path) and not os.listdir(path)):
         raise StoreExistsError(f"{path} already exists; create makes a new store (an empty folder, or none)")
     shape = tuple(int(n) for n in shape)

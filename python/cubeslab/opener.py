@@ -36,7 +36,7 @@ def open(
     (``dataset="/group/name"``) or NetCDF 4 variable (``variable="name"``) in place, no ingest: that
     returns an :class:`~cubeslab.hdf5_array.Hdf5Array`, read-only.
 
-    ``path`` may be a URL, ``s3://bucket/key``, read-only; ``storage_options`` (fsspec's names: ``key``,
+    ``path`` may be a URL, ``s3://bucket/key``; ``storage_options`` (fsspec's names: ``key``,
     ``secret``, ``endpoint_url``, ``region``) connect to it, else the ``AWS_*`` environment variables.
 
     mode: ``"r"`` (the default) to read; ``"r+"`` to write windows of its amplitudes too, through a
@@ -48,13 +48,9 @@ def open(
     settings = ReadSettings(threads=threads, in_flight=in_flight, verify=verify)
     where = store_path(path, storage_options)
     if isinstance(where, S3Path):
-        if dataset is not None or variable is not None or mode != "r":
-            raise InvalidInputError(
-                f"{path}: a store on object storage is opened to read (mode 'r'), and HDF5 files are "
-                "read in place only on this machine"
-            )
-        return KINDS.get(kind_of(where), Cube)(where, settings)
-    if dataset is not None or variable is not None or is_hdf5_file(path):
+        if dataset is not None or variable is not None:
+            raise InvalidInputError(f"{path}: HDF5 and NetCDF files are read in place only on this machine")
+    elif dataset is not None or variable is not None or is_hdf5_file(path):
         if mode != "r":
             raise InvalidInputError(
                 f"{path}: an HDF5 or NetCDF file is read in place, read-only; ingest it to write"
@@ -64,7 +60,7 @@ def open(
         raise InvalidInputError("cache= is the write cache of mode='r+'; a store opened to read has none")
     if mode == "r+" and cache is None:
         cache = defaults.WRITE_CACHE
-    return KINDS.get(kind_of(path), Cube)(path, settings, cache=cache)
+    return KINDS.get(kind_of(where), Cube)(where, settings, cache=cache)
 
 
 def kind_of(path: str | os.PathLike) -> str:

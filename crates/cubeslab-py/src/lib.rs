@@ -22,6 +22,7 @@ use cubeslab_core::{
     progress::Progress as CoreProgress,
     store::{ArraySpec, ReadOptions, ZarrArray as CoreArray},
     window::{DimRange, Window},
+    writer::ArrayWriter,
 };
 use pyo3::{buffer::PyBuffer, prelude::*};
 
@@ -145,16 +146,7 @@ impl ZarrArray {
         steps: Vec<u64>,
         data: PyBuffer<u8>,
     ) -> PyResult<()> {
-        if !data.is_c_contiguous() {
-            return Err(crate::errors::invalid_input("data must be C-contiguous"));
-        }
-        let window = window(&starts, &stops, &steps)?;
-        let (ptr, len) = (data.buf_ptr() as usize, data.len_bytes());
-        engine(py, move || {
-            // SAFETY: `data` keeps the buffer alive for the call; it is only read.
-            let slice = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
-            self.inner.writer()?.write(&window, slice)
-        })
+        write_window(py, &starts, &stops, &steps, &data, || self.inner.writer())
     }
 
     /// Write every cached change to disk.
@@ -165,8 +157,7 @@ impl ZarrArray {
     /// The write-back cache's counts as JSON (`hits`, `misses`,
     /// `evictions`, `flushes`, `bytes`, `dirty_bytes`, `limit`).
     fn cache_info(&self, py: Python<'_>) -> PyResult<String> {
-        let info = engine(py, || Ok(self.inner.writer()?.cache_info()))?;
-        Ok(serde_json::to_string(&info).expect("counts serialise"))
+        cache_info(py, || self.inner.writer())
     }
 
     /// Write the whole array from a C-contiguous buffer of its bytes.
@@ -193,6 +184,37 @@ impl ZarrArray {
             self.inner.volume().write_array(slice, parallelism)
         })
     }
+}
+
+/// Write `data` (C-contiguous bytes of the window's shape) into the window
+/// (start, stop, step per dimension) through the writer `writer` gives.
+pub(crate) fn write_window<'a>(
+    py: Python<'_>,
+    starts: &[u64],
+    stops: &[u64],
+    steps: &[u64],
+    data: &PyBuffer<u8>,
+    writer: impl FnOnce() -> cubeslab_core::error::Result<&'a ArrayWriter> + Send,
+) -> PyResult<()> {
+    if !data.is_c_contiguous() {
+        return Err(crate::errors::invalid_input("data must be C-contiguous"));
+    }
+    let window = window(starts, stops, steps)?;
+    let (ptr, len) = (data.buf_ptr() as usize, data.len_bytes());
+    engine(py, move || {
+        // SAFETY: `data` keeps the buffer alive for the call; it is only read.
+        let slice = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
+        writer()?.write(&window, slice)
+    })
+}
+
+/// The counts of the write-back cache `writer` gives, as JSON.
+pub(crate) fn cache_info<'a>(
+    py: Python<'_>,
+    writer: impl FnOnce() -> cubeslab_core::error::Result<&'a ArrayWriter> + Send,
+) -> PyResult<String> {
+    let info = engine(py, || Ok(writer()?.cache_info()))?;
+    Ok(serde_json::to_string(&info).expect("counts serialise"))
 }
 
 /// A read's settings from the keyword arguments every `read_into` takes.

@@ -7,15 +7,17 @@ use cubeslab_core::{
     config::Parallelism,
     destination::Destination,
     remote::{
-        download as core_download, download_store as core_download_store, remote_contents,
-        remote_node, stored_bytes as core_stored_bytes, upload_folder as core_upload_folder,
-        Location, RemoteArray as CoreRemoteArray, S3Url, StorageOptions,
+        download as core_download, download_store as core_download_store, open_writer,
+        remote_contents, remote_node, stored_bytes as core_stored_bytes,
+        upload_folder as core_upload_folder, Location, RemoteArray as CoreRemoteArray, S3Url,
+        StorageOptions,
     },
-    store::{read_metadata, Durability, ReadOptions, StoreContents},
+    store::{read_metadata, Durability, ReadOptions, StoreContents, StoreError},
+    writer::ArrayWriter,
 };
 use pyo3::{buffer::PyBuffer, prelude::*};
 
-use crate::{errors::engine, into_buffer, window};
+use crate::{cache_info, errors::engine, into_buffer, window, write_window};
 
 fn parse(py: Python<'_>, text: &str) -> PyResult<Location> {
     engine(py, || Ok(Location::parse(text)?))
@@ -149,27 +151,70 @@ pub fn upload_folder(
     })
 }
 
-/// An array of a store on object storage, read-only.
+/// An array of a store on object storage; with a write-back cache, open
+/// for window writes too.
 #[pyclass(frozen)]
 pub struct RemoteArray {
     inner: CoreRemoteArray,
+    writer: Option<ArrayWriter>,
+}
+
+impl RemoteArray {
+    fn writer(&self) -> cubeslab_core::error::Result<&ArrayWriter> {
+        self.writer.as_ref().ok_or_else(|| {
+            StoreError::ReadOnly {
+                path: self.inner.url().to_string().into(),
+            }
+            .into()
+        })
+    }
 }
 
 #[pymethods]
 impl RemoteArray {
-    /// Open the array at `url` (`s3://bucket/key`).
+    /// Open the array at `url` (`s3://bucket/key`); with `cache` (bytes),
+    /// for window writes through a write-back cache.
     #[new]
-    #[pyo3(signature = (url, storage_options=None))]
+    #[pyo3(signature = (url, storage_options=None, cache=None))]
     fn open(
         py: Python<'_>,
         url: &str,
         storage_options: Option<BTreeMap<String, String>>,
+        cache: Option<u64>,
     ) -> PyResult<Self> {
         let url = s3_url(py, url)?;
         let options: StorageOptions = storage_options.unwrap_or_default();
+        let writer = match cache {
+            Some(limit) => Some(engine(py, || open_writer(&url, &options, limit))?),
+            None => None,
+        };
         Ok(Self {
             inner: engine(py, || CoreRemoteArray::open(&url, &options))?,
+            writer,
         })
+    }
+
+    /// Write `data` (C-contiguous bytes of the window's shape) into the
+    /// window, through the write-back cache.
+    fn write(
+        &self,
+        py: Python<'_>,
+        starts: Vec<u64>,
+        stops: Vec<u64>,
+        steps: Vec<u64>,
+        data: PyBuffer<u8>,
+    ) -> PyResult<()> {
+        write_window(py, &starts, &stops, &steps, &data, || self.writer())
+    }
+
+    /// Write every cached change to the store.
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        engine(py, || self.writer()?.flush())
+    }
+
+    /// The write-back cache's counts as JSON.
+    fn cache_info(&self, py: Python<'_>) -> PyResult<String> {
+        cache_info(py, || self.writer())
     }
 
     /// Every read goes to this array (its copies are read on this machine only).
@@ -223,8 +268,9 @@ impl RemoteArray {
             parallelism: Parallelism::resolve_remote(threads, in_flight),
             verify,
         };
-        into_buffer(py, &out, |slice| {
-            self.inner.read_into(&window, slice, &options)
+        into_buffer(py, &out, |slice| match &self.writer {
+            Some(writer) => writer.read_into(&window, slice, &options),
+            None => self.inner.read_into(&window, slice, &options),
         })
     }
 }

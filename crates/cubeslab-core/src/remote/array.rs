@@ -28,6 +28,7 @@ use crate::{
 pub struct RemoteArray {
     url: S3Url,
     array: Array<StoreObjects>,
+    objects: Arc<StoreObjects>,
     dtype: DType,
     metadata: Value,
     chunk_shape: Vec<u64>,
@@ -56,8 +57,8 @@ impl RemoteArray {
             url: url.to_string(),
             what: format!("data type {name:?}"),
         })?;
-        let objects = StoreObjects::new(client, &url.key);
-        let array = Array::new_with_metadata(Arc::new(objects), "/", parsed)
+        let objects = Arc::new(StoreObjects::new(client, &url.key));
+        let array = Array::new_with_metadata(objects.clone(), "/", parsed)
             .map_err(|e| invalid(e.to_string()))?;
         if array.shape().len() > MAX_DIMS {
             return Err(invalid(format!("{} dimensions", array.shape().len())).into());
@@ -76,6 +77,7 @@ impl RemoteArray {
         Ok(Self {
             url: url.clone(),
             array,
+            objects,
             dtype,
             metadata,
             chunk_shape,
@@ -121,6 +123,12 @@ impl RemoteArray {
     /// The key of the shard (or chunk) at `indices`, relative to the array.
     pub fn chunk_key(&self, indices: &[u64]) -> String {
         self.array.chunk_key(indices).to_string()
+    }
+
+    /// Forget what was kept of the object at `key` (relative to the array),
+    /// which this process just replaced.
+    pub fn forget_object(&self, key: &str) {
+        self.objects.forget(key);
     }
 
     /// Read `window` into `out` (native-endian C-order bytes of its shape):

@@ -5,7 +5,8 @@
 //! through `zarrs` over `object_store` (ranged GETs, coalesced and many in
 //! flight). Writes are staged in a local folder, as every ingest is, and
 //! published by uploading whole shards with the group's metadata, which
-//! marks the store complete, last ([`upload`]).
+//! marks the store complete, last ([`upload`]). Window writes replace one
+//! shard at a time by conditional puts ([`writable`]).
 
 mod array;
 mod client;
@@ -16,6 +17,7 @@ mod location;
 mod objects;
 mod profile;
 mod upload;
+mod writable;
 
 pub use array::RemoteArray;
 pub use client::{connect, StorageOptions, MAX_ATTEMPTS_DEFAULT};
@@ -24,3 +26,4 @@ pub use download::{download, download_store};
 pub use error::RemoteError;
 pub use location::{Location, S3Url};
 pub use upload::{stored_bytes, upload_folder, Upload};
+pub use writable::open_writer;

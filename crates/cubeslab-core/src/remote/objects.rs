@@ -62,10 +62,28 @@ impl StoreObjects {
     }
 
     fn path(&self, key: &StoreKey) -> Key {
+        self.path_of(key.as_str())
+    }
+
+    fn path_of(&self, key: &str) -> Key {
         if self.prefix.is_empty() {
-            Key::from(key.as_str())
+            Key::from(key)
         } else {
-            Key::from(format!("{}/{}", self.prefix, key.as_str()))
+            Key::from(format!("{}/{key}", self.prefix))
+        }
+    }
+
+    /// Drop the kept index of the object at `key` (relative to the array).
+    pub fn forget(&self, key: &str) {
+        let path = self.path_of(key).to_string();
+        let mut indexes = self.indexes.lock().expect("no panic holds it");
+        let kept: Vec<(String, u64)> = indexes
+            .iter()
+            .map(|(id, _)| id.clone())
+            .filter(|(p, _)| *p == path)
+            .collect();
+        for id in kept {
+            indexes.pop(&id);
         }
     }
 

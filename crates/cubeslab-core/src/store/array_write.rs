@@ -20,6 +20,21 @@ impl ZarrArray {
     /// full chunk shape and write it atomically. For a lossily compressed
     /// sharded array, the error of what was written.
     pub fn write_chunk(&self, indices: &[u64], data: &[u8]) -> Result<Option<ChunkErrors>> {
+        let (encoded, errors) = self.encode_chunk(indices, data)?;
+        write_atomic(&self.chunk_path(indices), &encoded, Durability::Cached)?;
+        self.forget_shard(indices);
+        Ok(errors)
+    }
+
+    /// The bytes of the chunk (shard) at `indices` holding `data`
+    /// (native-endian C-order bytes of the full chunk shape), as
+    /// [`Self::write_chunk`] would store them, and their error for a
+    /// lossily compressed sharded array.
+    pub fn encode_chunk(
+        &self,
+        indices: &[u64],
+        data: &[u8],
+    ) -> Result<(Vec<u8>, Option<ChunkErrors>)> {
         use zarrs::array::ArrayToBytesCodecTraits;
         let key = self.array.chunk_key(indices);
         let codec_error = |message: String| -> Error {
@@ -47,7 +62,7 @@ impl ZarrArray {
             // The engine writes its shards itself (with their identity).
             let mut builder = self.shard_builder(indices)?;
             builder.fill_from(data);
-            return self.write_shard(builder);
+            return self.encode_shard(builder);
         }
         let options = CodecOptions::default().with_concurrent_target(1);
         let encoded = self
@@ -61,12 +76,7 @@ impl ZarrArray {
                 &options,
             )
             .map_err(|e| codec_error(e.to_string()))?;
-        write_atomic(&self.dir.join(key.as_str()), &encoded, Durability::Cached)?;
-        self.shards
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(indices);
-        Ok(None)
+        Ok((encoded.into_owned(), None))
     }
 
     /// Write the whole array from `data` (native-endian C-order bytes of

@@ -173,6 +173,16 @@ impl ZarrArray {
     /// atomically. For lossy codecs, each chunk is decoded again and
     /// compared with what was written: the errors are returned.
     pub fn write_shard(&self, builder: ShardBuilder) -> Result<Option<ChunkErrors>> {
+        let indices = builder.indices.clone();
+        let (shard, errors) = self.encode_shard(builder)?;
+        write_atomic(&self.chunk_path(&indices), &shard, Durability::Cached)?;
+        self.forget_shard(&indices);
+        Ok(errors)
+    }
+
+    /// The shard's bytes, finished as [`Self::write_shard`] writes them,
+    /// and their errors for lossy codecs.
+    pub fn encode_shard(&self, builder: ShardBuilder) -> Result<(Vec<u8>, Option<ChunkErrors>)> {
         let sharded = self
             .sharded
             .as_ref()
@@ -322,8 +332,6 @@ impl ZarrArray {
             shard.extend_from_slice(&identity.encode());
         }
         shard.extend_from_slice(&index);
-        write_atomic(&self.dir.join(key.as_str()), &shard, Durability::Cached)?;
-        self.forget_shard(&builder.indices);
-        Ok(errors)
+        Ok((shard, errors))
     }
 }

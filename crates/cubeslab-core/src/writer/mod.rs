@@ -5,20 +5,24 @@
 //! the unit its files are replaced in. A write that covers a whole chunk
 //! starts it from nothing; a partial one reads the chunk first. Reads see
 //! the cache. The least recently used chunks are evicted past the bound,
-//! dirty ones written back whole (temporary file, then rename), so a crash
-//! leaves every chunk either as it was or as it was written.
+//! dirty ones written back whole (a file renamed into place, or one object
+//! put), so a crash leaves every chunk either as it was or as it was
+//! written.
 //!
-//! Two writers may share a store: a chunk is written back under an
-//! exclusive lock on that chunk, and only if its file is still the one this
-//! writer read (or found absent); otherwise the write-back is refused with
-//! `StoreError::Busy`, never silently merged.
+//! Two writers may share a store: a chunk is written back only if the
+//! version there is still the one this writer read (or found absent),
+//! checked and replaced as one step (under a lock on the chunk, or by a
+//! conditional put); otherwise the write-back is refused with
+//! `StoreError::Conflict`, never silently merged. Where the chunks live is
+//! a [`ChunkStorage`].
 
 mod copy;
-mod lock;
+mod local;
+mod storage;
 
 use std::{
     collections::HashMap,
-    path::Path,
+    path::{Path, PathBuf},
     sync::{
         atomic::{AtomicBool, Ordering},
         Mutex,
@@ -31,19 +35,16 @@ use serde_json::Value;
 use rayon::prelude::*;
 
 use copy::{for_each_combination, scatter};
-use lock::{ChunkLock, Stamp};
+pub use local::LocalChunks;
+pub use storage::{ChunkStorage, Stamp};
 
 use crate::{
     compress::{ChunkErrors, Compression},
     config::Parallelism,
     error::Result,
-    store::{read_metadata, write_json_atomic, Durability, ReadOptions, StoreError, ZarrArray},
+    store::{ReadOptions, StoreError, ZarrArray},
     window::{chunk_spans, strides, ChunkSpan, Placement, Window, MAX_DIMS},
 };
-
-/// The byte of the lock file that stands for the array's metadata (chunk
-/// ids stay far below it).
-const METADATA_LOCK: u64 = i64::MAX as u64;
 
 /// The write-back cache's bound unless the caller gives one.
 pub const DEFAULT_CACHE_BYTES: u64 = 512 << 20;
@@ -84,7 +85,7 @@ struct Chunks {
 
 /// An array open for writing.
 pub struct ArrayWriter {
-    array: ZarrArray,
+    storage: Box<dyn ChunkStorage>,
     /// The error of the lossy chunks written back, not yet recorded.
     rewrites: Mutex<ChunkErrors>,
     chunks: Mutex<Chunks>,
@@ -104,21 +105,29 @@ pub const DATA_VERSION: &str = "data_version";
 /// Start counting the array at `path`'s data version (at 0) if it is not
 /// counted yet; returns the version now. Writes count it from then on.
 pub fn track_data_version(path: &Path) -> Result<u64> {
-    let _lock = ChunkLock::take(path, METADATA_LOCK)?;
-    let mut metadata = read_metadata(path)?;
-    if let Some(version) = metadata["attributes"]["cubeslab"][DATA_VERSION].as_u64() {
-        return Ok(version);
-    }
-    metadata["attributes"]["cubeslab"][DATA_VERSION] = serde_json::json!(0);
-    write_json_atomic(&path.join("zarr.json"), &metadata, Durability::Cached)?;
-    Ok(0)
+    let mut version = 0;
+    local::update_metadata(path, &mut |metadata| {
+        if let Some(counted) = metadata["attributes"]["cubeslab"][DATA_VERSION].as_u64() {
+            version = counted;
+            return false;
+        }
+        metadata["attributes"]["cubeslab"][DATA_VERSION] = serde_json::json!(0);
+        true
+    })?;
+    Ok(version)
 }
 
 impl ArrayWriter {
     /// Open the array at `path` for window writes, holding at most `limit`
     /// bytes of decoded chunks (at least one chunk, whatever the bound).
     pub fn open(path: &Path, limit: u64) -> Result<Self> {
-        let array = ZarrArray::open_to_read(path)?;
+        Ok(Self::on(Box::new(LocalChunks::open(path)?), limit))
+    }
+
+    /// Write to the array that `storage` holds, through a cache of at most
+    /// `limit` bytes.
+    pub fn on(storage: Box<dyn ChunkStorage>, limit: u64) -> Self {
+        let array = storage.array();
         let metadata = array.metadata();
         let chain = if array.inner_chunk_shape().is_some() {
             metadata.pointer("/codecs/0/configuration/codecs")
@@ -129,33 +138,39 @@ impl ArrayWriter {
             .and_then(Value::as_array)
             .and_then(|codecs| Compression::from_codecs(codecs))
             .is_some_and(|c| c.is_lossy());
-        Ok(Self {
-            array,
+        Self {
+            storage,
             rewrites: Mutex::new(ChunkErrors::default()),
             chunks: Mutex::new(Chunks::default()),
             limit,
             lossy,
             versioned: AtomicBool::new(false),
-        })
+        }
     }
 
-    /// The array written to.
+    /// The array written to: its geometry and codecs (its data may live
+    /// elsewhere; read it through [`Self::read_into`]).
     pub fn array(&self) -> &ZarrArray {
-        &self.array
+        self.storage.array()
+    }
+
+    /// The name of the array written to, for messages.
+    pub fn name(&self) -> PathBuf {
+        self.storage.metadata_name()
     }
 
     fn chunk_bytes(&self) -> usize {
-        self.array.chunk_shape().iter().product::<u64>() as usize * self.array.dtype().size()
+        self.array().chunk_shape().iter().product::<u64>() as usize * self.array().dtype().size()
     }
 
     /// Write `data` (native-endian C-order elements of the window's shape)
     /// into `window`.
     pub fn write(&self, window: &Window, data: &[u8]) -> Result<()> {
-        let elem = self.array.dtype().size();
-        if window.check_buffer(self.array.shape(), elem, data.len())? == 0 {
+        let elem = self.array().dtype().size();
+        if window.check_buffer(self.array().shape(), elem, data.len())? == 0 {
             return Ok(());
         }
-        let chunk = self.array.chunk_shape().to_vec();
+        let chunk = self.array().chunk_shape().to_vec();
         let per_dim = spans_by_dim(window, &chunk);
         let window_strides = strides(&window.shape());
         let chunk_strides = strides(&chunk);
@@ -164,7 +179,7 @@ impl ArrayWriter {
         for_each_combination(&per_dim, |spans| {
             let whole = spans.iter().zip(&window.dims).zip(&chunk).enumerate().all(
                 |(d, ((s, range), &c))| {
-                    let side = c.min(self.array.shape()[d] - s.chunk * c);
+                    let side = c.min(self.array().shape()[d] - s.chunk * c);
                     s.first == 0 && s.count == side && (range.step == 1 || s.count == 1)
                 },
             );
@@ -182,7 +197,7 @@ impl ArrayWriter {
             }) {
                 let indices: Vec<u64> = spans.iter().map(|s| s.chunk).collect();
                 return Err(StoreError::Unsupported {
-                    path: self.array.chunk_path(&indices),
+                    path: self.storage.chunk_name(&indices),
                     what: format!(
                         "a write to part of a chunk of a lossily compressed array: its other values \
                          would be compressed a second time, adding to their error past the bound the \
@@ -228,17 +243,16 @@ impl ArrayWriter {
             chunks.info.hits += 1;
         } else {
             chunks.info.misses += 1;
-            let path = self.array.chunk_path(indices);
-            let stamp = Stamp::of(&path);
+            let stamp = self.storage.stamp(indices)?;
             // A chunk absent from an array that does not record a generation
             // is the fill value (in one that does, reading it is an error).
-            let absent = stamp == Stamp::Absent && self.array.generation().is_none();
+            let absent = stamp == Stamp::Absent && self.array().generation().is_none();
             let data = if read && !absent {
                 self.read_chunk(indices)?
             } else {
-                self.array
+                self.array()
                     .fill_bytes()
-                    .repeat(self.chunk_bytes() / self.array.dtype().size())
+                    .repeat(self.chunk_bytes() / self.array().dtype().size())
             };
             chunks.info.bytes += data.len() as u64;
             chunks.held.insert(
@@ -259,17 +273,17 @@ impl ArrayWriter {
     /// The chunk at `indices` as stored, in its full shape (edge chunks
     /// padded with the fill value).
     fn read_chunk(&self, indices: &[u64]) -> Result<Vec<u8>> {
-        let chunk = self.array.chunk_shape();
-        let region = Window::of_chunk(indices, chunk, self.array.shape());
+        let chunk = self.array().chunk_shape();
+        let region = Window::of_chunk(indices, chunk, self.array().shape());
         let clipped = region.shape();
-        let elem = self.array.dtype().size();
+        let elem = self.array().dtype().size();
         let mut part = vec![0u8; region.num_elements() as usize * elem];
-        self.array
+        self.storage
             .read_into(&region, &mut part, &ReadOptions::default())?;
         if clipped.as_slice() == chunk {
             return Ok(part);
         }
-        let mut full = self.array.fill_bytes().repeat(self.chunk_bytes() / elem);
+        let mut full = self.array().fill_bytes().repeat(self.chunk_bytes() / elem);
         let spans: Vec<ChunkSpan> = clipped
             .iter()
             .map(|&n| ChunkSpan {
@@ -321,7 +335,7 @@ impl ArrayWriter {
         let mut failed = Vec::new();
         for ((key, _), result) in victims.iter().filter(|(_, c)| c.dirty).zip(results) {
             match result {
-                Ok(()) => chunks.info.flushes += 1,
+                Ok(_) => chunks.info.flushes += 1,
                 Err(error) => {
                     failed.push(key.clone());
                     failure.get_or_insert(error);
@@ -346,7 +360,7 @@ impl ArrayWriter {
     fn write_back_all<'a>(
         &self,
         dirty: impl Iterator<Item = &'a (Vec<u64>, Cached)>,
-    ) -> Vec<Result<()>> {
+    ) -> Vec<Result<Stamp>> {
         let dirty: Vec<&(Vec<u64>, Cached)> = dirty.collect();
         if dirty.is_empty() {
             return Vec::new();
@@ -356,7 +370,7 @@ impl ArrayWriter {
             let mut results = vec![Err(error)];
             results.extend(dirty[1..].iter().map(|_| {
                 Err(StoreError::Metadata {
-                    path: self.array.path().to_path_buf(),
+                    path: self.storage.metadata_name(),
                     message: "chunk not written: its data version could not be counted".into(),
                 }
                 .into())
@@ -374,23 +388,19 @@ impl ArrayWriter {
         })
     }
 
-    /// Write one chunk back: under a lock on it (shared by every writer of
-    /// the array), only over the file it was read from.
-    fn write_back(&self, indices: &[u64], cached: &Cached) -> Result<()> {
-        let grid = self.array.chunk_grid_shape();
-        let id = indices.iter().zip(&grid).fold(0, |id, (i, n)| id * n + i);
-        let _lock = ChunkLock::take(self.array.path(), id)?;
-        let path = self.array.chunk_path(indices);
-        if Stamp::of(&path) != cached.stamp {
-            return Err(StoreError::Conflict { path }.into());
-        }
-        if let Some(errors) = self.array.write_chunk(indices, &cached.data)? {
+    /// Write one chunk back, only over the version it was read from; the
+    /// version written.
+    fn write_back(&self, indices: &[u64], cached: &Cached) -> Result<Stamp> {
+        let (stamp, errors) = self
+            .storage
+            .replace_chunk(indices, &cached.data, &cached.stamp)?;
+        if let Some(errors) = errors {
             self.rewrites
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .merge(&errors);
         }
-        Ok(())
+        Ok(stamp)
     }
 
     /// Add one to the array's [`DATA_VERSION`], once per flush that writes.
@@ -398,20 +408,14 @@ impl ArrayWriter {
         if self.versioned.swap(true, Ordering::SeqCst) {
             return Ok(());
         }
-        let counted = (|| {
-            let _lock = ChunkLock::take(self.array.path(), METADATA_LOCK)?;
-            let mut metadata = read_metadata(self.array.path())?;
+        let counted = self.storage.update_metadata(&mut |metadata| {
             // Counted only for an array something was derived from (track_data_version).
             let Some(version) = metadata["attributes"]["cubeslab"][DATA_VERSION].as_u64() else {
-                return Ok(());
+                return false;
             };
             metadata["attributes"]["cubeslab"][DATA_VERSION] = serde_json::json!(version + 1);
-            write_json_atomic(
-                &self.array.path().join("zarr.json"),
-                &metadata,
-                Durability::Cached,
-            )
-        })();
+            true
+        });
         if counted.is_err() {
             self.versioned.store(false, Ordering::SeqCst);
         }
@@ -427,32 +431,8 @@ impl ArrayWriter {
         if errors.chunks == 0 {
             return Ok(());
         }
-        let _lock = ChunkLock::take(self.array.path(), METADATA_LOCK)?;
-        let mut metadata = read_metadata(self.array.path())?;
-        let record = &mut metadata["attributes"]["cubeslab"]["rewrites"];
-        let earlier_chunks = record["chunks"].as_u64().unwrap_or(0);
-        let earlier_max = record["max_abs_error"].as_f64().unwrap_or(0.0);
-        let max_abs = errors.total.max_abs_error.max(earlier_max);
-        let mut merged = serde_json::json!({
-            "chunks": earlier_chunks + errors.chunks,
-            "max_abs_error": max_abs,
-        });
-        let new_worst = errors.worst_snr.as_ref().filter(|(db, _)| db.is_finite());
-        let keep_earlier = match (new_worst, record["worst_chunk_snr"]["snr_db"].as_f64()) {
-            (Some((db, _)), Some(earlier)) => earlier <= *db,
-            (None, _) => true,
-            (Some(_), None) => false,
-        };
-        merged["worst_chunk_snr"] = match new_worst {
-            Some((db, key)) if !keep_earlier => serde_json::json!({"chunk": key, "snr_db": db}),
-            _ => record["worst_chunk_snr"].clone(),
-        };
-        *record = merged;
-        write_json_atomic(
-            &self.array.path().join("zarr.json"),
-            &metadata,
-            Durability::Cached,
-        )
+        self.storage
+            .update_metadata(&mut |metadata| merge_rewrites(metadata, &errors))
     }
 
     /// Write every dirty chunk back, in parallel; the chunks stay cached, clean.
@@ -475,9 +455,9 @@ impl ArrayWriter {
         let results_ok = results.iter().all(Result::is_ok);
         for ((key, mut cached), result) in dirty.into_iter().zip(results) {
             match result {
-                Ok(()) => {
+                Ok(stamp) => {
                     cached.dirty = false;
-                    cached.stamp = Stamp::of(&self.array.chunk_path(&key));
+                    cached.stamp = stamp;
                     chunks.info.dirty_bytes -= cached.data.len() as u64;
                     chunks.info.flushes += 1;
                 }
@@ -497,11 +477,11 @@ impl ArrayWriter {
     /// Read `window` into `out`, the cache's writes included.
     pub fn read_into(&self, window: &Window, out: &mut [u8], options: &ReadOptions) -> Result<()> {
         let chunks = self.chunks.lock().unwrap_or_else(|p| p.into_inner());
-        self.array.read_into(window, out, options)?;
+        self.storage.read_into(window, out, options)?;
         if !chunks.held.values().any(|c| c.dirty) {
             return Ok(());
         }
-        let chunk = self.array.chunk_shape().to_vec();
+        let chunk = self.array().chunk_shape().to_vec();
         let per_dim = spans_by_dim(window, &chunk);
         let steps = {
             let mut s = [1u64; MAX_DIMS];
@@ -516,7 +496,7 @@ impl ArrayWriter {
             dst_strides: &dst,
             steps: &steps,
             ndim: chunk.len(),
-            elem: self.array.dtype().size(),
+            elem: self.array().dtype().size(),
         };
         for_each_combination(&per_dim, |spans| -> Result<()> {
             let indices: Vec<u64> = spans.iter().map(|s| s.chunk).collect();
@@ -557,8 +537,33 @@ impl Drop for ArrayWriter {
         if let Err(error) = self.flush() {
             eprintln!(
                 "cubeslab: writing the cached changes of {} failed: {error}",
-                self.array.path().display()
+                self.name().display()
             );
         }
     }
+}
+
+/// Merge `errors` into the record of rewritten lossy chunks in `metadata`
+/// (`attributes.cubeslab.rewrites`); always a change.
+fn merge_rewrites(metadata: &mut Value, errors: &ChunkErrors) -> bool {
+    let record = &mut metadata["attributes"]["cubeslab"]["rewrites"];
+    let earlier_chunks = record["chunks"].as_u64().unwrap_or(0);
+    let earlier_max = record["max_abs_error"].as_f64().unwrap_or(0.0);
+    let max_abs = errors.total.max_abs_error.max(earlier_max);
+    let mut merged = serde_json::json!({
+        "chunks": earlier_chunks + errors.chunks,
+        "max_abs_error": max_abs,
+    });
+    let new_worst = errors.worst_snr.as_ref().filter(|(db, _)| db.is_finite());
+    let keep_earlier = match (new_worst, record["worst_chunk_snr"]["snr_db"].as_f64()) {
+        (Some((db, _)), Some(earlier)) => earlier <= *db,
+        (None, _) => true,
+        (Some(_), None) => false,
+    };
+    merged["worst_chunk_snr"] = match new_worst {
+        Some((db, key)) if !keep_earlier => serde_json::json!({"chunk": key, "snr_db": db}),
+        _ => record["worst_chunk_snr"].clone(),
+    };
+    *record = merged;
+    true
 }
