@@ -42,6 +42,8 @@ ROOT = Path(__file__).resolve().parent
 SIZES = {"full": (400, 500, 750), "small": (150, 200, 300)}
 """Inlines, crosslines, samples: full is 600 MB of float32."""
 TARGET = 0.8
+VIEWS = ["inline", "crossline", "time"]
+"""The views of the second store: one per plane read."""
 BUCKET = "bench"
 
 
@@ -62,12 +64,12 @@ def planes(shape) -> dict[str, tuple]:
     }
 
 
-def touched_ranges(local: Path, key) -> list[tuple[str, int, int]]:
-    """(object key, start, end) of every shard index and inner chunk a plane reads, from the local copy
-    of the store (the same bytes as on the server)."""
+def touched_ranges(local: Path, key, array_name: str = "amplitude") -> list[tuple[str, int, int]]:
+    """(object key, start, end) of every shard index and inner chunk a plane reads from the array
+    ``array_name``, from the local copy of the store (the same bytes as on the server)."""
     import cubeslab
 
-    array = cubeslab.open(local).amplitude
+    array = cubeslab.Array(local / array_name)
     shards, inner = np.array(array.shards), np.array(array.chunks)
     per_shard = shards // inner
     index_bytes = int(np.prod(per_shard)) * 16 + 4
@@ -77,7 +79,7 @@ def touched_ranges(local: Path, key) -> list[tuple[str, int, int]]:
     first, last = np.array(lo) // shards, (np.array(hi) - 1) // shards
     for s in np.ndindex(*(last - first + 1)):
         s = first + np.array(s)
-        name = "amplitude/c/" + "/".join(map(str, s))
+        name = f"{array_name}/c/" + "/".join(map(str, s))
         data = (local / name).read_bytes()
         size = len(data)
         ranges.append((name, size - index_bytes, size))
@@ -108,15 +110,23 @@ def merged(ranges, gap: int = 1 << 20, piece: int = 4 << 20) -> list[tuple[str, 
     return out
 
 
+CLIENTS: dict[tuple[str, str], object] = {}
+"""obstore clients by endpoint and prefix, each made once: a plain client's time is its requests', not
+its setting up."""
+
+
 def s3_store(server: S3Server, prefix: str = ""):
     from obstore.store import S3Store
 
+    if (server.endpoint, prefix) in CLIENTS:
+        return CLIENTS[server.endpoint, prefix]
     env = server.env()
-    return S3Store(
+    CLIENTS[server.endpoint, prefix] = S3Store(
         BUCKET, prefix=prefix, endpoint=server.endpoint, access_key_id=env["AWS_ACCESS_KEY_ID"],
         secret_access_key=env["AWS_SECRET_ACCESS_KEY"], region="us-east-1",
         client_options={"allow_http": True},
     )  # fmt: skip
+    return CLIENTS[server.endpoint, prefix]
 
 
 def plain_gets(server: S3Server, prefix: str, ranges) -> None:
@@ -167,64 +177,124 @@ def readers(server: S3Server, url: str, prefix: str, key):
     }
 
 
-def measure(server: S3Server, local: Path, url: str, prefix: str, runs: int) -> dict:
-    import cubeslab
-
-    expected_cube = cubeslab.open(local).amplitude
+def plain_fetches(server: S3Server, local: Path, prefix: str, exact, runs: int) -> dict:
+    """The plain clients fetching a plane's ranges ``exact`` (one request per range, and merged), and
+    the server's bandwidth fetching the shards they touch whole: a row of the table but the readers."""
     server_files = files_under(server.root / BUCKET)
-    results: dict = {}
-    for plane, key in planes(expected_cube.shape).items():
-        expected = expected_cube[key]
-        exact = touched_ranges(local, key)
-        row: dict = {"bytes": sum(e - s for _, s, e in exact), "requests": len(exact)}
-        # Two plain clients: one request per range, and neighbours merged (which may fetch gaps); the
-        # bound is the faster, per state.
-        for name, ranges in (("plain GETs, one per range", exact), ("plain GETs, merged", merged(exact))):
-            cold, warm = [], []
-            fetch = partial(plain_gets, server, prefix, ranges)
-            for _ in range(runs):
-                evict(server_files)
-                cold.append(timed(fetch))
-            for _ in range(runs):
-                warm.append(timed(fetch))
-            row[name] = {"cold": stats(cold), "warm": stats(warm), "requests": len(ranges)}
-        # The server's bandwidth: the touched shards fetched whole, in 4 MiB pieces, 64 in flight.
-        whole = [(name, 0, (local / name).stat().st_size) for name in sorted({r[0] for r in exact})]
-        pieces = merged(whole)
-        fetch = partial(plain_gets, server, prefix, pieces)
+    row: dict = {"bytes": sum(e - s for _, s, e in exact), "requests": len(exact)}
+
+    def cold_and_warm(fetch) -> tuple[list[float], list[float]]:
         cold, warm = [], []
         for _ in range(runs):
             evict(server_files)
             cold.append(timed(fetch))
         for _ in range(runs):
             warm.append(timed(fetch))
-        fetched = sum(e - s for _, s, e in pieces)
-        row["server"] = {
-            "bytes": fetched,
-            "cold_Bps": fetched / stats(cold)["median_s"],
-            "warm_Bps": fetched / stats(warm)["median_s"],
-        }
+        return cold, warm
+
+    for name, ranges in (("plain GETs, one per range", exact), ("plain GETs, merged", merged(exact))):
+        cold, warm = cold_and_warm(partial(plain_gets, server, prefix, ranges))
+        row[name] = {"cold": stats(cold), "warm": stats(warm), "requests": len(ranges)}
+    # The server's bandwidth: the touched shards fetched whole, in 4 MiB pieces, 64 in flight.
+    whole = [(name, 0, (local / name).stat().st_size) for name in sorted({r[0] for r in exact})]
+    pieces = merged(whole)
+    cold, warm = cold_and_warm(partial(plain_gets, server, prefix, pieces))
+    fetched = sum(e - s for _, s, e in pieces)
+    row["server"] = {
+        "bytes": fetched,
+        "cold_Bps": fetched / stats(cold)["median_s"],
+        "warm_Bps": fetched / stats(warm)["median_s"],
+    }
+    return row
+
+
+def reader_times(server: S3Server, open_reader, expected, runs: int) -> dict:
+    """Opening, cold and warm read times of the reader ``open_reader()`` returns; its result checked."""
+    server_files = files_under(server.root / BUCKET)
+    cold, opening = [], []
+    for _ in range(runs):
+        evict(server_files)
+        started = time.perf_counter()
+        read = open_reader()
+        opening.append(time.perf_counter() - started)
+        evict(server_files)
+        started = time.perf_counter()
+        got = read()
+        cold.append(time.perf_counter() - started)
+    np.testing.assert_array_equal(got, expected)
+    read = open_reader()
+    read()
+    return {"open": stats(opening), "cold": stats(cold), "warm": stats([timed(read) for _ in range(runs)])}
+
+
+def measure(server: S3Server, local: Path, url: str, prefix: str, runs: int) -> dict:
+    import cubeslab
+
+    expected_cube = cubeslab.open(local).amplitude
+    results: dict = {}
+    for plane, key in planes(expected_cube.shape).items():
+        expected = expected_cube[key]
+        row = plain_fetches(server, local, prefix, touched_ranges(local, key), runs)
         for tool, open_reader in readers(server, url, prefix, key).items():
-            cold, opening = [], []
-            for _ in range(runs):
-                evict(server_files)
-                started = time.perf_counter()
-                read = open_reader()
-                opening.append(time.perf_counter() - started)
-                evict(server_files)
-                started = time.perf_counter()
-                got = read()
-                cold.append(time.perf_counter() - started)
-            np.testing.assert_array_equal(got, expected)
-            read = open_reader()
-            read()
-            row[tool] = {
-                "open": stats(opening),
-                "cold": stats(cold),
-                "warm": stats([timed(read) for _ in range(runs)]),
-            }
+            row[tool] = reader_times(server, open_reader, expected, runs)
         results[plane] = row
     return results
+
+
+def measure_views(server: S3Server, local: Path, url: str, prefix: str, runs: int) -> dict:
+    """The planes of a store ingested with a view for each, each read routed to its view."""
+    import cubeslab
+
+    expected_cube = cubeslab.open(local).amplitude
+    routed = cubeslab.open(url).amplitude
+    results: dict = {}
+    for plane, key in planes(expected_cube.shape).items():
+        name = Path(routed.source_for(key)).name
+        row = plain_fetches(server, local, prefix, touched_ranges(local, key, name), runs)
+        row["array"] = name
+
+        def cubeslab_reader(key=key):
+            array = cubeslab.open(url).amplitude
+            return lambda: array[key]
+
+        row["cubeslab"] = reader_times(server, cubeslab_reader, expected_cube[key], runs)
+        results[plane] = row
+    return results
+
+
+def views_table(report: dict, default_share: dict) -> list[str]:
+    """The store with a view per plane: each plane read from its view, beside its bound."""
+    v, r = report["views"], report["results"]
+    lines = [
+        "",
+        f"## With a view per plane (`ingest --views {','.join(VIEWS)}`), each read routed to its view",
+        "",
+        "| plane | read from | bytes | ranges | state | bound | plain, one per range | cubeslab | "
+        "share of the bound | default layout's share | faster than the default layout |",
+        "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    share = {}
+    for plane, row in v.items():
+        for state in ("cold", "warm"):
+            bound = row["bytes"] / row["server"][f"{state}_Bps"]
+            ours = row["cubeslab"][state]["median_s"]
+            share[plane, state] = bound / ours
+            one = row["plain GETs, one per range"][state]["median_s"]
+            default = r[plane]["cubeslab"][state]["median_s"] if plane in r else float("nan")
+            lines.append(
+                f"| {plane} | {row['array']} | {row['bytes']:,} | {row['requests']} | {state} | "
+                f"{bound * 1e3:.1f} | {one * 1e3:.1f} | {ours * 1e3:.1f} | {share[plane, state]:.0%} | "
+                f"{default_share.get((plane, state), float('nan')):.0%} | {default / ours:.1f}x |"
+            )
+    slowest = max(v, key=lambda p: v[p]["cubeslab"]["cold"]["median_s"])
+    met = share[slowest, "cold"] >= TARGET
+    lines += [
+        "",
+        f"Slowest plane cold with views ({slowest}): {share[slowest, 'cold']:.0%} of the server's bandwidth "
+        f"for its bytes (target {TARGET:.0%}: {'met' if met else 'not met'}).",
+        "",
+    ]
+    return lines
 
 
 def table(report: dict) -> str:
@@ -289,6 +359,8 @@ def table(report: dict) -> str:
         f"{ingest['local_seconds']:.2f} s.",
         "",
     ]
+    if "views" in report:
+        lines += views_table(report, share)
     if "cluster_ingest" in report:
         lines += cluster_ingest.table(report["cluster_ingest"])
     lines += ["", "Reproduce: `make bench-scale` (or `python bench/scale.py --size full`)."]
@@ -303,6 +375,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=ROOT / "data")
     args = parser.parse_args()
     import cubeslab
+    from cubeslab import _engine
 
     shape = SIZES[args.size]
     source = survey(args.data / f"scale-{'x'.join(map(str, shape))}.sgy", shape)
@@ -324,8 +397,16 @@ def main() -> None:
         started = time.perf_counter()
         cubeslab.ingest(source, local, layout=summary["plan"]["layout"])
         local_seconds = time.perf_counter() - started
+        # The same survey with a view for each plane; its local copy downloaded, byte for byte.
+        views_prefix = "surveys/scale-views.zarr"
+        views_url = f"s3://{BUCKET}/{views_prefix}"
+        cubeslab.ingest(source, views_url, overwrite=True, views=VIEWS)
+        local_views = args.data / "scale-views-local.zarr"
+        shutil.rmtree(local_views, ignore_errors=True)
+        _engine.download_store(views_url, local_views)
         settle()
         results = measure(server, local, url, prefix, args.runs)
+        views = measure_views(server, local_views, views_url, views_prefix, args.runs)
     finally:
         server.stop()
     cluster = cluster_ingest.measure(source, args.data, min(args.runs, 3))
@@ -336,6 +417,7 @@ def main() -> None:
         "runs": args.runs,
         "ingest": {"seconds": seconds, "local_seconds": local_seconds, "source_bytes": source.stat().st_size},
         "results": results,
+        "views": views,
         "cluster_ingest": cluster,
     }
     args.out.mkdir(parents=True, exist_ok=True)

@@ -322,3 +322,18 @@ def get_object(server: S3Server, bucket: str, key: str) -> bytes:
         client_options={"allow_http": True},
     )  # fmt: skip
     return bytes(obstore.get(s3, key).bytes())
+
+
+def test_reads_of_a_store_on_s3_with_views_go_to_the_view_and_equal_segyio(server, segy_dir):
+    server.bucket("viewed")
+    url = "s3://viewed/f3.zarr"
+    made = cli("ingest", "--views", "time", segy_dir / "f3.sgy", url)
+    assert made.returncode == 0, made.stderr
+    amplitude = cubeslab.open(url).amplitude
+    expected = segy_cube(segy_dir / "f3.sgy")
+    # A time slice goes to the view laid out for it, an inline to the volume; both equal segyio's.
+    assert amplitude.source_for((slice(None), slice(None), 30)) == f"{url}/amplitude_time"
+    assert amplitude.source_for((3, slice(None), slice(None))) == f"{url}/amplitude"
+    np.testing.assert_array_equal(amplitude[:, :, 30], expected[:, :, 30])
+    np.testing.assert_array_equal(amplitude[3], expected[3])
+    np.testing.assert_array_equal(amplitude[...], expected)

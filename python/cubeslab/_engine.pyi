@@ -54,7 +54,14 @@ class ZarrArray:
 
 class RemoteArray:
     def __init__(
-        self, url: str, storage_options: dict[str, str] | None = None, cache: int | None = None
+        self,
+        url: str,
+        storage_options: dict[str, str] | None = None,
+        cache: int | None = None,
+        copies: list[str] = ...,
+        threads: int | None = None,
+        in_flight: int | None = None,
+        verify: bool = True,
     ) -> None: ...
     def write(self, starts: list[int], stops: list[int], steps: list[int], data: _Buffer) -> None: ...
     def flush(self) -> None: ...

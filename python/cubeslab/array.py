@@ -154,12 +154,11 @@ class Array:
             raise InvalidInputError(f"cache={cache!r}: the write cache needs a positive number of bytes")
         self.writable = limit is not None
         if is_remote(self.path):
-            # Orientation copies serve local reads; on object storage every read goes to the array.
-            self.copies = []
             # ZarrArray's methods but write_array (from_numpy writes local arrays only).
             self._engine: _engine.ZarrArray = _engine.RemoteArray(  # type: ignore[assignment]
-                self.path, self.storage_options, limit
-            )
+                self.path, self.storage_options, limit, self.copies, self.settings.threads,
+                self.settings.in_flight, self.settings.verify,
+            )  # fmt: skip
         else:
             self._engine = _engine.ZarrArray(
                 self.path,

@@ -2,27 +2,22 @@
 //! each read going to the copy the cost model predicts fastest for its
 //! window; or open for writing, through a write-back cache.
 
-use std::{collections::HashMap, path::Path, sync::Mutex};
+use std::path::Path;
 
 use crate::{
     error::Result,
-    plan::{
-        predict_both, stored_array, CacheState, DeviceProfile, ReadSetup, StateWeights, StoredArray,
-    },
+    plan::{stored_array, DeviceProfile},
+    route::Router,
     store::{ReadOptions, StoreContents, StoreError, ZarrArray},
     window::Window,
     writer::ArrayWriter,
 };
 
-/// The arrays that hold the same data (the volume first), and the routes
-/// chosen so far, by the window's shape and steps.
+/// The arrays that hold the same data (the volume first), and how reads
+/// are routed among them.
 pub struct ArrayHandle {
     arrays: Vec<ZarrArray>,
-    models: Vec<StoredArray>,
-    weights: StateWeights,
-    setup: ReadSetup,
-    profile: DeviceProfile,
-    routes: Mutex<HashMap<Vec<u64>, usize>>,
+    router: Router,
     writer: Option<ArrayWriter>,
 }
 
@@ -51,11 +46,6 @@ impl ArrayHandle {
             }
             arrays.push(copy);
         }
-        let setup = ReadSetup {
-            threads: options.parallelism.threads,
-            in_flight: options.parallelism.in_flight,
-            verify: options.verify,
-        };
         // Arrays the model does not describe (unsharded) are never routed among.
         let models = if arrays.len() > 1 {
             arrays
@@ -67,12 +57,8 @@ impl ArrayHandle {
             Vec::new()
         };
         Ok(Self {
-            weights: StateWeights::of(CacheState::Both, &profile, &setup),
             arrays,
-            models,
-            setup,
-            profile,
-            routes: Mutex::new(HashMap::new()),
+            router: Router::new(models, profile, options),
             writer: None,
         })
     }
@@ -119,23 +105,7 @@ impl ArrayHandle {
     /// weighs them, is least.
     pub fn route(&self, window: &Window) -> Result<usize> {
         window.validate(self.volume().shape())?;
-        if self.models.is_empty() {
-            return Ok(0);
-        }
-        let key: Vec<u64> = window.dims.iter().flat_map(|d| [d.len(), d.step]).collect();
-        if let Some(&choice) = self.routes.lock().expect("routes lock").get(&key) {
-            return Ok(choice);
-        }
-        let mut best = (f64::INFINITY, 0);
-        for (i, model) in self.models.iter().enumerate() {
-            let (warm, cold) = predict_both(model, window, &self.setup, &self.profile);
-            let t = self.weights.apply(warm.seconds, cold.seconds);
-            if t < best.0 {
-                best = (t, i);
-            }
-        }
-        self.routes.lock().expect("routes lock").insert(key, best.1);
-        Ok(best.1)
+        Ok(self.router.route(window))
     }
 
     /// Read `window` from the array predicted fastest into `out`.

@@ -39,6 +39,7 @@ pub mod plan;
 pub mod progress;
 pub mod read_ahead;
 pub mod remote;
+pub mod route;
 pub mod segy;
 mod share;
 pub mod store;

@@ -6,11 +6,11 @@ use std::{collections::BTreeMap, path::PathBuf};
 use cubeslab_core::{
     config::Parallelism,
     destination::Destination,
+    plan::DeviceProfile,
     remote::{
         download as core_download, download_store as core_download_store, open_writer,
         remote_contents, remote_node, stored_bytes as core_stored_bytes,
-        upload_folder as core_upload_folder, Location, RemoteArray as CoreRemoteArray, S3Url,
-        StorageOptions,
+        upload_folder as core_upload_folder, Location, RemoteVolume, S3Url, StorageOptions,
     },
     store::{read_metadata, Durability, ReadOptions, StoreContents, StoreError},
     writer::ArrayWriter,
@@ -151,11 +151,11 @@ pub fn upload_folder(
     })
 }
 
-/// An array of a store on object storage; with a write-back cache, open
-/// for window writes too.
+/// An array of a store on object storage, with the orientation copies its
+/// reads may go to; with a write-back cache, open for window writes too.
 #[pyclass(frozen)]
 pub struct RemoteArray {
-    inner: CoreRemoteArray,
+    inner: RemoteVolume,
     writer: Option<ArrayWriter>,
 }
 
@@ -163,7 +163,7 @@ impl RemoteArray {
     fn writer(&self) -> cubeslab_core::error::Result<&ArrayWriter> {
         self.writer.as_ref().ok_or_else(|| {
             StoreError::ReadOnly {
-                path: self.inner.url().to_string().into(),
+                path: self.inner.volume().url().to_string().into(),
             }
             .into()
         })
@@ -172,24 +172,41 @@ impl RemoteArray {
 
 #[pymethods]
 impl RemoteArray {
-    /// Open the array at `url` (`s3://bucket/key`); with `cache` (bytes),
-    /// for window writes through a write-back cache.
+    /// Open the array at `url` (`s3://bucket/key`) with `copies` of it in
+    /// other layouts (URLs), each read going to the one predicted fastest
+    /// for reads with these settings; with `cache` (bytes), for window
+    /// writes through a write-back cache.
     #[new]
-    #[pyo3(signature = (url, storage_options=None, cache=None))]
+    #[pyo3(signature = (url, storage_options=None, cache=None, copies=Vec::new(), threads=None, in_flight=None, verify=true))]
+    #[allow(clippy::too_many_arguments)]
     fn open(
         py: Python<'_>,
         url: &str,
         storage_options: Option<BTreeMap<String, String>>,
         cache: Option<u64>,
+        copies: Vec<String>,
+        threads: Option<usize>,
+        in_flight: Option<usize>,
+        verify: bool,
     ) -> PyResult<Self> {
         let url = s3_url(py, url)?;
+        let copies = copies
+            .iter()
+            .map(|c| s3_url(py, c))
+            .collect::<PyResult<Vec<_>>>()?;
         let options: StorageOptions = storage_options.unwrap_or_default();
         let writer = match cache {
             Some(limit) => Some(engine(py, || open_writer(&url, &options, limit))?),
             None => None,
         };
+        let read = ReadOptions {
+            parallelism: Parallelism::resolve_remote(threads, in_flight),
+            verify,
+        };
         Ok(Self {
-            inner: engine(py, || CoreRemoteArray::open(&url, &options))?,
+            inner: engine(py, || {
+                RemoteVolume::open(&url, &copies, &options, DeviceProfile::typical(), &read)
+            })?,
             writer,
         })
     }
@@ -217,35 +234,42 @@ impl RemoteArray {
         cache_info(py, || self.writer())
     }
 
-    /// Every read goes to this array (its copies are read on this machine only).
-    fn route(&self, starts: Vec<u64>, stops: Vec<u64>, steps: Vec<u64>) -> PyResult<usize> {
-        window(&starts, &stops, &steps)?;
-        Ok(0)
+    /// Index of the array (0 the volume, then the copies) a read of the
+    /// window goes to.
+    fn route(
+        &self,
+        py: Python<'_>,
+        starts: Vec<u64>,
+        stops: Vec<u64>,
+        steps: Vec<u64>,
+    ) -> PyResult<usize> {
+        let window = window(&starts, &stops, &steps)?;
+        engine(py, || self.inner.route(&window))
     }
 
     #[getter]
     fn shape(&self) -> Vec<u64> {
-        self.inner.shape().to_vec()
+        self.inner.volume().shape().to_vec()
     }
 
     #[getter]
     fn dtype(&self) -> &'static str {
-        self.inner.dtype().name()
+        self.inner.volume().dtype().name()
     }
 
     #[getter]
     fn chunk_shape(&self) -> Vec<u64> {
-        self.inner.chunk_shape().to_vec()
+        self.inner.volume().chunk_shape().to_vec()
     }
 
     #[getter]
     fn inner_chunk_shape(&self) -> Option<Vec<u64>> {
-        self.inner.inner_chunk_shape().map(<[u64]>::to_vec)
+        self.inner.volume().inner_chunk_shape().map(<[u64]>::to_vec)
     }
 
     #[getter]
     fn metadata_json(&self) -> String {
-        self.inner.metadata().to_string()
+        self.inner.volume().metadata().to_string()
     }
 
     /// Read the window (start, stop, step per dimension) into `out`, a

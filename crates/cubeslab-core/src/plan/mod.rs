@@ -24,7 +24,7 @@ pub use cost::{predict, predict_both, Cache, ChunkCodec, Prediction, ReadSetup, 
 pub use layout::{Layout, PyrusFormula};
 pub use optimize::{CacheState, Evaluated, Planner, StateWeights, DEFAULT_STATE, DEFAULT_TOP};
 pub use profile::DeviceProfile;
-pub use stored::{dir_bytes, stored_array};
+pub use stored::{dir_bytes, stored_array, stored_array_of};
 pub use strategy::{Strategy, LAYOUT_NAMES};
 
 use crate::compress::Compression;

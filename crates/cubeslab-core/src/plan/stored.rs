@@ -15,25 +15,52 @@ use crate::{compress::Compression, store::ZarrArray};
 /// The model's view of `array`; `None` for arrays the engine does not read
 /// on its own sharded path (the model describes that path only).
 pub fn stored_array(array: &ZarrArray, profile: &DeviceProfile) -> Option<StoredArray> {
-    let inner = array.inner_chunk_shape()?.to_vec();
-    let layout = Layout {
-        inner,
-        shard: array.chunk_shape().to_vec(),
+    stored_array_of(
+        array.metadata(),
+        array.dtype().size(),
+        Some(dir_bytes(&array.path().join("c"))),
+        profile,
+    )
+}
+
+/// The model's view of the sharded array that `metadata` (its `zarr.json`)
+/// describes, of `elem`-byte elements, whose chunks take `stored` bytes
+/// (unknown: counted as uncompressed).
+pub fn stored_array_of(
+    metadata: &Value,
+    elem: usize,
+    stored: Option<u64>,
+    profile: &DeviceProfile,
+) -> Option<StoredArray> {
+    let u64s = |pointer: &str| -> Option<Vec<u64>> {
+        metadata
+            .pointer(pointer)?
+            .as_array()?
+            .iter()
+            .map(Value::as_u64)
+            .collect()
     };
-    let codecs = array
-        .metadata()
+    let shape = u64s("/shape")?;
+    let shard = u64s("/chunk_grid/configuration/chunk_shape")?;
+    if metadata.pointer("/codecs/0/name").and_then(Value::as_str) != Some("sharding_indexed") {
+        return None;
+    }
+    let inner = u64s("/codecs/0/configuration/chunk_shape")?;
+    let layout = Layout { inner, shard };
+    let codecs = metadata
         .pointer("/codecs/0/configuration/codecs")
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
     let crc = codecs.iter().any(|c| c["name"] == "crc32c");
-    let elem = array.dtype().size();
     let codec = match Compression::from_codecs(&codecs) {
         Some(Compression::None) => ChunkCodec::Raw { crc },
         compression => {
-            let logical = array.shape().iter().product::<u64>() as f64 * elem as f64;
-            let stored = dir_bytes(&array.path().join("c")) as f64;
-            let ratio = if stored > 0.0 { logical / stored } else { 1.0 };
+            let logical = shape.iter().product::<u64>() as f64 * elem as f64;
+            let ratio = match stored {
+                Some(bytes) if bytes > 0 => logical / bytes as f64,
+                _ => 1.0,
+            };
             let decode = compression
                 .and_then(|c| profile.codec(&c.name()).map(|rate| rate.decode))
                 .unwrap_or(1.0e9);
@@ -41,7 +68,7 @@ pub fn stored_array(array: &ZarrArray, profile: &DeviceProfile) -> Option<Stored
         }
     };
     Some(StoredArray {
-        shape: array.shape().to_vec(),
+        shape,
         elem,
         layout,
         codec,

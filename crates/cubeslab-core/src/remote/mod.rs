@@ -17,6 +17,7 @@ mod location;
 mod objects;
 mod profile;
 mod upload;
+mod volume;
 mod writable;
 
 pub use array::RemoteArray;
@@ -26,4 +27,5 @@ pub use download::{download, download_store};
 pub use error::RemoteError;
 pub use location::{Location, S3Url};
 pub use upload::{stored_bytes, upload_folder, Upload};
+pub use volume::RemoteVolume;
 pub use writable::open_writer;
