@@ -154,28 +154,13 @@ impl RemoteArray {
             message,
         };
         let fetched: Vec<_> = block_on(
-            futures::stream::iter(pieces.iter().zip(&subsets))
-                .map(|(piece, subset)| async {
-                    // A whole shard is one GET (its index comes with it), not
-                    // the index first and then its chunks.
-                    match self.whole_shard(piece) {
-                        Some(indices) => {
-                            self.array
-                                .async_retrieve_chunk_opt::<ArrayBytes<'static>>(
-                                    &indices,
-                                    &codec_options,
-                                )
-                                .await
-                        }
-                        None => {
-                            self.array
-                                .async_retrieve_array_subset_opt::<ArrayBytes<'static>>(
-                                    subset,
-                                    &codec_options,
-                                )
-                                .await
-                        }
-                    }
+            futures::stream::iter(subsets.iter())
+                .map(|subset| {
+                    self.array
+                        .async_retrieve_array_subset_opt::<ArrayBytes<'static>>(
+                            subset,
+                            &codec_options,
+                        )
                 })
                 .buffered(options.parallelism.in_flight.max(1))
                 .collect(),
@@ -203,18 +188,6 @@ impl RemoteArray {
             window.pick_from_box(&boxed, out, elem);
         }
         Ok(())
-    }
-}
-
-impl RemoteArray {
-    /// The indices of the shard that `piece` covers whole, if it does (a
-    /// shard cut by the array's edge never does: zarrs decodes it padded).
-    fn whole_shard(&self, piece: &[Range<u64>]) -> Option<Vec<u64>> {
-        piece
-            .iter()
-            .zip(&self.chunk_shape)
-            .map(|(r, &c)| (r.start % c == 0 && r.end - r.start == c).then_some(r.start / c))
-            .collect()
     }
 }
 
