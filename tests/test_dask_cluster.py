@@ -85,6 +85,30 @@ def test_store_writes_a_dask_array_in_whole_shards_from_the_workers(client, tmp_
     assert cubeslab.verify(target)["ok"]
 
 
+def test_store_writes_a_dask_array_to_s3_from_the_workers(client, tmp_path):
+    import dask.array as da
+
+    server = S3Server(tmp_path / "s3", free_port()).start()
+    try:
+        server.bucket("written")
+        options = server.storage_options()  # the workers have no AWS_* variables: the options travel
+        values = np.random.default_rng(4).normal(size=(24, 30, 40)).astype(np.float32)
+        source = da.from_array(values, chunks=(5, 30, 40))
+        url = "s3://written/out.zarr"
+        written = cubeslab.store(
+            source, url, chunks=(6, 10, 40), shards=(12, 10, 40), storage_options=options, compute=False
+        )
+        client.compute(written).result()
+        np.testing.assert_array_equal(cubeslab.open(url, storage_options=options).amplitude[...], values)
+        # Into the store that exists now (create options would be refused): replaced where written.
+        values[:12] = 1.5
+        cubeslab.store(da.from_array(values, chunks=(12, 30, 40)), url, storage_options=options)
+        np.testing.assert_array_equal(cubeslab.open(url, storage_options=options).amplitude[...], values)
+        assert cubeslab.verify(url, storage_options=options)["ok"]
+    finally:
+        server.stop()
+
+
 def test_the_graph_of_a_million_shard_array_builds_in_seconds(tmp_path):
     cubeslab.create(tmp_path / "wide.zarr", (1000, 1000, 64), "float32", chunks=(1, 1, 64), shards=(1, 1, 64))
     cube = cubeslab.open(tmp_path / "wide.zarr")

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import cubeslab
-from cubeslab.errors import InvalidInputError, StoreBusyError, StoreExistsError
+from cubeslab.errors import CubeslabError, InvalidInputError, StoreBusyError, StoreExistsError
 
 CLI = Path(sys.executable).parent / "cubeslab"
 
@@ -183,13 +183,39 @@ def test_a_store_on_s3_with_orientation_views_refuses_writes(s3_server, bucket, 
         cubeslab.open(url, "r+")
 
 
-def test_s3_credentials_reach_the_writer_through_storage_options(s3_server, bucket):
-    url = f"{bucket}/options.zarr"
+def test_storage_options_reach_ingest_create_writes_and_reads_without_aws_variables(
+    s3_server, bucket, segy_dir, tmp_path
+):
+    import segyio
+
+    from cubeslab import _engine
+
     options = s3_server.storage_options()
     saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("AWS_")}
     try:
-        with cubeslab.create(url, (4, 4), "int16", chunks=(2, 4), storage_options=options) as cube:
-            cube.amplitude[1] = 9
-        assert cubeslab.open(url, storage_options=options).amplitude[1].tolist() == [9] * 4
+        with cubeslab.create(
+            f"{bucket}/options.zarr", (4, 4), "int16", chunks=(2, 4), storage_options=options
+        ) as c:
+            c.amplitude[1] = 9
+        reopened = cubeslab.open(f"{bucket}/options.zarr", storage_options=options)
+        assert reopened.amplitude[1].tolist() == [9] * 4
+        with segyio.open(segy_dir / "f3.sgy") as f:
+            expected = segyio.tools.cube(f)
+        # A SEG-Y source on S3 (put there by cubeslab's own upload), ingested to S3.
+        (tmp_path / "raw").mkdir()
+        (tmp_path / "raw" / "f3.sgy").write_bytes((segy_dir / "f3.sgy").read_bytes())
+        _engine.upload_folder(tmp_path / "raw", f"{bucket}/raw", options)
+        cubeslab.ingest(f"{bucket}/raw/f3.sgy", f"{bucket}/options-f3.zarr", storage_options=options)
+        cube = cubeslab.open(f"{bucket}/options-f3.zarr", storage_options=options)
+        np.testing.assert_array_equal(cube.amplitude[...], expected)
+        values = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
+        np.save(tmp_path / "v.npy", values)
+        cubeslab.ingest(tmp_path / "v.npy", f"{bucket}/options-v.zarr", storage_options=options)
+        np.testing.assert_array_equal(
+            cubeslab.open(f"{bucket}/options-v.zarr", storage_options=options).amplitude[...], values
+        )
+        # Without them, the same store is not reachable: nothing above used AWS_* variables.
+        with pytest.raises(CubeslabError):
+            cubeslab.open(f"{bucket}/options-v.zarr")
     finally:
         os.environ.update(saved)

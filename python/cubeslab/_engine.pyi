@@ -155,6 +155,7 @@ class IngestOptions:
         durable: bool = False,
         resume: bool = False,
         vertical: str | None = None,
+        storage_options: dict[str, str] | None = None,
     ) -> None: ...
     @staticmethod
     def help() -> dict[str, str]: ...

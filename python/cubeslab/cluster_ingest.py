@@ -96,9 +96,12 @@ def check_workers_see(client, paths: dict[str, str]) -> None:
         raise ClusterError(f"{client.scheduler.address}: the cluster has no workers")
 
 
-def run_on_cluster(job, client, source: str, segy_options: dict, handle) -> None:
+def run_on_cluster(
+    job, client, source: str, segy_options: dict, handle, storage_options: dict | None = None
+) -> None:
     """Hand the ingest's tasks not done yet to the cluster and count their outcomes as they finish;
-    stops (cancelling what is left) when ``handle`` is asked to stop."""
+    stops (cancelling what is left) when ``handle`` is asked to stop. Workers upload to a store on S3
+    with ``storage_options``, else with this process's ``AWS_*`` variables."""
     from distributed import as_completed
 
     staging = os.path.abspath(job.staging)
@@ -113,7 +116,7 @@ def run_on_cluster(job, client, source: str, segy_options: dict, handle) -> None
         documents = {name: (Path(staging) / name / "zarr.json").read_text() for name in TASK_ARRAYS}
         [shared] = client.scatter([documents], broadcast=True)
         work = run_task_uploading
-        arguments = (source, url, connection_options(), segy_options, shared)
+        arguments = (source, url, storage_options or connection_options(), segy_options, shared)
     tasks = job.hand_out()
     futures = [
         client.submit(work, *arguments, task, key=f"cubeslab-ingest-{n}-{id(job)}")

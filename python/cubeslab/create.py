@@ -12,7 +12,7 @@ from .array import Array
 from .cube import Cube
 from .description import create_arguments
 from .errors import InvalidInputError, StoreExistsError
-from .locations import S3Path, store_path
+from .locations import S3Path, begin_store, store_path
 from .opener import open
 from .plan import plan
 
@@ -58,7 +58,7 @@ def create(
         raise InvalidInputError("create needs a shape (or a description)")
     where = store_path(path, storage_options)
     if isinstance(where, S3Path):
-        publication = _engine.Publication(where.url, False, where.storage_options)
+        publication = begin_store(where, False)
         staged = create(
             publication.staging, shape, dtype, dims=dims, coords=coords, layout=layout, chunks=chunks,
             shards=shards, access=access, compress=compress, fill_value=fill_value, attributes=attributes,

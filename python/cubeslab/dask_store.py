@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
-import os
+from pathlib import Path
 
 import numpy as np
 
 from . import defaults
 from .create import create
-from .cube import Cube
-from .errors import InvalidInputError
+from .cube import Cube, read_node
+from .errors import InvalidInputError, StoreNotFoundError
+from .locations import S3Path, store_path
 from .opener import open as open_store
 
 
 class _ShardWriter:
     """The target of ``dask.array.store``: each task opens the store for writing in its own process,
-    writes its block (whole shards) and closes it, which flushes the block to disk."""
+    writes its block (whole shards) and closes it, which flushes the block to the store (a store on S3
+    carries its connection's options to the workers)."""
 
-    def __init__(self, path: str, cache: int):
+    def __init__(self, path: Path | S3Path, cache: int):
         self.path, self.cache = path, cache
 
     def __setitem__(self, key, block: np.ndarray) -> None:
@@ -25,19 +27,20 @@ class _ShardWriter:
             cube.amplitude[key] = block
 
 
-def store(source, target, *, compute: bool = True, **create_options):
-    """Write the dask array ``source`` into ``target``: a store's path (created here, with
-    ``create_options`` as :func:`cubeslab.create` takes them) or a :class:`Cube` / store path that exists
-    (same shape). ``source`` is rechunked to the store's shards, so each task writes whole shards and no
-    two tasks write the same one; tasks run wherever dask runs them (a cluster's workers share the
-    store's filesystem). Returns the dask result when ``compute=False``."""
+def store(source, target, *, compute: bool = True, storage_options: dict | None = None, **create_options):
+    """Write the dask array ``source`` into ``target``: a store's path or ``s3://`` URL (created here,
+    with ``create_options`` as :func:`cubeslab.create` takes them) or a :class:`Cube` / store that
+    exists (same shape). ``source`` is rechunked to the store's shards, so each task writes whole shards
+    and no two tasks write the same one; tasks run wherever dask runs them (a cluster's workers share a
+    local store's filesystem; a store on S3 they reach with ``storage_options``, or their own ``AWS_*``
+    variables). Returns the dask result when ``compute=False``."""
     import dask.array as da
 
     if isinstance(target, Cube):
-        path = os.fspath(target.path)
+        path = target.path
     else:
-        path = os.fspath(target)
-        if not os.path.exists(path):
+        path = store_path(target, storage_options)
+        if not _exists(path):
             create(path, source.shape, source.dtype, **create_options).close()
         elif create_options:
             raise InvalidInputError(f"{path} exists: create options apply to a new store")
@@ -50,3 +53,13 @@ def store(source, target, *, compute: bool = True, **create_options):
     cache = max(block_bytes * 2, defaults.WRITE_CACHE // 8)
     # dask takes any object with __setitem__ as a target; its annotation names arrays only.
     return da.store(aligned, _ShardWriter(path, cache), lock=False, compute=compute)  # type: ignore[arg-type]
+
+
+def _exists(path: Path | S3Path) -> bool:
+    if isinstance(path, Path):
+        return path.exists()
+    try:
+        read_node(path)
+    except StoreNotFoundError:
+        return False
+    return True

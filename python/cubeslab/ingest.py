@@ -112,7 +112,7 @@ def measure_first(
 
 
 @contextmanager
-def fetched_source(url: str | os.PathLike) -> Iterator[str]:
+def fetched_source(url: str | os.PathLike, storage_options: dict | None = None) -> Iterator[str]:
     """A source file on object storage, downloaded to a temporary folder for the ingest (an imzML file
     with the ``.ibd`` beside it), removed afterwards."""
     url = os.fspath(url)
@@ -121,10 +121,10 @@ def fetched_source(url: str | os.PathLike) -> Iterator[str]:
         raise InvalidInputError(f"{url}: a SEPlib header names its binary by path; copy both here first")
     with tempfile.TemporaryDirectory(prefix="cubeslab-source-") as folder:
         local = os.path.join(folder, name)
-        _engine.download(url, local)
+        _engine.download(url, local, storage_options)
         if is_imzml(name):
             stem = url[: -len(".imzML")]
-            _engine.download(stem + ".ibd", local[: -len(".imzML")] + ".ibd")
+            _engine.download(stem + ".ibd", local[: -len(".imzML")] + ".ibd", storage_options)
         yield local
 
 
@@ -179,6 +179,7 @@ def ingest(
     progress: ProgressCallback | None = None,
     client: Any = None,
     pyramid: bool = False,
+    storage_options: dict | None = None,
 ) -> dict:
     """Reorganise a SEG-Y file, an ``.npy`` file or raw bytes into a cube store; returns the summary.
 
@@ -228,8 +229,10 @@ def ingest(
 
     pyramid: then write overview levels (see :func:`cubeslab.pyramid.build_pyramid`), for viewing.
 
-    ``source`` may be on object storage (``s3://bucket/key``, with the ``AWS_*`` variables): it is
-    downloaded to a temporary folder first (an imzML file with its ``.ibd``).
+    ``store`` and ``source`` may be on object storage (``s3://bucket/key``), reached with
+    ``storage_options`` (fsspec's names: ``key``, ``secret``, ``endpoint_url``, ``region``) or else the
+    ``AWS_*`` variables and profiles. A source there is downloaded to a temporary folder first (an imzML
+    file with its ``.ibd``).
     """
     arguments = dict(locals())
     if pyramid:
@@ -240,8 +243,9 @@ def ingest(
         summary["pyramid"] = build_pyramid(store, memory_limit=memory_limit)["cubeslab"]["pyramid"]
         return summary
     if is_remote(source):
-        with fetched_source(source) as local:
+        with fetched_source(source, storage_options) as local:
             return ingest(local, **{k: v for k, v in arguments.items() if k != "source"})
+    store = store_path(store, storage_options)  # also refuses a scheme cubeslab does not support
 
     def refuse_segy_options(kind: str) -> None:
         for name, given in (("views", views), ("resume", resume), ("client", client)):
@@ -252,7 +256,7 @@ def ingest(
         if progress is not None:
             progress(Phase("write volume", 1, "bytes", done, total))
 
-    remote = is_remote(store)  # also refuses a scheme cubeslab does not support
+    remote = is_remote(store)
     if is_imzml(source):
         if resume or client is not None:
             name = "resume" if resume else "client"
@@ -293,6 +297,7 @@ def ingest(
         memory_limit=None if memory_limit is None else int(memory_limit),
         # A store on object storage is planned for the built-in typical machine unless a profile is given.
         profile=None if remote and profile is None else measure_first(store, profile, source_bytes, progress),
+        storage_options=storage_options_of(store),
     )  # fmt: skip
     step = 2 * (threads or _engine.default_parallelism()[0])
     if client is not None and remote and views:
@@ -307,7 +312,9 @@ def ingest(
     def work(handle) -> str:
         job = _engine.Ingest(os.fspath(source), os.fspath(store), options, handle)
         if cluster is not None:
-            cluster_ingest.run_on_cluster(job, cluster, os.path.abspath(source), segy_options, handle)
+            cluster_ingest.run_on_cluster(
+                job, cluster, os.path.abspath(source), segy_options, handle, storage_options_of(store)
+            )
         while job.step(step) > 0:
             pass
         return job.finish()

@@ -80,6 +80,12 @@ def storage_options_of(path) -> dict | None:
     return path.storage_options if isinstance(path, S3Path) else None
 
 
+def begin_store(store, overwrite: bool) -> _engine.Publication:
+    """A new store for ``store`` (a path, URL or :class:`S3Path`), written in a staging folder and
+    published when complete (``commit``); one there is replaced only with ``overwrite``."""
+    return _engine.Publication(os.fspath(store), overwrite, storage_options_of(store))
+
+
 def local_only(path: str | os.PathLike, operation: str) -> Path:
     """``path`` as a local store; a store on object storage is refused for an ``operation`` that works on
     this machine only."""

@@ -20,8 +20,10 @@ def verify(
     against: str | os.PathLike | None = None,
     threads: int | None = None,
     memory_limit: int | None = None,
+    storage_options: dict | None = None,
 ) -> dict:
-    """Check a store; returns a report whose ``ok`` says whether anything is wrong.
+    """Check a store; returns a report whose ``ok`` says whether anything is wrong. A store on object
+    storage is reached with ``storage_options`` as :func:`cubeslab.open` takes them.
 
     Every chunk of every array is read back with its crc32c checked (checksums cannot be
     turned off here); arrays of a data type the engine does not read (MDIO's ``struct`` trace
@@ -30,7 +32,7 @@ def verify(
     with the byte order and header bytes the ingest recorded), ``against`` holds the error
     statistics; a store whose compression is lossless must match its source exactly.
     """
-    where = store_path(store)
+    where = store_path(store, storage_options)
     if against is not None and isinstance(where, S3Path):
         raise InvalidInputError(f"{store}: --against compares a store on this machine with its source")
     report = json.loads(_engine.verify_store(os.fspath(where), threads, None, storage_options_of(where)))

@@ -170,7 +170,7 @@ impl IngestOptions {
         *, endian=None, allow_truncated=false, sample_interval_us=None, inline_byte=None,
         crossline_byte=None, offset_byte=None, dtype=None, layout=None, access=None, profile=None,
         compress=None, views=Vec::new(), memory_limit=None, threads=None, in_flight=None,
-        overwrite=false, durable=false, resume=false, vertical=None,
+        overwrite=false, durable=false, resume=false, vertical=None, storage_options=None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -193,6 +193,7 @@ impl IngestOptions {
         durable: bool,
         resume: bool,
         vertical: Option<String>,
+        storage_options: Option<std::collections::BTreeMap<String, String>>,
     ) -> PyResult<Self> {
         let defaults = CoreIngestOptions::default();
         let endian = endian.unwrap_or_else(|| "auto".into());
@@ -241,6 +242,7 @@ impl IngestOptions {
             durable,
             resume,
             vertical: vertical.clone().unwrap_or(defaults.vertical),
+            storage: storage_options.unwrap_or_default(),
         };
         Ok(Self {
             endian,

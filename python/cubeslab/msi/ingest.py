@@ -21,7 +21,7 @@ from .. import _engine, defaults
 from ..array import Array
 from ..create import MAIN_ARRAY, create
 from ..errors import InvalidInputError
-from ..locations import store_size
+from ..locations import begin_store, store_size
 from ..sources.ingest import Progress, planned, summary
 from .imzml import Imzml, Spectra, check_checksum, check_ibd, parse
 
@@ -339,7 +339,7 @@ def ingest_imzml(
     mask[ix, iy] = True
     tic = np.zeros(shape[:2], dtype=np.float64)
     total = np.zeros(len(mz), dtype=np.float64)
-    publication = _engine.Publication(os.fspath(store), overwrite)
+    publication = begin_store(store, overwrite)
     staging = os.fspath(publication.staging)
     rows_of = _Rows(spectra, binning, len(mz), report)
     # A sixth of the bound per slab: while one slab is written, the next one's spectra and the slab made

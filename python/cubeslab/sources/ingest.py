@@ -10,11 +10,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import _engine, defaults
+from .. import defaults
 from ..array import Array
 from ..create import MAIN_ARRAY, create
 from ..description import AXES_ATTR
-from ..locations import store_size
+from ..locations import begin_store, store_size
 from ..plan import plan
 from .raw import ArraySource
 
@@ -85,7 +85,7 @@ def ingest_array(
     limit = int(memory_limit or defaults.MEMORY_LIMIT)
     access = access or natural_access(source.chunks)
     chunks, shards = planned(shape, dtype, layout, access, compress)
-    publication = _engine.Publication(os.fspath(store), overwrite)
+    publication = begin_store(store, overwrite)
     attributes: dict = {"source": source.path, **(source.attributes or {})}
     dims = [f"dim_{d}" for d in range(len(shape))]
     coords = {}

@@ -14,6 +14,7 @@ from .. import _engine, defaults
 from ..array import Array
 from ..errors import InvalidInputError
 from ..hdf5_file import is_hdf5_file
+from ..locations import begin_store
 from .hdf5 import in_place_reader
 from .ingest import Progress, natural_access, planned, summary, write_in_slabs
 
@@ -123,7 +124,7 @@ def ingest_netcdf(
     chunking = source.chunking() if hasattr(source, "chunking") else "contiguous"
     access = access or natural_access(None if chunking == "contiguous" else chunking)
     chunks, shards = planned(shape, dtype, layout, access, compress)
-    publication = _engine.Publication(os.fspath(store), overwrite)
+    publication = begin_store(store, overwrite)
     staging = os.fspath(publication.staging)
     _engine.create_group(
         staging, name, json.dumps({k: _value(dataset.getncattr(k)) for k in dataset.ncattrs()})

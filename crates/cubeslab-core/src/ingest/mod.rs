@@ -140,7 +140,12 @@ impl Ingest {
         attributes["cubeslab"]["fingerprint"] = fingerprint.clone();
 
         // Everything that can be checked has been: only now touch the disk.
-        let opened = target.open(&fingerprint, options.overwrite, &mut attributes)?;
+        let opened = target.open(
+            &fingerprint,
+            options.overwrite,
+            &options.storage,
+            &mut attributes,
+        )?;
         let generation = opened.generation;
         amplitude.generation = generation;
         let store = target.write_to.clone();

@@ -6,6 +6,7 @@ use crate::{
     config::Parallelism,
     dtype::DType,
     plan::{ChunkCodec, DeviceProfile, Strategy, LAYOUT_NAMES},
+    remote::StorageOptions,
     segy::{ScanOptions, SegyOptions},
 };
 
@@ -65,6 +66,9 @@ pub struct IngestOptions {
     pub resume: bool,
     /// Name of the vertical axis: "time" or "depth".
     pub vertical: String,
+    /// How to reach a store on object storage, besides the `AWS_*`
+    /// variables and profiles (never recorded in the store).
+    pub storage: StorageOptions,
 }
 
 impl Default for IngestOptions {
@@ -85,6 +89,7 @@ impl Default for IngestOptions {
             durable: false,
             resume: false,
             vertical: "time".into(),
+            storage: StorageOptions::new(),
         }
     }
 }

@@ -102,20 +102,20 @@ impl Target {
         &self,
         fingerprint: &Value,
         overwrite: bool,
+        storage: &StorageOptions,
         attributes: &mut Map<String, Value>,
     ) -> Result<Opened> {
         let (lock, publication) = if self.resuming {
             let publication = if self.in_place {
                 None
             } else {
-                Some(Destination::resume(&self.location, &StorageOptions::new())?)
+                Some(Destination::resume(&self.location, storage)?)
             };
             let lock = survey::check_resumable(&self.write_to, fingerprint)?;
             survey::remove_temporary_files(&self.write_to)?;
             (lock, publication)
         } else {
-            let publication =
-                Destination::begin(&self.location, &StorageOptions::new(), overwrite)?;
+            let publication = Destination::begin(&self.location, storage, overwrite)?;
             (
                 StoreLock::acquire(publication.staging())?,
                 Some(publication),
