@@ -264,6 +264,13 @@ def measure_views(server: S3Server, local: Path, url: str, prefix: str, runs: in
     return results
 
 
+def timings(row: dict, state: str) -> tuple[float, float, float]:
+    """Seconds of a plane's read in ``state``: the bound (its bytes at the server's bandwidth), cubeslab's,
+    and the plain client's making one request per range."""
+    bound = row["bytes"] / row["server"][f"{state}_Bps"]
+    return bound, row["cubeslab"][state]["median_s"], row["plain GETs, one per range"][state]["median_s"]
+
+
 def views_table(report: dict, default_share: dict) -> list[str]:
     """The store with a view per plane: each plane read from its view, beside its bound."""
     v, r = report["views"], report["results"]
@@ -278,10 +285,8 @@ def views_table(report: dict, default_share: dict) -> list[str]:
     share = {}
     for plane, row in v.items():
         for state in ("cold", "warm"):
-            bound = row["bytes"] / row["server"][f"{state}_Bps"]
-            ours = row["cubeslab"][state]["median_s"]
+            bound, ours, one = timings(row, state)
             share[plane, state] = bound / ours
-            one = row["plain GETs, one per range"][state]["median_s"]
             default = r[plane]["cubeslab"][state]["median_s"] if plane in r else float("nan")
             lines.append(
                 f"| {plane} | {row['array']} | {row['bytes']:,} | {row['requests']} | {state} | "
@@ -320,10 +325,8 @@ def table(report: dict) -> str:
     share, beside_plain = {}, {}
     for plane, row in r.items():
         for state in ("cold", "warm"):
-            bound = row["bytes"] / row["server"][f"{state}_Bps"]
-            ours = row["cubeslab"][state]["median_s"]
+            bound, ours, one = timings(row, state)
             share[plane, state] = bound / ours
-            one = row["plain GETs, one per range"][state]["median_s"]
             merged_s = row["plain GETs, merged"][state]["median_s"]
             requests = row["plain GETs, merged"]["requests"]
             beside_plain[plane, state] = min(one, merged_s) / ours
