@@ -129,7 +129,8 @@ def test_an_ingested_store_on_s3_takes_writes_and_verifies_after(s3_server, buck
 
 def test_two_writers_of_one_shard_never_lose_data_silently(s3_server, bucket):
     url = f"{bucket}/shared.zarr"
-    cubeslab.create(url, (8, 8), "float32", chunks=(4, 4), shards=(4, 8), fill_value=0).close()
+    with cubeslab.create(url, (8, 8), "float32", chunks=(4, 4), shards=(4, 8), fill_value=0) as cube:
+        cube.amplitude[0, 7] = 0.5  # the shard exists: writers below are checked by its entity tag
     first, second = cubeslab.open(url, "r+"), cubeslab.open(url, "r+")
     first.amplitude[0, 0] = 1.0
     second.amplitude[0, 1] = 2.0  # the same shard, read before the first writer put it back
@@ -137,7 +138,8 @@ def test_two_writers_of_one_shard_never_lose_data_silently(s3_server, bucket):
     with pytest.raises(StoreBusyError, match="another writer"):
         second.flush()
     stored = cubeslab.open(url).amplitude[...]
-    assert stored[0, 0] == 1.0 and stored[0, 1] == 0.0  # the refused write is not half applied
+    # The first writer's value and the earlier one are there; the refused write is not half applied.
+    assert (stored[0, 0], stored[0, 7], stored[0, 1]) == (1.0, 0.5, 0.0)
     # Writers of different shards both succeed.
     third, fourth = cubeslab.open(url, "r+"), cubeslab.open(url, "r+")
     third.amplitude[1, 1] = 3.0
@@ -184,38 +186,50 @@ def test_a_store_on_s3_with_orientation_views_refuses_writes(s3_server, bucket, 
 
 
 def test_storage_options_reach_ingest_create_writes_and_reads_without_aws_variables(
-    s3_server, bucket, segy_dir, tmp_path
+    s3_server, bucket, segy_dir, tmp_path, monkeypatch
 ):
     import segyio
 
     from cubeslab import _engine
 
     options = s3_server.storage_options()
-    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("AWS_")}
-    try:
-        with cubeslab.create(
-            f"{bucket}/options.zarr", (4, 4), "int16", chunks=(2, 4), storage_options=options
-        ) as c:
-            c.amplitude[1] = 9
-        reopened = cubeslab.open(f"{bucket}/options.zarr", storage_options=options)
-        assert reopened.amplitude[1].tolist() == [9] * 4
-        with segyio.open(segy_dir / "f3.sgy") as f:
-            expected = segyio.tools.cube(f)
-        # A SEG-Y source on S3 (put there by cubeslab's own upload), ingested to S3.
-        (tmp_path / "raw").mkdir()
-        (tmp_path / "raw" / "f3.sgy").write_bytes((segy_dir / "f3.sgy").read_bytes())
-        _engine.upload_folder(tmp_path / "raw", f"{bucket}/raw", options)
-        cubeslab.ingest(f"{bucket}/raw/f3.sgy", f"{bucket}/options-f3.zarr", storage_options=options)
-        cube = cubeslab.open(f"{bucket}/options-f3.zarr", storage_options=options)
-        np.testing.assert_array_equal(cube.amplitude[...], expected)
-        values = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
-        np.save(tmp_path / "v.npy", values)
-        cubeslab.ingest(tmp_path / "v.npy", f"{bucket}/options-v.zarr", storage_options=options)
-        np.testing.assert_array_equal(
-            cubeslab.open(f"{bucket}/options-v.zarr", storage_options=options).amplitude[...], values
-        )
-        # Without them, the same store is not reachable: nothing above used AWS_* variables.
-        with pytest.raises(CubeslabError):
-            cubeslab.open(f"{bucket}/options-v.zarr")
-    finally:
-        os.environ.update(saved)
+    for name in [k for k in os.environ if k.startswith("AWS_")]:
+        monkeypatch.delenv(name)
+    for name in ("AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE"):  # not this machine's profiles either
+        monkeypatch.setenv(name, str(tmp_path / "none"))
+    with cubeslab.create(
+        f"{bucket}/options.zarr", (4, 4), "int16", chunks=(2, 4), storage_options=options
+    ) as c:
+        c.amplitude[1] = 9
+    reopened = cubeslab.open(f"{bucket}/options.zarr", storage_options=options)
+    assert reopened.amplitude[1].tolist() == [9] * 4
+    with segyio.open(segy_dir / "f3.sgy") as f:
+        expected = segyio.tools.cube(f)
+    # A SEG-Y source on S3 (put there by cubeslab's own upload), ingested to S3.
+    (tmp_path / "raw").mkdir()
+    (tmp_path / "raw" / "f3.sgy").write_bytes((segy_dir / "f3.sgy").read_bytes())
+    _engine.upload_folder(tmp_path / "raw", f"{bucket}/raw", options)
+    cubeslab.ingest(f"{bucket}/raw/f3.sgy", f"{bucket}/options-f3.zarr", storage_options=options)
+    cube = cubeslab.open(f"{bucket}/options-f3.zarr", storage_options=options)
+    np.testing.assert_array_equal(cube.amplitude[...], expected)
+    values = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
+    np.save(tmp_path / "v.npy", values)
+    cubeslab.ingest(tmp_path / "v.npy", f"{bucket}/options-v.zarr", storage_options=options)
+    np.testing.assert_array_equal(
+        cubeslab.open(f"{bucket}/options-v.zarr", storage_options=options).amplitude[...], values
+    )
+    # Without them, the same store is not reachable: nothing above used AWS_* variables.
+    with pytest.raises(CubeslabError, match=r"options-v\.zarr"):
+        cubeslab.open(f"{bucket}/options-v.zarr")
+    # A source on S3 into a local store: the options are the source's.
+    cubeslab.ingest(f"{bucket}/raw/f3.sgy", tmp_path / "local.zarr", storage_options=options)
+    np.testing.assert_array_equal(cubeslab.open(tmp_path / "local.zarr").amplitude[...], expected)
+
+
+def test_a_create_on_s3_that_fails_leaves_nothing_that_blocks_the_next(s3_server, bucket):
+    url = f"{bucket}/retried.zarr"
+    with pytest.raises(InvalidInputError, match="chunks"):
+        cubeslab.create(url, (4, 4), "float32", shards=(2, 2))  # shards= without chunks=
+    with cubeslab.create(url, (4, 4), "float32", chunks=(2, 2), fill_value=0) as cube:
+        cube.amplitude[0] = 1.0
+    assert cubeslab.open(url).amplitude[0].tolist() == [1.0] * 4

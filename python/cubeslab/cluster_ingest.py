@@ -116,7 +116,8 @@ def run_on_cluster(
         documents = {name: (Path(staging) / name / "zarr.json").read_text() for name in TASK_ARRAYS}
         [shared] = client.scatter([documents], broadcast=True)
         work = run_task_uploading
-        arguments = (source, url, storage_options or connection_options(), segy_options, shared)
+        # The caller's options over this process's AWS_* variables, as the engine here takes them.
+        arguments = (source, url, connection_options() | (storage_options or {}), segy_options, shared)
     tasks = job.hand_out()
     futures = [
         client.submit(work, *arguments, task, key=f"cubeslab-ingest-{n}-{id(job)}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -59,12 +60,17 @@ def create(
     where = store_path(path, storage_options)
     if isinstance(where, S3Path):
         publication = begin_store(where, False)
-        staged = create(
-            publication.staging, shape, dtype, dims=dims, coords=coords, layout=layout, chunks=chunks,
-            shards=shards, access=access, compress=compress, fill_value=fill_value, attributes=attributes,
-        )  # fmt: skip
-        staged.close()
-        publication.commit(False)
+        try:
+            create(
+                publication.staging, shape, dtype, dims=dims, coords=coords, layout=layout, chunks=chunks,
+                shards=shards, access=access, compress=compress, fill_value=fill_value,
+                attributes=attributes,
+            ).close()  # fmt: skip
+            publication.commit(False)
+        except BaseException:
+            # Nothing was uploaded: the staging folder goes, so that a corrected create can start again.
+            shutil.rmtree(publication.staging, ignore_errors=True)
+            raise
         return open(where, "r+", cache=cache)
     path = where
     if os.path.lexists(path) and not (os.path.isdir(path) and not os.listdir(path)):

@@ -37,7 +37,7 @@ def store(source, target, *, compute: bool = True, storage_options: dict | None 
     import dask.array as da
 
     if isinstance(target, Cube):
-        path = target.path
+        path = target.path if storage_options is None else store_path(target.path, storage_options)
     else:
         path = store_path(target, storage_options)
         if not _exists(path):

@@ -242,10 +242,12 @@ def ingest(
         summary = ingest(**(arguments | {"pyramid": False}))
         summary["pyramid"] = build_pyramid(store, memory_limit=memory_limit)["cubeslab"]["pyramid"]
         return summary
+    # Also refuses a scheme cubeslab does not support; the options are the store's only if it is remote.
+    store = store_path(store, storage_options if is_remote(store) else None)
     if is_remote(source):
         with fetched_source(source, storage_options) as local:
-            return ingest(local, **{k: v for k, v in arguments.items() if k != "source"})
-    store = store_path(store, storage_options)  # also refuses a scheme cubeslab does not support
+            rest = {k: v for k, v in arguments.items() if k not in ("source", "store", "storage_options")}
+            return ingest(local, store, storage_options=storage_options_of(store), **rest)
 
     def refuse_segy_options(kind: str) -> None:
         for name, given in (("views", views), ("resume", resume), ("client", client)):

@@ -24,8 +24,8 @@ pub enum AmplitudeType {
     Given(DType),
 }
 
-/// How to ingest.
-#[derive(Debug, Clone)]
+/// How to ingest. Not `Debug`: it carries the storage credentials.
+#[derive(Clone)]
 pub struct IngestOptions {
     /// How to read the SEG-Y file.
     pub segy: SegyOptions,

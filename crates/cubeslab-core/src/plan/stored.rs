@@ -18,18 +18,18 @@ pub fn stored_array(array: &ZarrArray, profile: &DeviceProfile) -> Option<Stored
     stored_array_of(
         array.metadata(),
         array.dtype().size(),
-        Some(dir_bytes(&array.path().join("c"))),
+        || Some(dir_bytes(&array.path().join("c"))),
         profile,
     )
 }
 
 /// The model's view of the sharded array that `metadata` (its `zarr.json`)
-/// describes, of `elem`-byte elements, whose chunks take `stored` bytes
-/// (unknown: counted as uncompressed).
+/// describes, of `elem`-byte elements, whose chunks take `stored()` bytes
+/// (asked for compressed arrays only; unknown: counted as uncompressed).
 pub fn stored_array_of(
     metadata: &Value,
     elem: usize,
-    stored: Option<u64>,
+    stored: impl FnOnce() -> Option<u64>,
     profile: &DeviceProfile,
 ) -> Option<StoredArray> {
     let u64s = |pointer: &str| -> Option<Vec<u64>> {
@@ -57,7 +57,7 @@ pub fn stored_array_of(
         Some(Compression::None) => ChunkCodec::Raw { crc },
         compression => {
             let logical = shape.iter().product::<u64>() as f64 * elem as f64;
-            let ratio = match stored {
+            let ratio = match stored() {
                 Some(bytes) if bytes > 0 => logical / bytes as f64,
                 _ => 1.0,
             };

@@ -43,6 +43,8 @@ const MOST_PER_REQUEST: u64 = 4 << 20;
 /// Requests that all the batches fetched at once are cut into, where their
 /// sizes allow.
 const STREAMS: u64 = 8;
+/// Reads of a whole object that another writer keeps replacing.
+const MAX_REREADS: usize = 4;
 /// Requests of one batch in flight at once.
 const IN_FLIGHT: usize = 32;
 
@@ -125,28 +127,58 @@ impl StoreObjects {
     /// The object at `path` from `offset` to its end (a whole shard, which
     /// zarrs asks for when a read covers one): its first
     /// [`LEAST_PER_REQUEST`] bytes, whose reply says the object's size, then
-    /// the rest cut into requests that run side by side, as a batch's are.
-    /// One response streams slower than several, most of all cold.
+    /// the rest cut into requests that run side by side, as a batch's are
+    /// (one response streams slower than several, most of all cold). The
+    /// rest is asked for only as the version the first reply came from
+    /// (`If-Match`), so that a shard replaced meanwhile is read again
+    /// whole, never as parts of two versions.
     async fn rest_of(&self, path: &Key, offset: u64) -> object_store::Result<Bytes> {
-        let options = GetOptions {
-            range: Some(GetRange::Bounded(offset..offset + LEAST_PER_REQUEST)),
-            ..Default::default()
-        };
-        let first = self.client.get_opts(path, options).await?;
-        let size = first.meta.size;
-        let head = first.bytes().await?;
-        let end = offset + head.len() as u64;
-        if end >= size {
-            return Ok(head);
+        let mut tries = 0;
+        loop {
+            let options = GetOptions {
+                range: Some(GetRange::Bounded(offset..offset + LEAST_PER_REQUEST)),
+                ..Default::default()
+            };
+            let first = self.client.get_opts(path, options).await?;
+            let (size, e_tag) = (first.meta.size, first.meta.e_tag.clone());
+            let head = first.bytes().await?;
+            let end = offset + head.len() as u64;
+            if end >= size {
+                return Ok(head);
+            }
+            let counted = Fetching::count(&self.fetching);
+            let step = request_bytes(size - end, counted.now);
+            let pieces: Vec<Range<u64>> = (end..size)
+                .step_by(step as usize)
+                .map(|a| a..(a + step).min(size))
+                .collect();
+            let fetched: Vec<_> = stream::iter(pieces.iter().cloned())
+                .map(|piece| {
+                    let options = GetOptions {
+                        range: Some(GetRange::Bounded(piece)),
+                        if_match: e_tag.clone(),
+                        ..Default::default()
+                    };
+                    async move { self.client.get_opts(path, options).await?.bytes().await }
+                })
+                .buffered(IN_FLIGHT)
+                .collect()
+                .await;
+            drop(counted);
+            tries += 1;
+            let changed = fetched
+                .iter()
+                .any(|f| matches!(f, Err(object_store::Error::Precondition { .. })));
+            if changed && tries < MAX_REREADS {
+                continue;
+            }
+            let mut whole = Vec::with_capacity((size - offset) as usize);
+            whole.extend_from_slice(&head);
+            for bytes in fetched {
+                whole.extend_from_slice(&bytes?);
+            }
+            return Ok(Bytes::from(whole));
         }
-        let rest =
-            self.batched(path, end..size)
-                .await
-                .map_err(|e| object_store::Error::Generic {
-                    store: "S3",
-                    source: e.into(),
-                })?;
-        Ok(Bytes::from([head, rest].concat()))
     }
 
     /// The bytes `range` of the object at `path`, fetched with the other
@@ -254,11 +286,14 @@ fn assemble(
             break;
         }
         let bytes = bytes.as_ref().map_err(|e| e.to_string())?;
+        if piece.start > at {
+            return Err(format!("{path}: a range no request fetched"));
+        }
         let (from, to) = (
             (at - piece.start) as usize,
             (range.end.min(piece.end) - piece.start) as usize,
         );
-        if piece.start > at || to > bytes.len() {
+        if to > bytes.len() {
             return Err(format!(
                 "{path}: the server sent {} bytes of a range",
                 bytes.len()

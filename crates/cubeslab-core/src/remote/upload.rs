@@ -13,7 +13,9 @@ use std::{
 };
 
 use futures::{StreamExt, TryStreamExt};
-use object_store::{path::Path as Key, ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart};
+use object_store::{
+    path::Path as Key, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, WriteMultipart,
+};
 
 use super::{
     client::{block_on, connect},
@@ -262,10 +264,26 @@ fn upload_store(
         }
     }
     for (_, path) in root_file {
-        block_on(put_file(&client, &root, &path)).map_err(|e| match e {
-            PutError::Client(e) => failed("upload zarr.json (the store's completion)", e),
-            PutError::Local(e) => e,
-        })?;
+        // Only where no root document is (none was, or the old one was deleted above): another
+        // process publishing a store here meanwhile is refused, not mixed with this one.
+        let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+        let only_new = PutOptions {
+            mode: PutMode::Create,
+            ..Default::default()
+        };
+        match block_on(client.put_opts(&root, PutPayload::from(bytes), only_new)) {
+            Ok(_) => {}
+            Err(
+                object_store::Error::AlreadyExists { .. }
+                | object_store::Error::Precondition { .. },
+            ) => {
+                return Err(RemoteError::AlreadyExists {
+                    url: url.to_string(),
+                }
+                .into())
+            }
+            Err(e) => return Err(failed("upload zarr.json (the store's completion)", e)),
+        }
     }
     Ok(())
 }

@@ -47,7 +47,7 @@ impl RemoteVolume {
         let models = if arrays.len() > 1 {
             arrays
                 .iter()
-                .map(|a| stored_array_of(a.metadata(), a.dtype().size(), None, &profile))
+                .map(|a| stored_array_of(a.metadata(), a.dtype().size(), || None, &profile))
                 .collect::<Option<Vec<_>>>()
                 .unwrap_or_default()
         } else {

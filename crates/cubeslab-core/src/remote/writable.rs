@@ -107,8 +107,12 @@ fn refuse_copies(client: &Arc<dyn ObjectStore>, url: &S3Url) -> Result<()> {
         bucket: url.bucket.clone(),
         key: parent.to_string(),
     };
-    let Ok(group) = get_json(client, &group_url.join("zarr.json"), "open the store") else {
-        return Ok(());
+    let group = match get_json(client, &group_url.join("zarr.json"), "open the store") {
+        Ok(group) => group,
+        Err(e) if matches!(e.part::<RemoteError>(), Some(RemoteError::NotFound { .. })) => {
+            return Ok(()); // a lone array
+        }
+        Err(e) => return Err(e),
     };
     let root = group_url.to_string();
     let contents = crate::store::StoreContents::of_node(std::path::Path::new(&root), &group);
@@ -235,8 +239,10 @@ impl ChunkStorage for ObjectChunks {
                 Err(e) => return Err(failed(e)),
             }
         }
-        Err(StoreError::Conflict {
-            path: PathBuf::from(url.to_string()),
+        Err(RemoteError::Failed {
+            url: url.to_string(),
+            operation: "update the metadata".into(),
+            message: format!("other writers changed it on each of {METADATA_TRIES} tries"),
         }
         .into())
     }
