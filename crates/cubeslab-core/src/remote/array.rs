@@ -57,14 +57,15 @@ impl RemoteArray {
             url: url.to_string(),
             what: format!("data type {name:?}"),
         })?;
-        let objects = Arc::new(StoreObjects::new(client, &url.key));
+        let chunk_shape = u64s(metadata.pointer("/chunk_grid/configuration/chunk_shape"))
+            .ok_or_else(|| invalid("a chunk grid that is not regular".into()))?;
+        let shard_bytes = chunk_shape.iter().product::<u64>() * dtype.size() as u64;
+        let objects = Arc::new(StoreObjects::new(client, &url.key, shard_bytes));
         let array = Array::new_with_metadata(objects.clone(), "/", parsed)
             .map_err(|e| invalid(e.to_string()))?;
         if array.shape().len() > MAX_DIMS {
             return Err(invalid(format!("{} dimensions", array.shape().len())).into());
         }
-        let chunk_shape = u64s(metadata.pointer("/chunk_grid/configuration/chunk_shape"))
-            .ok_or_else(|| invalid("a chunk grid that is not regular".into()))?;
         let inner_chunk_shape = metadata
             .get("codecs")
             .and_then(Value::as_array)

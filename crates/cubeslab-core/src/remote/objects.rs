@@ -45,6 +45,9 @@ const MOST_PER_REQUEST: u64 = 4 << 20;
 const STREAMS: u64 = 8;
 /// Reads of a whole object that another writer keeps replacing.
 const MAX_REREADS: usize = 4;
+/// Bytes asked for past a whole object's expected size: its index and
+/// identity block, or a shard a little larger than the last one.
+const EXPECTED_SLACK: u64 = 64 << 10;
 /// Requests of one batch in flight at once.
 const IN_FLIGHT: usize = 32;
 
@@ -61,11 +64,16 @@ pub(super) struct StoreObjects {
     batches: Mutex<HashMap<String, Batch>>,
     /// Batches being fetched now.
     fetching: AtomicU64,
+    /// The expected size of a whole object (a shard): at first the size of
+    /// its elements, then the size of the last one read.
+    whole_size: AtomicU64,
 }
 
 impl StoreObjects {
-    pub fn new(client: Arc<dyn ObjectStore>, prefix: &str) -> Self {
+    /// The objects under `prefix`, shards of about `shard_bytes` each.
+    pub fn new(client: Arc<dyn ObjectStore>, prefix: &str, shard_bytes: u64) -> Self {
         Self {
+            whole_size: AtomicU64::new(shard_bytes),
             client,
             prefix: prefix.trim_matches('/').to_string(),
             indexes: Mutex::new(LruCache::new(
@@ -125,60 +133,91 @@ impl StoreObjects {
     }
 
     /// The object at `path` from `offset` to its end (a whole shard, which
-    /// zarrs asks for when a read covers one): its first
-    /// [`LEAST_PER_REQUEST`] bytes, whose reply says the object's size, then
-    /// the rest cut into requests that run side by side, as a batch's are
-    /// (one response streams slower than several, most of all cold). The
-    /// rest is asked for only as the version the first reply came from
-    /// (`If-Match`), so that a shard replaced meanwhile is read again
-    /// whole, never as parts of two versions.
+    /// zarrs asks for when a read covers one), in requests that run side by
+    /// side, as a batch's are (one response streams slower than several,
+    /// most of all cold). Its size is not known before a reply says it, so
+    /// the requests cover the size expected; those past the end fail and
+    /// are left out, and what lies past the expected size is fetched
+    /// after. Every part must come from one version of the object (its
+    /// entity tag, `If-Match` for the parts after), else it is read again:
+    /// a shard replaced meanwhile is never read as parts of two versions.
     async fn rest_of(&self, path: &Key, offset: u64) -> object_store::Result<Bytes> {
         let mut tries = 0;
         loop {
-            let options = GetOptions {
-                range: Some(GetRange::Bounded(offset..offset + LEAST_PER_REQUEST)),
-                ..Default::default()
-            };
-            let first = self.client.get_opts(path, options).await?;
-            let (size, e_tag) = (first.meta.size, first.meta.e_tag.clone());
-            let head = first.bytes().await?;
-            let end = offset + head.len() as u64;
-            if end >= size {
-                return Ok(head);
-            }
-            let counted = Fetching::count(&self.fetching);
-            let step = request_bytes(size - end, counted.now);
-            let pieces: Vec<Range<u64>> = (end..size)
-                .step_by(step as usize)
-                .map(|a| a..(a + step).min(size))
-                .collect();
-            let fetched: Vec<_> = stream::iter(pieces.iter().cloned())
-                .map(|piece| {
-                    let options = GetOptions {
-                        range: Some(GetRange::Bounded(piece)),
-                        if_match: e_tag.clone(),
-                        ..Default::default()
-                    };
-                    async move { self.client.get_opts(path, options).await?.bytes().await }
-                })
-                .buffered(IN_FLIGHT)
-                .collect()
-                .await;
-            drop(counted);
             tries += 1;
-            let changed = fetched
-                .iter()
-                .any(|f| matches!(f, Err(object_store::Error::Precondition { .. })));
+            let expected = (self.whole_size.load(Ordering::Relaxed) + EXPECTED_SLACK)
+                .saturating_sub(offset)
+                .max(LEAST_PER_REQUEST);
+            let first = self.pieces(path, offset..offset + expected, None).await;
+            let Some(Ok((size, e_tag, _))) = first.first() else {
+                return Err(first.into_iter().next().map_or_else(
+                    || object_store::Error::Generic {
+                        store: "S3",
+                        source: "no request was made".into(),
+                    },
+                    |f| f.expect_err("the first part failed"),
+                ));
+            };
+            let (size, e_tag) = (*size, e_tag.clone());
+            self.whole_size.store(size, Ordering::Relaxed);
+            let mut parts = Vec::new();
+            let mut changed = false;
+            for part in first {
+                match part {
+                    Ok((_, tag, bytes)) => {
+                        changed |= tag != e_tag;
+                        parts.push(bytes);
+                    }
+                    // Past the object's end: nothing there.
+                    Err(_)
+                        if parts.iter().map(Bytes::len).sum::<usize>() as u64 >= size - offset => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            let got = offset + parts.iter().map(Bytes::len).sum::<usize>() as u64;
+            if got < size && !changed {
+                for part in self.pieces(path, got..size, e_tag.clone()).await {
+                    match part {
+                        Ok((_, _, bytes)) => parts.push(bytes),
+                        Err(object_store::Error::Precondition { .. }) => changed = true,
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
             if changed && tries < MAX_REREADS {
                 continue;
             }
-            let mut whole = Vec::with_capacity((size - offset) as usize);
-            whole.extend_from_slice(&head);
-            for bytes in fetched {
-                whole.extend_from_slice(&bytes?);
-            }
-            return Ok(Bytes::from(whole));
+            return Ok(Bytes::from(parts.concat()));
         }
+    }
+
+    /// The bytes `range` of the object at `path`, in requests run side by
+    /// side (of [`request_bytes`]), as that version (`if_match`) if given:
+    /// per request, the object's size and entity tag, and its bytes.
+    async fn pieces(
+        &self,
+        path: &Key,
+        range: Range<u64>,
+        if_match: Option<String>,
+    ) -> Vec<object_store::Result<(u64, Option<String>, Bytes)>> {
+        let counted = Fetching::count(&self.fetching);
+        let step = request_bytes(range.end - range.start, counted.now);
+        stream::iter((range.start..range.end).step_by(step as usize))
+            .map(|a| {
+                let options = GetOptions {
+                    range: Some(GetRange::Bounded(a..(a + step).min(range.end))),
+                    if_match: if_match.clone(),
+                    ..Default::default()
+                };
+                async move {
+                    let got = self.client.get_opts(path, options).await?;
+                    let (size, e_tag) = (got.meta.size, got.meta.e_tag.clone());
+                    Ok((size, e_tag, got.bytes().await?))
+                }
+            })
+            .buffered(IN_FLIGHT)
+            .collect()
+            .await
     }
 
     /// The bytes `range` of the object at `path`, fetched with the other
