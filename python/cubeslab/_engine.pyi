@@ -25,6 +25,16 @@ class ZarrArray:
         cache: int | None = None,
     ) -> None: ...
     @staticmethod
+    def remote(
+        url: str,
+        storage_options: dict[str, str] | None = None,
+        cache: int | None = None,
+        copies: list[str] = ...,
+        threads: int | None = None,
+        in_flight: int | None = None,
+        verify: bool = True,
+    ) -> ZarrArray: ...
+    @staticmethod
     def create(path: _Path, spec: str) -> None: ...
     def write(self, starts: list[int], stops: list[int], steps: list[int], data: _Buffer) -> None: ...
     def flush(self) -> None: ...
@@ -51,42 +61,6 @@ class ZarrArray:
         verify: bool = True,
     ) -> None: ...
     def write_array(self, data: _Buffer, threads: int | None = None) -> None: ...
-
-class RemoteArray:
-    def __init__(
-        self,
-        url: str,
-        storage_options: dict[str, str] | None = None,
-        cache: int | None = None,
-        copies: list[str] = ...,
-        threads: int | None = None,
-        in_flight: int | None = None,
-        verify: bool = True,
-    ) -> None: ...
-    def write(self, starts: list[int], stops: list[int], steps: list[int], data: _Buffer) -> None: ...
-    def flush(self) -> None: ...
-    def cache_info(self) -> str: ...
-    def route(self, starts: list[int], stops: list[int], steps: list[int]) -> int: ...
-    @property
-    def shape(self) -> list[int]: ...
-    @property
-    def dtype(self) -> str: ...
-    @property
-    def chunk_shape(self) -> list[int]: ...
-    @property
-    def inner_chunk_shape(self) -> list[int] | None: ...
-    @property
-    def metadata_json(self) -> str: ...
-    def read_into(
-        self,
-        starts: list[int],
-        stops: list[int],
-        steps: list[int],
-        out: _Buffer,
-        threads: int | None = None,
-        in_flight: int | None = None,
-        verify: bool = True,
-    ) -> None: ...
 
 class ChunkedFileArray:
     def __init__(

@@ -154,8 +154,7 @@ class Array:
             raise InvalidInputError(f"cache={cache!r}: the write cache needs a positive number of bytes")
         self.writable = limit is not None
         if is_remote(self.path):
-            # ZarrArray's methods but write_array (from_numpy writes local arrays only).
-            self._engine: _engine.ZarrArray = _engine.RemoteArray(  # type: ignore[assignment]
+            self._engine = _engine.ZarrArray.remote(
                 self.path, self.storage_options, limit, self.copies, self.settings.threads,
                 self.settings.in_flight, self.settings.verify,
             )  # fmt: skip

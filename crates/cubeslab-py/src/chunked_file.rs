@@ -134,7 +134,7 @@ impl ChunkedFileArray {
         verify: bool,
     ) -> PyResult<()> {
         let window = crate::window(&starts, &stops, &steps)?;
-        let options = crate::read_options(threads, in_flight, verify);
+        let options = crate::array::read_options(threads, in_flight, verify);
         crate::into_buffer(py, &out, |slice| {
             self.inner.read_into(&window, slice, &options)
         })

@@ -4,6 +4,7 @@
 //! GIL, turns a panic into an exception and maps engine errors to the
 //! classes of `cubeslab.errors`.
 
+mod array;
 mod chunked_file;
 mod errors;
 mod options;
@@ -17,217 +18,15 @@ use cubeslab_core::{
     config::Parallelism,
     dtype::DType,
     export::export_segy,
-    handle::ArrayHandle,
     ingest::Ingest as CoreIngest,
     progress::Progress as CoreProgress,
-    store::{ArraySpec, ReadOptions, ZarrArray as CoreArray},
+    store::ZarrArray as CoreArray,
     window::{DimRange, Window},
-    writer::ArrayWriter,
 };
 use pyo3::{buffer::PyBuffer, prelude::*};
 
 use errors::engine;
 use options::{ExportOptions, IngestOptions};
-
-/// An open Zarr v3 array, with the orientation copies its reads may go to.
-#[pyclass(frozen)]
-struct ZarrArray {
-    inner: ArrayHandle,
-}
-
-#[pymethods]
-impl ZarrArray {
-    /// Open `path` for reading, with `copies` of it in other layouts; each
-    /// read goes to the one predicted fastest on `profile` (JSON text;
-    /// default the typical machine) with these read settings. With `cache`
-    /// (bytes), open it for window writes through a write-back cache.
-    #[new]
-    #[pyo3(signature = (path, copies=Vec::new(), profile=None, threads=None, in_flight=None, verify=true, cache=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn open(
-        py: Python<'_>,
-        path: PathBuf,
-        copies: Vec<PathBuf>,
-        profile: Option<&str>,
-        threads: Option<usize>,
-        in_flight: Option<usize>,
-        verify: bool,
-        cache: Option<u64>,
-    ) -> PyResult<Self> {
-        if let Some(limit) = cache {
-            return Ok(Self {
-                inner: engine(py, || ArrayHandle::open_for_writing(&path, limit))?,
-            });
-        }
-        let profile = options::device_profile(profile)?;
-        let options = ReadOptions {
-            parallelism: Parallelism::resolve(threads, in_flight),
-            verify,
-        };
-        Ok(Self {
-            inner: engine(py, || ArrayHandle::open(&path, &copies, profile, &options))?,
-        })
-    }
-
-    /// Create an array from a JSON spec.
-    #[staticmethod]
-    fn create(py: Python<'_>, path: PathBuf, spec: &str) -> PyResult<()> {
-        let spec: ArraySpec = options::array_spec(spec)?;
-        engine(py, || CoreArray::create(&path, &spec).map(drop))
-    }
-
-    /// Index of the array (0 the volume, then the copies) a read of the
-    /// window goes to.
-    fn route(
-        &self,
-        py: Python<'_>,
-        starts: Vec<u64>,
-        stops: Vec<u64>,
-        steps: Vec<u64>,
-    ) -> PyResult<usize> {
-        let window = window(&starts, &stops, &steps)?;
-        engine(py, || self.inner.route(&window))
-    }
-
-    #[getter]
-    fn shape(&self) -> Vec<u64> {
-        self.inner.volume().shape().to_vec()
-    }
-
-    #[getter]
-    fn dtype(&self) -> &'static str {
-        self.inner.volume().dtype().name()
-    }
-
-    #[getter]
-    fn chunk_shape(&self) -> Vec<u64> {
-        self.inner.volume().chunk_shape().to_vec()
-    }
-
-    #[getter]
-    fn inner_chunk_shape(&self) -> Option<Vec<u64>> {
-        self.inner.volume().inner_chunk_shape().map(<[u64]>::to_vec)
-    }
-
-    #[getter]
-    fn metadata_json(&self) -> String {
-        self.inner.volume().metadata().to_string()
-    }
-
-    /// Read the window (start, stop, step per dimension) into `out`, a
-    /// writable C-contiguous buffer of bytes (`ndarray.view(np.uint8)`).
-    #[pyo3(signature = (starts, stops, steps, out, threads=None, in_flight=None, verify=true))]
-    #[allow(clippy::too_many_arguments)]
-    fn read_into(
-        &self,
-        py: Python<'_>,
-        starts: Vec<u64>,
-        stops: Vec<u64>,
-        steps: Vec<u64>,
-        out: PyBuffer<u8>,
-        threads: Option<usize>,
-        in_flight: Option<usize>,
-        verify: bool,
-    ) -> PyResult<()> {
-        let window = window(&starts, &stops, &steps)?;
-        let options = read_options(threads, in_flight, verify);
-        into_buffer(py, &out, |slice| {
-            self.inner.read_into(&window, slice, &options)
-        })
-    }
-
-    /// Write `data` (C-contiguous bytes of the window's shape) into the
-    /// window, through the write-back cache.
-    fn write(
-        &self,
-        py: Python<'_>,
-        starts: Vec<u64>,
-        stops: Vec<u64>,
-        steps: Vec<u64>,
-        data: PyBuffer<u8>,
-    ) -> PyResult<()> {
-        write_window(py, &starts, &stops, &steps, &data, || self.inner.writer())
-    }
-
-    /// Write every cached change to disk.
-    fn flush(&self, py: Python<'_>) -> PyResult<()> {
-        engine(py, || self.inner.writer()?.flush())
-    }
-
-    /// The write-back cache's counts as JSON (`hits`, `misses`,
-    /// `evictions`, `flushes`, `bytes`, `dirty_bytes`, `limit`).
-    fn cache_info(&self, py: Python<'_>) -> PyResult<String> {
-        cache_info(py, || self.inner.writer())
-    }
-
-    /// Write the whole array from a C-contiguous buffer of its bytes.
-    #[pyo3(signature = (data, threads=None))]
-    fn write_array(
-        &self,
-        py: Python<'_>,
-        data: PyBuffer<u8>,
-        threads: Option<usize>,
-    ) -> PyResult<()> {
-        if !data.is_c_contiguous() {
-            return Err(crate::errors::invalid_input("data must be C-contiguous"));
-        }
-        let (ptr, len) = (data.buf_ptr() as usize, data.len_bytes());
-        if self.inner.arrays().len() > 1 {
-            return Err(crate::errors::invalid_input(
-                "this array has orientation copies, which a write would leave behind; write the store anew",
-            ));
-        }
-        let parallelism = Parallelism::resolve(threads, None);
-        engine(py, move || {
-            // SAFETY: `data` keeps the buffer alive for the call; it is only read.
-            let slice = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
-            self.inner.volume().write_array(slice, parallelism)
-        })
-    }
-}
-
-/// Write `data` (C-contiguous bytes of the window's shape) into the window
-/// (start, stop, step per dimension) through the writer `writer` gives.
-pub(crate) fn write_window<'a>(
-    py: Python<'_>,
-    starts: &[u64],
-    stops: &[u64],
-    steps: &[u64],
-    data: &PyBuffer<u8>,
-    writer: impl FnOnce() -> cubeslab_core::error::Result<&'a ArrayWriter> + Send,
-) -> PyResult<()> {
-    if !data.is_c_contiguous() {
-        return Err(crate::errors::invalid_input("data must be C-contiguous"));
-    }
-    let window = window(starts, stops, steps)?;
-    let (ptr, len) = (data.buf_ptr() as usize, data.len_bytes());
-    engine(py, move || {
-        // SAFETY: `data` keeps the buffer alive for the call; it is only read.
-        let slice = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
-        writer()?.write(&window, slice)
-    })
-}
-
-/// The counts of the write-back cache `writer` gives, as JSON.
-pub(crate) fn cache_info<'a>(
-    py: Python<'_>,
-    writer: impl FnOnce() -> cubeslab_core::error::Result<&'a ArrayWriter> + Send,
-) -> PyResult<String> {
-    let info = engine(py, || Ok(writer()?.cache_info()))?;
-    Ok(serde_json::to_string(&info).expect("counts serialise"))
-}
-
-/// A read's settings from the keyword arguments every `read_into` takes.
-pub(crate) fn read_options(
-    threads: Option<usize>,
-    in_flight: Option<usize>,
-    verify: bool,
-) -> ReadOptions {
-    ReadOptions {
-        parallelism: Parallelism::resolve(threads, in_flight),
-        verify,
-    }
-}
 
 /// Run `fill` on the bytes of `out` with the GIL released, after checking
 /// that `out` is writable and C-contiguous.
@@ -535,7 +334,7 @@ fn dtypes() -> Vec<&'static str> {
 
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<ZarrArray>()?;
+    m.add_class::<array::ZarrArray>()?;
     m.add_class::<chunked_file::ChunkedFileArray>()?;
     m.add_class::<Ingest>()?;
     m.add_function(wrap_pyfunction!(run_ingest_task, m)?)?;
@@ -544,7 +343,6 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<IngestOptions>()?;
     m.add_class::<ExportOptions>()?;
     m.add_class::<remote::Publication>()?;
-    m.add_class::<remote::RemoteArray>()?;
     m.add_function(wrap_pyfunction!(remote::location, m)?)?;
     m.add_function(wrap_pyfunction!(remote::stored_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(remote::download, m)?)?;

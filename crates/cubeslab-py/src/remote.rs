@@ -1,30 +1,27 @@
 //! Bindings for stores named by a path or a URL: where a name points, what a
-//! store holds, arrays on object storage, and publishing a store.
+//! store holds, copying to and from object storage, and publishing a store.
 
 use std::{collections::BTreeMap, path::PathBuf};
 
 use cubeslab_core::{
-    config::Parallelism,
     destination::Destination,
-    plan::DeviceProfile,
     remote::{
-        download as core_download, download_store as core_download_store, open_writer,
-        remote_contents, remote_node, stored_bytes as core_stored_bytes,
-        upload_folder as core_upload_folder, Location, RemoteVolume, S3Url, StorageOptions,
+        download as core_download, download_store as core_download_store, remote_contents,
+        remote_node, stored_bytes as core_stored_bytes, upload_folder as core_upload_folder,
+        Location, S3Url, StorageOptions,
     },
-    store::{read_metadata, Durability, ReadOptions, StoreContents, StoreError},
-    writer::ArrayWriter,
+    store::{read_metadata, Durability, StoreContents},
 };
-use pyo3::{buffer::PyBuffer, prelude::*};
+use pyo3::prelude::*;
 
-use crate::{cache_info, errors::engine, into_buffer, window, write_window};
+use crate::errors::engine;
 
 fn parse(py: Python<'_>, text: &str) -> PyResult<Location> {
     engine(py, || Ok(Location::parse(text)?))
 }
 
 /// `text` as an `s3://` URL; anything else is refused.
-fn s3_url(py: Python<'_>, text: &str) -> PyResult<S3Url> {
+pub(crate) fn s3_url(py: Python<'_>, text: &str) -> PyResult<S3Url> {
     match parse(py, text)? {
         Location::S3(url) => Ok(url),
         Location::Local(_) => Err(crate::errors::invalid_input(format!(
@@ -149,154 +146,6 @@ pub fn upload_folder(
     on_s3(py, url, storage_options, |url, options| {
         core_upload_folder(&folder, url, options)
     })
-}
-
-/// An array of a store on object storage, with the orientation copies its
-/// reads may go to; with a write-back cache, open for window writes too.
-#[pyclass(frozen)]
-pub struct RemoteArray {
-    inner: RemoteVolume,
-    writer: Option<ArrayWriter>,
-}
-
-impl RemoteArray {
-    fn writer(&self) -> cubeslab_core::error::Result<&ArrayWriter> {
-        self.writer.as_ref().ok_or_else(|| {
-            StoreError::ReadOnly {
-                path: self.inner.volume().url().to_string().into(),
-            }
-            .into()
-        })
-    }
-}
-
-#[pymethods]
-impl RemoteArray {
-    /// Open the array at `url` (`s3://bucket/key`) with `copies` of it in
-    /// other layouts (URLs), each read going to the one predicted fastest
-    /// for reads with these settings; with `cache` (bytes), for window
-    /// writes through a write-back cache.
-    #[new]
-    #[pyo3(signature = (url, storage_options=None, cache=None, copies=Vec::new(), threads=None, in_flight=None, verify=true))]
-    #[allow(clippy::too_many_arguments)]
-    fn open(
-        py: Python<'_>,
-        url: &str,
-        storage_options: Option<BTreeMap<String, String>>,
-        cache: Option<u64>,
-        copies: Vec<String>,
-        threads: Option<usize>,
-        in_flight: Option<usize>,
-        verify: bool,
-    ) -> PyResult<Self> {
-        let url = s3_url(py, url)?;
-        let copies = copies
-            .iter()
-            .map(|c| s3_url(py, c))
-            .collect::<PyResult<Vec<_>>>()?;
-        let options: StorageOptions = storage_options.unwrap_or_default();
-        let writer = match cache {
-            Some(limit) => Some(engine(py, || open_writer(&url, &options, limit))?),
-            None => None,
-        };
-        let read = ReadOptions {
-            parallelism: Parallelism::resolve_remote(threads, in_flight),
-            verify,
-        };
-        Ok(Self {
-            inner: engine(py, || {
-                RemoteVolume::open(&url, &copies, &options, DeviceProfile::typical(), &read)
-            })?,
-            writer,
-        })
-    }
-
-    /// Write `data` (C-contiguous bytes of the window's shape) into the
-    /// window, through the write-back cache.
-    fn write(
-        &self,
-        py: Python<'_>,
-        starts: Vec<u64>,
-        stops: Vec<u64>,
-        steps: Vec<u64>,
-        data: PyBuffer<u8>,
-    ) -> PyResult<()> {
-        write_window(py, &starts, &stops, &steps, &data, || self.writer())
-    }
-
-    /// Write every cached change to the store.
-    fn flush(&self, py: Python<'_>) -> PyResult<()> {
-        engine(py, || self.writer()?.flush())
-    }
-
-    /// The write-back cache's counts as JSON.
-    fn cache_info(&self, py: Python<'_>) -> PyResult<String> {
-        cache_info(py, || self.writer())
-    }
-
-    /// Index of the array (0 the volume, then the copies) a read of the
-    /// window goes to.
-    fn route(
-        &self,
-        py: Python<'_>,
-        starts: Vec<u64>,
-        stops: Vec<u64>,
-        steps: Vec<u64>,
-    ) -> PyResult<usize> {
-        let window = window(&starts, &stops, &steps)?;
-        engine(py, || self.inner.route(&window))
-    }
-
-    #[getter]
-    fn shape(&self) -> Vec<u64> {
-        self.inner.volume().shape().to_vec()
-    }
-
-    #[getter]
-    fn dtype(&self) -> &'static str {
-        self.inner.volume().dtype().name()
-    }
-
-    #[getter]
-    fn chunk_shape(&self) -> Vec<u64> {
-        self.inner.volume().chunk_shape().to_vec()
-    }
-
-    #[getter]
-    fn inner_chunk_shape(&self) -> Option<Vec<u64>> {
-        self.inner.volume().inner_chunk_shape().map(<[u64]>::to_vec)
-    }
-
-    #[getter]
-    fn metadata_json(&self) -> String {
-        self.inner.volume().metadata().to_string()
-    }
-
-    /// Read the window (start, stop, step per dimension) into `out`, a
-    /// writable C-contiguous buffer of bytes.
-    #[pyo3(signature = (starts, stops, steps, out, threads=None, in_flight=None, verify=true))]
-    #[allow(clippy::too_many_arguments)]
-    fn read_into(
-        &self,
-        py: Python<'_>,
-        starts: Vec<u64>,
-        stops: Vec<u64>,
-        steps: Vec<u64>,
-        out: PyBuffer<u8>,
-        threads: Option<usize>,
-        in_flight: Option<usize>,
-        verify: bool,
-    ) -> PyResult<()> {
-        let window = window(&starts, &stops, &steps)?;
-        let options = ReadOptions {
-            parallelism: Parallelism::resolve_remote(threads, in_flight),
-            verify,
-        };
-        into_buffer(py, &out, |slice| match &self.writer {
-            Some(writer) => writer.read_into(&window, slice, &options),
-            None => self.inner.read_into(&window, slice, &options),
-        })
-    }
 }
 
 /// A store written in a staging folder and published only when complete:

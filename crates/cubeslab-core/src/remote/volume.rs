@@ -1,20 +1,24 @@
-//! An array on object storage with its orientation copies, each read going
-//! to the one predicted fastest for its window, as on a local store
-//! (`route.rs`).
+//! An array on object storage as a caller holds it, as `handle.rs` holds a
+//! local one: for reading, with its orientation copies, each read going to
+//! the one predicted fastest for its window (`route.rs`); or open for
+//! writing, through a write-back cache.
 
-use super::{RemoteArray, S3Url, StorageOptions};
+use super::{open_writer, RemoteArray, S3Url, StorageOptions};
 use crate::{
     error::Result,
     plan::{stored_array_of, DeviceProfile},
     route::Router,
     store::{ReadOptions, StoreError},
     window::Window,
+    writer::ArrayWriter,
 };
 
-/// The volume (first) and its copies.
+/// The volume (first) and its copies, and the write-back cache of one open
+/// for writing.
 pub struct RemoteVolume {
     arrays: Vec<RemoteArray>,
     router: Router,
+    writer: Option<ArrayWriter>,
 }
 
 impl RemoteVolume {
@@ -56,6 +60,38 @@ impl RemoteVolume {
         Ok(Self {
             router: Router::new(models, profile, read),
             arrays,
+            writer: None,
+        })
+    }
+
+    /// Open the array at `url` for reading and window writes, through a
+    /// write-back cache of at most `cache_limit` bytes (refused for a
+    /// volume with orientation copies, which a write would leave behind).
+    pub fn open_for_writing(
+        url: &S3Url,
+        options: &StorageOptions,
+        cache_limit: u64,
+    ) -> Result<Self> {
+        let writer = open_writer(url, options, cache_limit)?;
+        let mut volume = Self::open(
+            url,
+            &[],
+            options,
+            DeviceProfile::typical(),
+            &ReadOptions::default(),
+        )?;
+        volume.writer = Some(writer);
+        Ok(volume)
+    }
+
+    /// The write-back cache of a volume open for writing; an error naming
+    /// the array for one opened to read.
+    pub fn writer(&self) -> Result<&ArrayWriter> {
+        self.writer.as_ref().ok_or_else(|| {
+            StoreError::ReadOnly {
+                path: self.volume().url().to_string().into(),
+            }
+            .into()
         })
     }
 
@@ -71,8 +107,12 @@ impl RemoteVolume {
         Ok(self.router.route(window))
     }
 
-    /// Read `window` from the array predicted fastest into `out`.
+    /// Read `window` from the array predicted fastest into `out` (through
+    /// the cache, its writes included, for a volume open for writing).
     pub fn read_into(&self, window: &Window, out: &mut [u8], options: &ReadOptions) -> Result<()> {
+        if let Some(writer) = &self.writer {
+            return writer.read_into(window, out, options);
+        }
         self.arrays[self.route(window)?].read_into(window, out, options)
     }
 }
