@@ -301,7 +301,6 @@ def ingest(
         profile=None if remote and profile is None else measure_first(store, profile, source_bytes, progress),
         storage_options=storage_options_of(store),
     )  # fmt: skip
-    step = 2 * (threads or _engine.default_parallelism()[0])
     if client is not None and remote and views:
         # Refused before anything is written; the engine would refuse it after the scan.
         raise InvalidInputError(
@@ -317,8 +316,6 @@ def ingest(
             cluster_ingest.run_on_cluster(
                 job, cluster, os.path.abspath(source), segy_options, handle, storage_options_of(store)
             )
-        while job.step(step) > 0:
-            pass
         return job.finish()
 
     try:

@@ -62,21 +62,52 @@ impl AmplitudeStats {
     /// float32, the common case, in independent lanes the compiler can
     /// vectorise: an ingest counts every sample it decodes.
     fn add_f32(&mut self, bytes: &[u8]) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2, checked just above.
+            return unsafe { self.add_f32_avx2(bytes) };
+        }
+        self.add_f32_lanes(bytes)
+    }
+
+    /// [`Self::add_f32_lanes`] compiled for AVX2: four doubles a step
+    /// instead of two, twice as fast here, and the ingest's largest cost
+    /// after its copies.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn add_f32_avx2(&mut self, bytes: &[u8]) {
+        self.add_f32_lanes(bytes)
+    }
+
+    /// In lanes the compiler turns into vector instructions: the selects
+    /// and comparisons below, not `f32::min` and its NaN rules, which do
+    /// not vectorise.
+    #[inline(always)]
+    fn add_f32_lanes(&mut self, bytes: &[u8]) {
         const LANES: usize = 8;
         let mut count = [0u64; LANES];
         let (mut sum, mut squares) = ([0f64; LANES], [0f64; LANES]);
         let (mut low, mut high) = ([f32::INFINITY; LANES], [f32::NEG_INFINITY; LANES]);
         let mut blocks = bytes.chunks_exact(4 * LANES);
         for block in &mut blocks {
+            let mut v = [0f32; LANES];
+            for (k, value) in v.iter_mut().enumerate() {
+                *value = f32::from_ne_bytes(block[4 * k..4 * k + 4].try_into().expect("element"));
+            }
             for k in 0..LANES {
-                let v = f32::from_ne_bytes(block[4 * k..4 * k + 4].try_into().expect("element"));
-                let finite = v.is_finite();
-                let x = if finite { v as f64 } else { 0.0 };
+                let x = v[k];
+                let finite = x.abs() < f32::INFINITY; // false for NaN too
+                let d = if finite { x as f64 } else { 0.0 };
                 count[k] += finite as u64;
-                sum[k] += x;
-                squares[k] += x * x;
-                low[k] = if finite { low[k].min(v) } else { low[k] };
-                high[k] = if finite { high[k].max(v) } else { high[k] };
+                sum[k] += d;
+                squares[k] += d * d;
+                let (l, h) = if finite {
+                    (x, x)
+                } else {
+                    (f32::INFINITY, f32::NEG_INFINITY)
+                };
+                low[k] = if l < low[k] { l } else { low[k] };
+                high[k] = if h > high[k] { h } else { high[k] };
             }
         }
         for k in 0..LANES {

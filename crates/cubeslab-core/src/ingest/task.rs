@@ -64,8 +64,9 @@ fn read_bytes(per_task: u64) -> u64 {
 /// The ingest's work: its tasks, and how many run at once.
 pub(crate) struct TaskPlan {
     pub tasks: Vec<IngestTask>,
-    /// Tasks run at once, each on its own thread: as many as the threads,
-    /// or fewer when a task's buffers need more of the memory bound.
+    /// Tasks run at once, each on its own thread: one more than the
+    /// threads when the memory bound holds them, else as many as the
+    /// threads, or fewer when a task's buffers need more of the bound.
     pub workers: usize,
     /// How many times the source is read: 1, unless a column of shards
     /// does not fit the memory bound even with one task at a time.
@@ -105,7 +106,11 @@ pub(crate) fn plan(
         .collect();
     let nz = grid[nt];
     let whole = layout.ingest_task_bytes(shape, elem) + read;
-    let (workers, z_per_task) = if whole * threads <= memory_limit {
+    let (workers, z_per_task) = if whole * (threads + 1) <= memory_limit {
+        // One task more than threads: a thread writing its shards to the
+        // device waits on it, and the others' work fills the gap.
+        (threads + 1, nz)
+    } else if whole * threads <= memory_limit {
         (threads, nz)
     } else if whole <= memory_limit {
         (memory_limit / whole, nz)

@@ -8,6 +8,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
+use super::direct_write::{write_direct, DIRECT_MIN_BYTES};
 use crate::{error::Result, Error};
 
 /// How far a write has gone when it returns.
@@ -28,10 +29,14 @@ pub fn write_atomic(path: &Path, bytes: &[u8], durability: Durability) -> Result
     fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let tmp = temporary_name(path);
     let write = || -> std::io::Result<()> {
-        let mut f = fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
+        let direct = bytes.len() >= DIRECT_MIN_BYTES && write_direct(&tmp, bytes)?;
+        if !direct {
+            fs::File::create(&tmp)?.write_all(bytes)?;
+        }
         if durability == Durability::Synced {
-            f.sync_all()?;
+            // Direct writes reach the device, but the file's size and
+            // blocks are metadata that only a flush makes durable.
+            fs::File::open(&tmp)?.sync_all()?;
         }
         fs::rename(&tmp, path)
     };

@@ -15,6 +15,7 @@ mod checksum;
 mod claims;
 mod contents;
 mod decoded;
+mod direct_write;
 mod error;
 mod group;
 mod identity;
