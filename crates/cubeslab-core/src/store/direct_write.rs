@@ -104,7 +104,7 @@ pub fn write_direct(path: &Path, bytes: &[u8]) -> io::Result<bool> {
             }
             at += n;
         }
-        if bytes.len() % ALIGN != 0 {
+        if !bytes.len().is_multiple_of(ALIGN) {
             file.set_len(bytes.len() as u64)?;
         }
         Ok(true)
