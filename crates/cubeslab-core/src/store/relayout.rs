@@ -7,7 +7,7 @@
 
 use rayon::prelude::*;
 
-use super::{ReadOptions, StoreError, ZarrArray};
+use super::{ReadOptions, ShardBuilder, StoreError, ZarrArray};
 use crate::{
     config::Parallelism,
     error::Result,
@@ -60,7 +60,14 @@ impl ZarrArray {
                 .product::<u64>()
                 * elem as u64
         };
-        while window_bytes(&group) + workers_bytes > memory_limit {
+        // Shards one element deep along the last dimension (time slices)
+        // are cut from a copy of the window with that dimension moved first,
+        // where each is a run of whole rows: cut from the window itself, each
+        // would gather single elements across all of it.
+        let inner = self.inner_chunk_shape().unwrap_or(self.chunk_shape());
+        let turned = nd >= 2 && inner[nd - 1] == 1;
+        let copies = if turned { 2 } else { 1 };
+        while copies * window_bytes(&group) + workers_bytes > memory_limit {
             let Some(d) = (0..nd).filter(|&d| group[d] > 1).max_by_key(|&d| group[d]) else {
                 break;
             };
@@ -71,7 +78,7 @@ impl ZarrArray {
             parallelism,
             verify: true,
         };
-        let mut buffer = Vec::new();
+        let (mut buffer, mut last_first) = (Vec::new(), Vec::new());
         for g in 0..groups.iter().product::<u64>() {
             progress.check()?;
             let at = unravel(g, &groups);
@@ -88,7 +95,25 @@ impl ZarrArray {
             buffer.resize(window.num_elements() as usize * elem, 0);
             source.read_into(&window, &mut buffer, &read)?;
             let held: Vec<u64> = (0..nd).map(|d| group[d].min(grid[d] - first[d])).collect();
-            let buffer = &buffer;
+            let depth = sides[nd - 1] as usize;
+            let cut = if turned && depth > 1 {
+                move_last_first(&buffer, depth, elem, &mut last_first, parallelism);
+                let mut turned_sides = vec![sides[nd - 1]];
+                turned_sides.extend_from_slice(&sides[..nd - 1]);
+                Cut {
+                    window: &window,
+                    from: &last_first,
+                    sides: turned_sides,
+                    turned: true,
+                }
+            } else {
+                Cut {
+                    window: &window,
+                    from: &buffer,
+                    sides,
+                    turned: false,
+                }
+            };
             parallelism.pool().install(|| {
                 (0..held.iter().product::<u64>())
                     .into_par_iter()
@@ -96,26 +121,7 @@ impl ZarrArray {
                         let pos = unravel(k, &held);
                         let indices: Vec<u64> = (0..nd).map(|d| first[d] + pos[d]).collect();
                         let mut builder = self.shard_builder(&indices)?;
-                        let inner = builder.inner_shape().to_vec();
-                        let cps = builder.chunks_per_shard().to_vec();
-                        let mut written = 0u64;
-                        for i in 0..cps.iter().product::<u64>() {
-                            let c = unravel(i, &cps);
-                            // The chunk's corner inside the window, and its sides there.
-                            let mut corner = vec![0u64; nd];
-                            let mut extent = vec![0u64; nd];
-                            for d in 0..nd {
-                                let start = (indices[d] * cps[d] + c[d]) * inner[d];
-                                let stop = (start + inner[d]).min(shape[d]);
-                                corner[d] = start - window.dims[d].start;
-                                extent[d] = stop.saturating_sub(start);
-                            }
-                            let Some(chunk) = builder.chunk_mut(i as usize) else {
-                                continue; // wholly outside the array
-                            };
-                            copy_block(buffer, &sides, &corner, chunk, &inner, &extent, elem);
-                            written += extent.iter().product::<u64>() * elem as u64;
-                        }
+                        let written = cut.fill(&mut builder, &indices, &shape, elem);
                         // A copy's errors against its (already decoded) source are not
                         // the data's errors: those are the main array's, recorded at ingest.
                         self.write_shard(builder)?;
@@ -125,6 +131,62 @@ impl ZarrArray {
             })?;
         }
         Ok(())
+    }
+}
+
+/// A window of the source read into memory, from which shards are cut.
+struct Cut<'a> {
+    window: &'a Window,
+    /// The window's elements, C order over `sides`.
+    from: &'a [u8],
+    sides: Vec<u64>,
+    /// `from` holds the window with its last dimension moved first.
+    turned: bool,
+}
+
+impl Cut<'_> {
+    /// Fill every chunk of `builder`, the shard at `indices`, from the
+    /// window; returns the bytes filled.
+    fn fill(&self, builder: &mut ShardBuilder, indices: &[u64], shape: &[u64], elem: usize) -> u64 {
+        let nd = shape.len();
+        let inner = builder.inner_shape().to_vec();
+        let cps = builder.chunks_per_shard().to_vec();
+        // A chunk one element deep has the bytes of its shape with that side first.
+        let mut chunk_shape = inner.clone();
+        if self.turned {
+            chunk_shape.rotate_right(1);
+        }
+        let mut written = 0u64;
+        for i in 0..cps.iter().product::<u64>() {
+            let c = unravel(i, &cps);
+            // The chunk's corner inside the window, and its sides there.
+            let mut corner = vec![0u64; nd];
+            let mut extent = vec![0u64; nd];
+            for d in 0..nd {
+                let start = (indices[d] * cps[d] + c[d]) * inner[d];
+                let stop = (start + inner[d]).min(shape[d]);
+                corner[d] = start - self.window.dims[d].start;
+                extent[d] = stop.saturating_sub(start);
+            }
+            let Some(chunk) = builder.chunk_mut(i as usize) else {
+                continue; // wholly outside the array
+            };
+            if self.turned {
+                corner.rotate_right(1);
+                extent.rotate_right(1);
+            }
+            copy_block(
+                self.from,
+                &self.sides,
+                &corner,
+                chunk,
+                &chunk_shape,
+                &extent,
+                elem,
+            );
+            written += extent.iter().product::<u64>() * elem as u64;
+        }
+        written
     }
 }
 
@@ -191,6 +253,43 @@ pub(super) fn copy_block(
     }
 }
 
+/// Rows of `window` at a time in each task of [`move_last_first`]: their
+/// `depth` elements each, read once, go to `depth` runs of the output.
+const TURN_ROWS: usize = 1024;
+
+/// `window`, C-order rows of `depth` elements of `elem` bytes, into `out`
+/// with that last dimension moved first (a transpose of rows x depth),
+/// in parallel over blocks of rows.
+fn move_last_first(
+    window: &[u8],
+    depth: usize,
+    elem: usize,
+    out: &mut Vec<u8>,
+    parallelism: Parallelism,
+) {
+    let rows = window.len() / (depth * elem);
+    out.resize(window.len(), 0);
+    // Each block's piece of every output row: disjoint, so tasks share none.
+    let blocks = rows.div_ceil(TURN_ROWS);
+    let mut pieces: Vec<Vec<&mut [u8]>> = (0..blocks).map(|_| Vec::with_capacity(depth)).collect();
+    for row in out.chunks_mut(rows * elem) {
+        for (b, piece) in row.chunks_mut(TURN_ROWS * elem).enumerate() {
+            pieces[b].push(piece);
+        }
+    }
+    parallelism.pool().install(|| {
+        pieces.into_par_iter().enumerate().for_each(|(b, mut to)| {
+            let first = b * TURN_ROWS;
+            for r in 0..to[0].len() / elem {
+                let src = (first + r) * depth * elem;
+                for (l, piece) in to.iter_mut().enumerate() {
+                    copy_run(window, src + l * elem, piece, r * elem, elem);
+                }
+            }
+        })
+    });
+}
+
 /// Rows shorter than this are copied by [`copy_run`], element sizes known.
 const SHORT_ROW_BYTES: usize = 64;
 
@@ -225,7 +324,8 @@ mod tests {
     #[test]
     fn a_copy_into_another_layout_holds_the_same_values_edges_included() {
         let dir = tempfile::tempdir().unwrap();
-        let shape = vec![13u64, 7, 29];
+        // Over TURN_ROWS rows of 29: time-slice copies turn it in several blocks.
+        let shape = vec![41u64, 67, 29];
         let spec = |chunks: Vec<u64>, inner: Vec<u64>| ArraySpec {
             shape: shape.clone(),
             dtype: DType::Float32,
@@ -247,12 +347,14 @@ mod tests {
         from.write_array(&data, Parallelism::resolve(Some(2), None))
             .unwrap();
         for (chunks, inner, limit) in [
-            (vec![1, 7, 29], vec![1, 7, 29], 1 << 30),
-            (vec![13, 7, 1], vec![13, 7, 1], 1 << 30),
+            (vec![1, 67, 29], vec![1, 67, 29], 1 << 30),
+            (vec![41, 67, 1], vec![41, 67, 1], 1 << 30),
+            (vec![40, 67, 2], vec![20, 67, 1], 1 << 30),
+            (vec![16, 67, 1], vec![16, 67, 1], 64 << 10),
             (vec![6, 3, 10], vec![3, 3, 5], 4096),
         ] {
             let to = ZarrArray::create(
-                dir.path().join(format!("to{}", chunks[0])),
+                dir.path().join(format!("to{chunks:?}{inner:?}")),
                 &spec(chunks, inner),
             )
             .unwrap();
