@@ -86,7 +86,7 @@ impl Design {
             .volume
             .as_ref()
             .unwrap_or(&options.layout)
-            .choose(&shape, dtype.size(), &planner)
+            .choose(&shape, dtype.size(), &planner, 1)
             .map_err(|what| StoreError::Unsupported {
                 path: store.clone(),
                 what,
@@ -230,7 +230,7 @@ fn plan_views(
         }
         if let Some(layout) = recorded.get(&name).and_then(|v| v["layout"].as_str()) {
             let plan = Strategy::parse(layout)?
-                .choose(shape, dtype.size(), planner)?
+                .choose(shape, dtype.size(), planner, 1)?
                 .remove(0);
             let array = recorded[&name]["array"]
                 .as_str()
@@ -256,7 +256,7 @@ fn plan_views(
         let mut fitted = alone.rank_one_read_per_shard(shape, dtype.size(), &window);
         let plan = if fitted.is_empty() {
             Strategy::Auto
-                .choose(shape, dtype.size(), &alone)?
+                .choose(shape, dtype.size(), &alone, 1)?
                 .remove(0)
         } else {
             fitted.remove(0)

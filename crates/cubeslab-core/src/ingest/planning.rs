@@ -70,9 +70,7 @@ pub fn plan_layout(
             request.setup.threads,
         ),
     };
-    let ranked = strategy.choose(shape, dtype.size(), &planner)?;
-    Ok(ranked
-        .into_iter()
-        .take(request.top.unwrap_or(DEFAULT_TOP).max(1))
-        .collect())
+    let keep = request.top.unwrap_or(DEFAULT_TOP).max(1);
+    let ranked = strategy.choose(shape, dtype.size(), &planner, keep)?;
+    Ok(ranked.into_iter().take(keep).collect())
 }

@@ -11,6 +11,7 @@
 //! * [`strategy`]: `--layout` names: `auto`, `cube:N`, `pyrus-formula`, shapes.
 
 pub mod access;
+mod best;
 pub mod cost;
 pub mod layout;
 pub mod measure;

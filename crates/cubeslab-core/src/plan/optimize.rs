@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use super::{
     access::AccessMix,
+    best::BestScores,
     cost::{predict_both, ChunkCodec, Prediction, ReadSetup, StoredArray},
     layout::{shard_fitting, shard_for, Layout, ShardGrowth},
     profile::DeviceProfile,
@@ -50,6 +51,10 @@ pub enum CacheState {
     /// [`StateWeights`] (the default).
     Both,
 }
+
+/// The best layouts of the first round that [`Planner::rank`] tries again
+/// with other shards.
+const FINALISTS: usize = 24;
 
 /// How many plans a request returns unless it says (the pick and four runners-up).
 pub const DEFAULT_TOP: usize = 5;
@@ -199,6 +204,20 @@ impl Planner {
 
     /// Predict every access of the mix for `layout` on an array of `shape`.
     pub fn evaluate(&self, shape: &[u64], elem: usize, layout: &Layout) -> Evaluated {
+        self.evaluate_within(shape, elem, layout, f64::INFINITY)
+            .expect("no score is above infinity")
+    }
+
+    /// [`Self::evaluate`], or None as soon as the accesses predicted score
+    /// above `bound`: the score is the slowest access, so the rest cannot
+    /// lower it.
+    fn evaluate_within(
+        &self,
+        shape: &[u64],
+        elem: usize,
+        layout: &Layout,
+        bound: f64,
+    ) -> Option<Evaluated> {
         let array = StoredArray {
             shape: shape.to_vec(),
             elem,
@@ -206,34 +225,30 @@ impl Planner {
             codec: self.codec.clone(),
         };
         let weights = StateWeights::of(self.state, &self.profile, &self.setup);
-        let accesses: Vec<AccessCost> = self
-            .mix
-            .accesses
-            .iter()
-            .map(|(access, weight)| {
-                let window = access.window(shape);
-                let (warm, cold) = predict_both(&array, &window, &self.setup, &self.profile);
-                let seconds = weights.apply(warm.seconds, cold.seconds);
-                AccessCost {
-                    access: access.name(shape.len()),
-                    weight: *weight,
-                    window: window.dims.iter().map(|r| [r.start, r.stop]).collect(),
-                    warm,
-                    cold,
-                    objective: weight * seconds,
-                }
-            })
-            .collect();
-        let slowest = |time: fn(&AccessCost) -> f64| {
-            accesses
-                .iter()
-                .map(|a| a.weight * time(a))
-                .fold(0.0, f64::max)
-        };
-        let score = weights.apply(slowest(|a| a.warm.seconds), slowest(|a| a.cold.seconds));
+        let mut accesses: Vec<AccessCost> = Vec::with_capacity(self.mix.accesses.len());
+        let (mut slowest_warm, mut slowest_cold) = (0.0f64, 0.0f64);
+        for (access, weight) in &self.mix.accesses {
+            let window = access.window(shape);
+            let (warm, cold) = predict_both(&array, &window, &self.setup, &self.profile);
+            slowest_warm = slowest_warm.max(weight * warm.seconds);
+            slowest_cold = slowest_cold.max(weight * cold.seconds);
+            if weights.apply(slowest_warm, slowest_cold) > bound {
+                return None;
+            }
+            let seconds = weights.apply(warm.seconds, cold.seconds);
+            accesses.push(AccessCost {
+                access: access.name(shape.len()),
+                weight: *weight,
+                window: window.dims.iter().map(|r| [r.start, r.stop]).collect(),
+                warm,
+                cold,
+                objective: weight * seconds,
+            });
+        }
+        let score = weights.apply(slowest_warm, slowest_cold);
         let total = accesses.iter().map(|a| a.objective).sum();
         let (chunks, shards) = layout.counts(shape);
-        Evaluated {
+        Some(Evaluated {
             layout: layout.clone(),
             score,
             weights,
@@ -242,27 +257,59 @@ impl Planner {
             chunks,
             shards,
             accesses,
-        }
+        })
     }
 
     /// Every admissible layout tried, best first: all inner chunk shapes
     /// from a ladder of sides with default shards, then the best of those
     /// with every shard growth rule and with each access's fitting shard.
     pub fn rank(&self, shape: &[u64], elem: usize) -> Vec<Evaluated> {
-        let inners = inner_candidates(shape, elem, self.block, self.codec.ratio());
-        let mut first: Vec<Evaluated> = inners
-            .par_iter()
-            .filter_map(|inner| {
-                let layout = self.fit(
-                    Layout::with_default_shards(inner.clone(), shape, elem),
-                    shape,
-                    elem,
-                )?;
-                Some(self.evaluate(shape, elem, &layout))
-            })
-            .collect();
+        self.rank_best(shape, elem, usize::MAX)
+    }
+
+    /// [`Self::rank`] for the `keep` best alone: they are ranked as there,
+    /// and layouts that cannot be among them (nor among the finalists) are
+    /// left out of the list, most of them unfinished. An ingest needs only
+    /// its pick: this halves the planning of one.
+    pub fn rank_best(&self, shape: &[u64], elem: usize, keep: usize) -> Vec<Evaluated> {
+        let best = BestScores::new(keep.max(FINALISTS));
+        let evaluate = |layout: &Layout| {
+            let e = self.evaluate_within(shape, elem, layout, best.bound())?;
+            best.offer(e.score);
+            Some(e)
+        };
+        let first_round = |inners: &[Vec<u64>]| -> Vec<Evaluated> {
+            inners
+                .par_iter()
+                .filter_map(|inner| {
+                    let layout = self.fit(
+                        Layout::with_default_shards(inner.clone(), shape, elem),
+                        shape,
+                        elem,
+                    )?;
+                    evaluate(&layout)
+                })
+                .collect()
+        };
+        // Sides that are powers of two first: a coarse ladder whose best
+        // come near the pick and bound the rest tightly from the start.
+        let (coarse, fine): (Vec<Vec<u64>>, Vec<Vec<u64>>) =
+            inner_candidates(shape, elem, self.block, self.codec.ratio())
+                .into_iter()
+                .partition(|inner| {
+                    inner
+                        .iter()
+                        .zip(shape)
+                        .all(|(&c, &n)| c.is_power_of_two() || c == n)
+                });
+        let mut first = first_round(&coarse);
+        first.append(&mut first_round(&fine));
         sort(&mut first);
-        let finalists: Vec<Layout> = first.iter().take(24).map(|e| e.layout.clone()).collect();
+        let finalists: Vec<Layout> = first
+            .iter()
+            .take(FINALISTS)
+            .map(|e| e.layout.clone())
+            .collect();
         let mut second: Vec<Evaluated> = finalists
             .par_iter()
             .flat_map_iter(|l| {
@@ -288,7 +335,7 @@ impl Planner {
                     .filter(|c| c != l)
                     .collect::<Vec<_>>()
             })
-            .map(|layout| self.evaluate(shape, elem, &layout))
+            .filter_map(|layout| evaluate(&layout))
             .collect();
         first.append(&mut second);
         sort(&mut first);
@@ -451,6 +498,24 @@ mod tests {
         assert!(sides.contains(&12) && sides.contains(&16));
         assert!(sides.windows(2).all(|w| w[0] < w[1]));
         assert_eq!(side_candidates(1), vec![1]);
+    }
+
+    #[test]
+    fn ranking_the_best_alone_ranks_them_as_ranking_all_does() {
+        for shape in [[120u64, 160, 200], [600, 800, 1000]] {
+            let p = planner(AccessMix::planes(3));
+            let all = p.rank(&shape, 4);
+            for keep in [1, 5] {
+                let best = p.rank_best(&shape, 4, keep);
+                assert!(
+                    best.len() < all.len(),
+                    "layouts that cannot win are left out"
+                );
+                for (a, b) in all.iter().zip(&best).take(keep) {
+                    assert_eq!((&a.layout, a.score, a.total), (&b.layout, b.score, b.total));
+                }
+            }
+        }
     }
 
     #[test]

@@ -102,12 +102,13 @@ impl Strategy {
     }
 
     /// The layout this strategy gives an array of `shape`, with its predicted
-    /// costs; for `auto`, the runners-up follow the pick.
+    /// costs; for `auto`, up to `keep - 1` runners-up follow the pick.
     pub fn choose(
         &self,
         shape: &[u64],
         elem: usize,
         planner: &Planner,
+        keep: usize,
     ) -> Result<Vec<Evaluated>, String> {
         let fixed = |inner: Vec<u64>| -> Layout {
             let inner: Vec<u64> = inner
@@ -122,7 +123,7 @@ impl Strategy {
         };
         let layout = match self {
             Self::Auto => {
-                let ranked = planner.rank(shape, elem);
+                let ranked = planner.rank_best(shape, elem, keep);
                 if ranked.is_empty() {
                     return Err(format!(
                         "no chunk shape for an array of shape {shape:?} fits the bounds (chunks of 4 KiB to 16 MiB, \
