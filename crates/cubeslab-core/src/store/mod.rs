@@ -11,6 +11,7 @@
 mod array;
 mod array_write;
 mod atomic;
+mod block_copy;
 mod checksum;
 mod claims;
 mod contents;

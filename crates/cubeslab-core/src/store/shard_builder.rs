@@ -8,7 +8,7 @@ use std::{borrow::Cow, num::NonZeroU64};
 use zarrs::array::{ArrayBytes, ArrayToBytesCodecTraits, CodecOptions};
 
 use super::{
-    checksum::crc32c, relayout::copy_block, shard_codecs::InnerCodecs, write_atomic, zstd_chunk,
+    block_copy::copy_block, checksum::crc32c, shard_codecs::InnerCodecs, write_atomic, zstd_chunk,
     Durability, StoreError, ZarrArray,
 };
 use crate::{
