@@ -267,10 +267,9 @@ impl Planner {
         self.rank_best(shape, elem, usize::MAX)
     }
 
-    /// [`Self::rank`] for the `keep` best alone: they are ranked as there,
-    /// and layouts that cannot be among them (nor among the finalists) are
-    /// left out of the list, most of them unfinished. An ingest needs only
-    /// its pick: this halves the planning of one.
+    /// [`Self::rank`] for the `keep` best alone, ranked as there; layouts
+    /// that cannot be among them (nor the finalists) are left out, most of
+    /// them unfinished: a third of an ingest's planning, which keeps one.
     pub fn rank_best(&self, shape: &[u64], elem: usize, keep: usize) -> Vec<Evaluated> {
         let best = BestScores::new(keep.max(FINALISTS));
         let evaluate = |layout: &Layout| {
