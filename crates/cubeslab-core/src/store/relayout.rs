@@ -101,8 +101,8 @@ impl ZarrArray {
             let depth = sides[nd - 1] as usize;
             let cut = if turned && depth > 1 {
                 move_last_first(&buffer, depth, elem, &mut last_first, parallelism);
-                let mut turned_sides = vec![sides[nd - 1]];
-                turned_sides.extend_from_slice(&sides[..nd - 1]);
+                let mut turned_sides = sides.clone();
+                turned_sides.rotate_right(1); // as Cut::fill turns each chunk's corner
                 Cut {
                     window: &window,
                     from: &last_first,
