@@ -153,6 +153,10 @@ impl Ingest {
         // Idempotent: on a resume it rewrites the same metadata and coordinates.
         let arrays =
             survey::create_arrays(&store, &source, &geometry, &names, &layout, &amplitude)?;
+        // A task's shards go to the next task: never more than were held at once.
+        arrays
+            .amplitude
+            .recycle_buffers(options.memory_limit as usize);
         let view_arrays = views
             .iter()
             .map(|v| {

@@ -7,7 +7,7 @@ use crate::{
     error::Result,
     progress::Progress,
     segy::{header_field, Geometry, SegyFile, TRACE_HEADER_LEN},
-    store::{ShardBuilder, ZarrArray},
+    store::{Prefill, ShardBuilder, ZarrArray},
     window::{strides, unravel},
 };
 
@@ -187,14 +187,16 @@ impl IngestTask {
         arrays: &TaskArrays,
         progress: &Progress,
     ) -> Result<(AmplitudeStats, Option<ChunkErrors>)> {
+        // Every trace there: `fill` writes every element inside the array.
+        let prefill = if self.live_traces(geometry) == self.block_cells().1.iter().product::<u64>()
+        {
+            Prefill::EdgeChunks
+        } else {
+            Prefill::FillValue
+        };
         let mut shards: Vec<ShardBuilder> = self
-            .z_shards
-            .clone()
-            .map(|z| {
-                let mut indices = self.block.clone();
-                indices.push(z);
-                arrays.amplitude.shard_builder(&indices)
-            })
+            .shard_indices()
+            .map(|indices| arrays.amplitude.shard_builder(&indices, prefill))
             .collect::<Result<_>>()?;
         let (_, aux, stats) = self.fill(source, geometry, &mut shards, progress)?;
         let mut errors: Option<ChunkErrors> = None;
@@ -238,6 +240,11 @@ impl IngestTask {
 
     /// Source bytes this task reads: the live traces of its block, whole.
     pub fn source_bytes(&self, geometry: &impl CellTraces, trace_len: u64) -> u64 {
+        self.live_traces(geometry) * trace_len
+    }
+
+    /// How many cells of the block have a trace.
+    fn live_traces(&self, geometry: &impl CellTraces) -> u64 {
         let nt = self.shape.len() - 1;
         let (lo, extent) = self.block_cells();
         let mut live = 0u64;
@@ -251,7 +258,7 @@ impl IngestTask {
                 live += 1;
             }
         }
-        live * trace_len
+        live
     }
 
     /// This task narrowed to the one shard along the samples at `z` (of

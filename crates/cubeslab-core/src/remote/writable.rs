@@ -178,7 +178,7 @@ impl ChunkStorage for ObjectChunks {
         let (bytes, errors) = self.encoder.encode_chunk(indices, data)?;
         let put = block_on(self.client.put_opts(
             &Key::from(url.key.as_str()),
-            PutPayload::from(bytes),
+            PutPayload::from(bytes.to_vec()),
             PutOptions {
                 mode,
                 ..Default::default()

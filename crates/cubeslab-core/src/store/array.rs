@@ -20,7 +20,7 @@ use super::{
     metadata::{metadata_error, read_metadata, u64_list},
     shard::ShardFile,
     shard_codecs::Sharding,
-    write_json_atomic, ArraySpec, Durability, StoreError,
+    write_json_atomic, ArraySpec, BufferPool, Durability, StoreError,
 };
 use crate::{
     config::Parallelism,
@@ -70,6 +70,9 @@ pub struct ZarrArray {
     name: String,
     /// Decoded chunks of compressed shards, for reads that come back to them.
     pub(super) decoded: DecodedCache,
+    /// Shard buffers written and kept for the next shards built
+    /// ([`Self::recycle_buffers`]).
+    pub(super) buffers: BufferPool,
 }
 
 impl std::fmt::Debug for ZarrArray {
@@ -155,6 +158,7 @@ impl ZarrArray {
             generation,
             name,
             decoded: DecodedCache::new(decoded_cache_bytes()),
+            buffers: BufferPool::default(),
         })
     }
 
@@ -386,6 +390,13 @@ impl ZarrArray {
                 })?;
         }
         Ok(())
+    }
+
+    /// Keep up to `bytes` of the buffers of shards written, for the next
+    /// shards built: for a writer that builds many (an ingest), within
+    /// the memory it planned for them. 0, the default, keeps none.
+    pub fn recycle_buffers(&self, bytes: usize) {
+        self.buffers.set_limit(bytes);
     }
 
     /// Drop a cached open shard (after it was rewritten).

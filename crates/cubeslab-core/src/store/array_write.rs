@@ -6,7 +6,7 @@ use std::{borrow::Cow, num::NonZeroU64};
 use rayon::prelude::*;
 use zarrs::array::{ArrayBytes, CodecOptions};
 
-use super::{write_atomic, Durability, StoreError, ZarrArray};
+use super::{write_atomic_aligned, AlignedBuffer, Durability, Prefill, StoreError, ZarrArray};
 use crate::{
     compress::ChunkErrors,
     config::Parallelism,
@@ -20,8 +20,9 @@ impl ZarrArray {
     /// full chunk shape and write it atomically. For a lossily compressed
     /// sharded array, the error of what was written.
     pub fn write_chunk(&self, indices: &[u64], data: &[u8]) -> Result<Option<ChunkErrors>> {
-        let (encoded, errors) = self.encode_chunk(indices, data)?;
-        write_atomic(&self.chunk_path(indices), &encoded, Durability::Cached)?;
+        let (mut encoded, errors) = self.encode_chunk(indices, data)?;
+        write_atomic_aligned(&self.chunk_path(indices), &mut encoded, Durability::Cached)?;
+        self.buffers.give(encoded);
         self.forget_shard(indices);
         Ok(errors)
     }
@@ -34,7 +35,7 @@ impl ZarrArray {
         &self,
         indices: &[u64],
         data: &[u8],
-    ) -> Result<(Vec<u8>, Option<ChunkErrors>)> {
+    ) -> Result<(AlignedBuffer, Option<ChunkErrors>)> {
         use zarrs::array::ArrayToBytesCodecTraits;
         let key = self.array.chunk_key(indices);
         let codec_error = |message: String| -> Error {
@@ -60,7 +61,7 @@ impl ZarrArray {
         }
         if self.sharded.is_some() {
             // The engine writes its shards itself (with their identity).
-            let mut builder = self.shard_builder(indices)?;
+            let mut builder = self.shard_builder(indices, Prefill::EdgeChunks)?;
             builder.fill_from(data);
             return self.encode_shard(builder);
         }
@@ -76,7 +77,9 @@ impl ZarrArray {
                 &options,
             )
             .map_err(|e| codec_error(e.to_string()))?;
-        Ok((encoded.into_owned(), None))
+        let mut bytes = self.buffers.take(encoded.len());
+        bytes.extend_from_slice(&encoded);
+        Ok((bytes, None))
     }
 
     /// Write the whole array from `data` (native-endian C-order bytes of

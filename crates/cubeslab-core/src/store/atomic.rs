@@ -8,7 +8,10 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use super::direct_write::{write_direct, DIRECT_MIN_BYTES};
+use super::{
+    aligned_buffer::AlignedBuffer,
+    direct_write::{write_direct, write_direct_aligned, DIRECT_MIN_BYTES},
+};
 use crate::{error::Result, Error};
 
 /// How far a write has gone when it returns.
@@ -25,14 +28,42 @@ pub enum Durability {
 
 /// Write `bytes` to `path` atomically, creating parent directories.
 pub fn write_atomic(path: &Path, bytes: &[u8], durability: Durability) -> Result<()> {
+    replace(path, durability, |tmp| {
+        let direct = bytes.len() >= DIRECT_MIN_BYTES && write_direct(tmp, bytes)?;
+        if !direct {
+            fs::File::create(tmp)?.write_all(bytes)?;
+        }
+        Ok(())
+    })
+}
+
+/// [`write_atomic`] of bytes in an aligned buffer, which a direct write
+/// hands the device without copying them.
+pub fn write_atomic_aligned(
+    path: &Path,
+    buffer: &mut AlignedBuffer,
+    durability: Durability,
+) -> Result<()> {
+    replace(path, durability, |tmp| {
+        let direct = buffer.len() >= DIRECT_MIN_BYTES && write_direct_aligned(tmp, buffer)?;
+        if !direct {
+            fs::File::create(tmp)?.write_all(buffer)?;
+        }
+        Ok(())
+    })
+}
+
+/// Write a temporary sibling of `path` with `write`, then rename it over `path`.
+fn replace(
+    path: &Path,
+    durability: Durability,
+    write: impl FnOnce(&Path) -> std::io::Result<()>,
+) -> Result<()> {
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
     fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let tmp = temporary_name(path);
-    let write = || -> std::io::Result<()> {
-        let direct = bytes.len() >= DIRECT_MIN_BYTES && write_direct(&tmp, bytes)?;
-        if !direct {
-            fs::File::create(&tmp)?.write_all(bytes)?;
-        }
+    let written = || -> std::io::Result<()> {
+        write(&tmp)?;
         if durability == Durability::Synced {
             // Direct writes reach the device, but the file's size and
             // blocks are metadata that only a flush makes durable.
@@ -40,7 +71,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8], durability: Durability) -> Result
         }
         fs::rename(&tmp, path)
     };
-    write().map_err(|e| {
+    written().map_err(|e| {
         let _ = fs::remove_file(&tmp);
         Error::io(path, e)
     })?;

@@ -9,58 +9,26 @@
 //! from one reused buffer per thread.
 
 use std::{
-    alloc::{alloc_zeroed, dealloc, Layout},
     cell::RefCell,
-    fs::OpenOptions,
+    fs::{File, OpenOptions},
     io,
     os::unix::fs::{FileExt, OpenOptionsExt},
     path::Path,
 };
+
+use super::aligned_buffer::{AlignedBuffer, ALIGN};
 
 /// Files at least this large are written directly; smaller ones (metadata,
 /// small shards) through the page cache, where one write costs less than
 /// a device round trip.
 pub const DIRECT_MIN_BYTES: usize = 1 << 20;
 
-/// Offsets, lengths and buffer addresses of direct writes are multiples of
-/// this: the largest logical block size of common devices.
-const ALIGN: usize = 4096;
-
-/// Bytes per direct write, and the size of each thread's buffer.
+/// Bytes per direct write of bytes that are not in an aligned buffer: the
+/// size of each thread's buffer they are copied through.
 const PIECE: usize = 4 << 20;
 
-/// A zeroed buffer of [`PIECE`] bytes aligned to [`ALIGN`].
-struct Aligned(*mut u8);
-
-impl Aligned {
-    fn layout() -> Layout {
-        Layout::from_size_align(PIECE, ALIGN).expect("a valid constant layout")
-    }
-
-    fn new() -> Self {
-        // SAFETY: the layout has a non-zero size.
-        let ptr = unsafe { alloc_zeroed(Self::layout()) };
-        if ptr.is_null() {
-            std::alloc::handle_alloc_error(Self::layout());
-        }
-        Self(ptr)
-    }
-
-    fn bytes(&mut self) -> &mut [u8] {
-        // SAFETY: `self.0` points to PIECE bytes owned by this value.
-        unsafe { std::slice::from_raw_parts_mut(self.0, PIECE) }
-    }
-}
-
-impl Drop for Aligned {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout.
-        unsafe { dealloc(self.0, Self::layout()) }
-    }
-}
-
 thread_local! {
-    static BUFFER: RefCell<Option<Aligned>> = const { RefCell::new(None) };
+    static BUFFER: RefCell<AlignedBuffer> = RefCell::new(AlignedBuffer::default());
 }
 
 /// Whether the file system refused direct I/O (tmpfs, some network file
@@ -69,46 +37,75 @@ fn refused(e: &io::Error) -> bool {
     e.raw_os_error() == Some(libc::EINVAL)
 }
 
-/// Write `bytes` as the whole content of a new file at `path`, directly to
-/// the device. `Ok(false)` when the file system does not take direct
-/// writes; the file may then exist, partly written, and the caller writes
-/// it again through the page cache.
-pub fn write_direct(path: &Path, bytes: &[u8]) -> io::Result<bool> {
-    let file = match OpenOptions::new()
+/// A new file at `path` open for direct writes; `None` if the file system
+/// takes none.
+fn create_direct(path: &Path) -> io::Result<Option<File>> {
+    match OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
         .custom_flags(libc::O_DIRECT)
         .open(path)
     {
-        Ok(file) => file,
-        Err(e) if refused(&e) => return Ok(false),
-        Err(e) => return Err(e),
+        Ok(file) => Ok(Some(file)),
+        Err(e) if refused(&e) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Write `padded` (aligned, whole blocks) at `at`; `false` if the device
+/// refused or wrote less: a short write would leave an unaligned remainder,
+/// which direct I/O refuses, so the caller writes the file again instead.
+fn write_blocks(file: &File, padded: &[u8], at: u64) -> io::Result<bool> {
+    match file.write_at(padded, at) {
+        Ok(written) => Ok(written == padded.len()),
+        Err(e) if refused(&e) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Write `bytes` as the whole content of a new file at `path`, directly to
+/// the device, copied through this thread's aligned buffer. `Ok(false)`
+/// when the file system does not take direct writes; the file may then
+/// exist, partly written, and the caller writes it again through the page
+/// cache.
+pub fn write_direct(path: &Path, bytes: &[u8]) -> io::Result<bool> {
+    let Some(file) = create_direct(path)? else {
+        return Ok(false);
     };
-    BUFFER.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        let buffer = slot.get_or_insert_with(Aligned::new).bytes();
+    BUFFER.with_borrow_mut(|buffer| {
         let mut at = 0;
         while at < bytes.len() {
             let n = PIECE.min(bytes.len() - at);
-            buffer[..n].copy_from_slice(&bytes[at..at + n]);
-            let padded = n.next_multiple_of(ALIGN);
-            buffer[n..padded].fill(0);
-            // A short write would leave an unaligned remainder, which direct
-            // I/O refuses: the caller writes the file again instead.
-            match file.write_at(&buffer[..padded], at as u64) {
-                Ok(written) if written == padded => {}
-                Ok(_) => return Ok(false),
-                Err(e) if refused(&e) => return Ok(false),
-                Err(e) => return Err(e),
+            buffer.clear();
+            buffer.extend_from_slice(&bytes[at..at + n]);
+            if !write_blocks(&file, buffer.padded(), at as u64)? {
+                return Ok(false);
             }
             at += n;
         }
-        if !bytes.len().is_multiple_of(ALIGN) {
-            file.set_len(bytes.len() as u64)?;
-        }
-        Ok(true)
+        finish(&file, bytes.len())
     })
+}
+
+/// [`write_direct`] of bytes already in an aligned buffer: no copy.
+pub fn write_direct_aligned(path: &Path, buffer: &mut AlignedBuffer) -> io::Result<bool> {
+    let Some(file) = create_direct(path)? else {
+        return Ok(false);
+    };
+    let len = buffer.len();
+    if !write_blocks(&file, buffer.padded(), 0)? {
+        return Ok(false);
+    }
+    finish(&file, len)
+}
+
+/// Cut the padding of the last block off.
+fn finish(file: &File, len: usize) -> io::Result<bool> {
+    if !len.is_multiple_of(ALIGN) {
+        file.set_len(len as u64)?;
+    }
+    Ok(true)
 }
 
 #[cfg(test)]
@@ -116,7 +113,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_direct_write_holds_exactly_the_bytes_at_every_length() {
+    fn a_direct_write_holds_exactly_the_bytes_at_every_length_copied_or_not() {
         let dir = tempfile::tempdir().unwrap();
         for len in [
             1,
@@ -133,6 +130,14 @@ mod tests {
                 return; // this file system takes no direct writes: nothing to check
             }
             assert_eq!(std::fs::read(&path).unwrap(), bytes, "length {len}");
+            let mut aligned = AlignedBuffer::default();
+            aligned.extend_from_slice(&bytes);
+            assert!(write_direct_aligned(&path, &mut aligned).unwrap());
+            assert_eq!(
+                std::fs::read(&path).unwrap(),
+                bytes,
+                "length {len}, aligned"
+            );
         }
     }
 }

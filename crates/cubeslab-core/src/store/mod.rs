@@ -8,6 +8,7 @@
 //! buffer — one copy, no per-chunk file open. Everything else (for example
 //! MDIO's unsharded blosc arrays) is read through `zarrs` itself.
 
+mod aligned_buffer;
 mod array;
 mod array_write;
 mod atomic;
@@ -33,8 +34,9 @@ mod task_order;
 mod truncation;
 mod zstd_chunk;
 
+pub use aligned_buffer::{AlignedBuffer, BufferPool};
 pub use array::{ReadOptions, ZarrArray};
-pub use atomic::{sync_tree, write_atomic, write_json_atomic, Durability};
+pub use atomic::{sync_tree, write_atomic, write_atomic_aligned, write_json_atomic, Durability};
 pub use checksum::crc32c;
 pub use contents::{StoreContents, VIEWS_ATTR, VIEW_ARRAY_KEY};
 pub use decoded::{decoded_cache_bytes, DEFAULT_DECODED_CACHE_BYTES};
@@ -44,7 +46,7 @@ pub use identity::{new_generation, record_generation, recorded_generation};
 pub use lock::{live_holder, process_alive, StoreLock, WRITE_LOCK_FILE};
 pub use metadata::read_metadata;
 pub use publish::{first_foreign_entry, staging_path, Publication};
-pub use shard_builder::ShardBuilder;
+pub use shard_builder::{Prefill, ShardBuilder};
 pub use sharded::{pieces_per_thread, SERIAL_BYTES};
 pub use spec::ArraySpec;
 pub use task_order::{Task, TaskOrder};

@@ -9,7 +9,7 @@ use rayon::prelude::*;
 
 use super::{
     block_copy::{copy_block, copy_run},
-    ReadOptions, ShardBuilder, StoreError, ZarrArray,
+    Prefill, ReadOptions, ShardBuilder, StoreError, ZarrArray,
 };
 use crate::{
     config::Parallelism,
@@ -82,6 +82,7 @@ impl ZarrArray {
             verify: true,
         };
         let (mut buffer, mut last_first) = (Vec::new(), Vec::new());
+        self.recycle_buffers(workers_bytes as usize);
         for g in 0..groups.iter().product::<u64>() {
             progress.check()?;
             let at = unravel(g, &groups);
@@ -123,7 +124,7 @@ impl ZarrArray {
                     .try_for_each(|k| {
                         let pos = unravel(k, &held);
                         let indices: Vec<u64> = (0..nd).map(|d| first[d] + pos[d]).collect();
-                        let mut builder = self.shard_builder(&indices)?;
+                        let mut builder = self.shard_builder(&indices, Prefill::EdgeChunks)?;
                         let written = cut.fill(&mut builder, &indices, &shape, elem);
                         // A copy's errors against its (already decoded) source are not
                         // the data's errors: those are the main array's, recorded at ingest.
@@ -133,6 +134,7 @@ impl ZarrArray {
                     })
             })?;
         }
+        self.recycle_buffers(0);
         Ok(())
     }
 }

@@ -8,8 +8,8 @@ use std::{borrow::Cow, num::NonZeroU64};
 use zarrs::array::{ArrayBytes, ArrayToBytesCodecTraits, CodecOptions};
 
 use super::{
-    block_copy::copy_block, checksum::crc32c, shard_codecs::InnerCodecs, write_atomic, zstd_chunk,
-    Durability, StoreError, ZarrArray,
+    block_copy::copy_block, checksum::crc32c, shard_codecs::InnerCodecs, write_atomic_aligned,
+    zstd_chunk, AlignedBuffer, Durability, StoreError, ZarrArray,
 };
 use crate::{
     compress::{ChunkErrors, ErrorStats},
@@ -23,6 +23,17 @@ const IDENTITY_ROOM: usize = 256;
 /// Marks an absent inner chunk in a shard index.
 const ABSENT: u64 = u64::MAX;
 
+/// What the chunks of a new [`ShardBuilder`] hold before the caller fills them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prefill {
+    /// The fill value, everywhere: for a caller that may leave elements unwritten.
+    FillValue,
+    /// The fill value only in chunks that cross the array's edge; the others
+    /// hold stale bytes, for a caller that writes every element inside the
+    /// array (which then costs no pass over the shard beforehand).
+    EdgeChunks,
+}
+
 /// One shard under construction.
 pub struct ShardBuilder {
     indices: Vec<u64>,
@@ -32,7 +43,7 @@ pub struct ShardBuilder {
     /// Where each inner chunk's elements start in `data`; `None` for chunks
     /// wholly outside the array (they are left out of the shard).
     slots: Vec<Option<usize>>,
-    data: Vec<u8>,
+    data: AlignedBuffer,
 }
 
 impl ShardBuilder {
@@ -47,15 +58,36 @@ impl ShardBuilder {
         fill: &[u8],
         gap: usize,
     ) -> Self {
+        Self::in_buffer(
+            indices,
+            [shape, inner, cps],
+            fill,
+            gap,
+            AlignedBuffer::default(),
+            Prefill::FillValue,
+        )
+    }
+
+    /// [`Self::new`] in `data` (emptied first), prefilled as `prefill` says.
+    fn in_buffer(
+        indices: &[u64],
+        [shape, inner, cps]: [&[u64]; 3],
+        fill: &[u8],
+        gap: usize,
+        mut data: AlignedBuffer,
+        prefill: Prefill,
+    ) -> Self {
         let elems = inner.iter().product::<u64>() as usize;
         let chunk_bytes = elems * fill.len();
         let n: u64 = cps.iter().product();
         let mut slots = Vec::with_capacity(n as usize);
+        let mut edge = Vec::with_capacity(n as usize);
         let mut next = 0usize;
         for i in 0..n {
             let pos = unravel(i, cps);
-            let inside =
-                (0..inner.len()).all(|d| (indices[d] * cps[d] + pos[d]) * inner[d] < shape[d]);
+            let origin = |d: usize| (indices[d] * cps[d] + pos[d]) * inner[d];
+            let inside = (0..inner.len()).all(|d| origin(d) < shape[d]);
+            edge.push((0..inner.len()).any(|d| origin(d) + inner[d] > shape[d]));
             slots.push(inside.then(|| {
                 let at = next;
                 next += chunk_bytes + gap;
@@ -64,12 +96,15 @@ impl ShardBuilder {
         }
         // Room for the identity block and the index too, so finishing the
         // shard never reallocates (and copies) it.
-        let mut data = Vec::with_capacity(next + IDENTITY_ROOM + slots.len() * 16 + 4);
+        data.clear();
+        data.reserve(next + IDENTITY_ROOM + slots.len() * 16 + 4);
+        data.resize_stale(next);
         let template = fill.repeat(elems);
-        for slot in &slots {
-            if slot.is_some() {
-                data.extend_from_slice(&template);
-                data.extend_from_slice(&[0u8; 4][..gap]);
+        for (slot, edge) in slots.iter().zip(edge) {
+            if let Some(at) = *slot {
+                if edge || prefill == Prefill::FillValue {
+                    data[at..at + chunk_bytes].copy_from_slice(&template);
+                }
             }
         }
         ShardBuilder {
@@ -144,8 +179,8 @@ impl ShardBuilder {
 }
 
 impl ZarrArray {
-    /// Start building the shard at `indices`.
-    pub fn shard_builder(&self, indices: &[u64]) -> Result<ShardBuilder> {
+    /// Start building the shard at `indices`, in a buffer from the array's pool.
+    pub fn shard_builder(&self, indices: &[u64], prefill: Prefill) -> Result<ShardBuilder> {
         let sharded = self
             .sharded
             .as_ref()
@@ -159,13 +194,18 @@ impl ZarrArray {
             InnerCodecs::Raw { crc: true } => 4,
             _ => 0,
         };
-        Ok(ShardBuilder::new(
-            indices,
-            &self.shape,
+        let sides = [
+            &self.shape[..],
             &sharded.inner_shape,
             &sharded.layout.chunks_per_shard,
-            &self.fill,
-            gap,
+        ];
+        let chunks: u64 = sharded.layout.chunks_per_shard.iter().product();
+        let bytes = sharded.inner_shape.iter().product::<u64>() as usize * self.fill.len() + gap;
+        let buffer = self
+            .buffers
+            .take(chunks as usize * (bytes + 16) + IDENTITY_ROOM + 4);
+        Ok(ShardBuilder::in_buffer(
+            indices, sides, &self.fill, gap, buffer, prefill,
         ))
     }
 
@@ -174,15 +214,19 @@ impl ZarrArray {
     /// compared with what was written: the errors are returned.
     pub fn write_shard(&self, builder: ShardBuilder) -> Result<Option<ChunkErrors>> {
         let indices = builder.indices.clone();
-        let (shard, errors) = self.encode_shard(builder)?;
-        write_atomic(&self.chunk_path(&indices), &shard, Durability::Cached)?;
+        let (mut shard, errors) = self.encode_shard(builder)?;
+        write_atomic_aligned(&self.chunk_path(&indices), &mut shard, Durability::Cached)?;
+        self.buffers.give(shard);
         self.forget_shard(&indices);
         Ok(errors)
     }
 
     /// The shard's bytes, finished as [`Self::write_shard`] writes them,
     /// and their errors for lossy codecs.
-    pub fn encode_shard(&self, builder: ShardBuilder) -> Result<(Vec<u8>, Option<ChunkErrors>)> {
+    pub fn encode_shard(
+        &self,
+        mut builder: ShardBuilder,
+    ) -> Result<(AlignedBuffer, Option<ChunkErrors>)> {
         let sharded = self
             .sharded
             .as_ref()
@@ -196,7 +240,7 @@ impl ZarrArray {
         let mut errors: Option<ChunkErrors> = None;
         let mut shard = match &sharded.codecs {
             InnerCodecs::Raw { crc } => {
-                let mut data = builder.data;
+                let mut data = std::mem::take(&mut builder.data);
                 let gap = if *crc { 4 } else { 0 };
                 for slot in &builder.slots {
                     match *slot {
@@ -218,9 +262,9 @@ impl ZarrArray {
                 checksum,
                 crc,
             } => {
-                let mut out = Vec::with_capacity(
-                    builder.data.len() + IDENTITY_ROOM + builder.slots.len() * 16 + 4,
-                );
+                let mut out = self
+                    .buffers
+                    .take(builder.data.len() + IDENTITY_ROOM + builder.slots.len() * 16 + 4);
                 for slot in &builder.slots {
                     match *slot {
                         Some(at) => {
@@ -254,7 +298,7 @@ impl ZarrArray {
                     .map(|&c| NonZeroU64::new(c).expect("chunk sides are positive"))
                     .collect();
                 let options = CodecOptions::default().with_concurrent_target(1);
-                let mut out = Vec::with_capacity(builder.data.len() / 2);
+                let mut out = self.buffers.take(builder.data.len() / 2);
                 let mut measured = sharded.lossy.then(ChunkErrors::default);
                 for (i, slot) in builder.slots.iter().enumerate() {
                     match *slot {
@@ -317,6 +361,8 @@ impl ZarrArray {
                 out
             }
         };
+        // The chunks as built, if they were encoded into another buffer.
+        self.buffers.give(std::mem::take(&mut builder.data));
         if !sharded.layout.index_at_end {
             return Err(StoreError::Unsupported {
                 path: self.dir.clone(),

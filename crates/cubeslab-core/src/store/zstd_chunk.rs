@@ -7,6 +7,8 @@
 
 use std::cell::RefCell;
 
+use super::AlignedBuffer;
+
 thread_local! {
     static DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
     static COMPRESSOR: RefCell<Option<(i32, bool, zstd::bulk::Compressor<'static>)>> = const { RefCell::new(None) };
@@ -43,7 +45,7 @@ pub(super) fn compress_into(
     data: &[u8],
     level: i32,
     checksum: bool,
-    out: &mut Vec<u8>,
+    out: &mut AlignedBuffer,
 ) -> Result<(), String> {
     COMPRESSOR.with_borrow_mut(|c| {
         if !matches!(c, Some((l, k, _)) if *l == level && *k == checksum) {
