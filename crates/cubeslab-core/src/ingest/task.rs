@@ -7,7 +7,7 @@ use crate::{
     error::Result,
     progress::Progress,
     segy::{header_field, Geometry, SegyFile, TRACE_HEADER_LEN},
-    store::{Prefill, ShardBuilder, ZarrArray},
+    store::{copy_run, Prefill, ShardBuilder, ZarrArray},
     window::{strides, unravel},
 };
 
@@ -378,9 +378,7 @@ impl IngestTask {
                         let n = ((z0 + inner[nt]).min(ns) - z0) as usize;
                         let at = elem_base as usize * elem;
                         if let Some(chunk) = shards[j].chunk_mut((chunk_base + kz) as usize) {
-                            let from = z0 as usize * elem;
-                            chunk[at..at + n * elem]
-                                .copy_from_slice(&decoded[from..from + n * elem]);
+                            copy_run(&decoded, z0 as usize * elem, chunk, at, n * elem);
                         }
                     }
                 }

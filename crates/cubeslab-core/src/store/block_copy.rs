@@ -69,13 +69,43 @@ pub(super) fn copy_block(
 /// Rows shorter than this are copied by [`copy_run`], element sizes known.
 const SHORT_ROW_BYTES: usize = 64;
 
-/// Copy `n` bytes; the common element sizes as single moves.
+/// Copy `n` bytes; the common element sizes as single moves, and runs up
+/// to 64 bytes (a chunk's depth of a trace) as two fixed-size moves that
+/// overlap, not a call to `memcpy` each.
 #[inline(always)]
-pub(super) fn copy_run(from: &[u8], src: usize, to: &mut [u8], dst: usize, n: usize) {
+pub(crate) fn copy_run(from: &[u8], src: usize, to: &mut [u8], dst: usize, n: usize) {
     match n {
         4 => to[dst..dst + 4].copy_from_slice(&from[src..src + 4]),
         8 => to[dst..dst + 8].copy_from_slice(&from[src..src + 8]),
         2 => to[dst..dst + 2].copy_from_slice(&from[src..src + 2]),
+        17..=32 => copy_overlapping::<16>(from, src, to, dst, n),
+        33..=64 => copy_overlapping::<32>(from, src, to, dst, n),
         _ => to[dst..dst + n].copy_from_slice(&from[src..src + n]),
+    }
+}
+
+/// Copy `n` bytes (`N <= n <= 2N`) as the first `N` and the last `N`.
+#[inline(always)]
+fn copy_overlapping<const N: usize>(from: &[u8], src: usize, to: &mut [u8], dst: usize, n: usize) {
+    let head: [u8; N] = from[src..src + N].try_into().expect("N bytes");
+    let tail: [u8; N] = from[src + n - N..src + n].try_into().expect("N bytes");
+    to[dst..dst + N].copy_from_slice(&head);
+    to[dst + n - N..dst + n].copy_from_slice(&tail);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::copy_run;
+
+    #[test]
+    fn a_run_of_every_length_lands_whole_and_alone() {
+        let from: Vec<u8> = (0..200u8).collect();
+        for n in 0..=80 {
+            let mut to = vec![0xAAu8; 200];
+            copy_run(&from, 7, &mut to, 13, n);
+            let mut want = vec![0xAAu8; 200];
+            want[13..13 + n].copy_from_slice(&from[7..7 + n]);
+            assert_eq!(to, want, "{n} bytes");
+        }
     }
 }

@@ -37,6 +37,7 @@ mod zstd_chunk;
 pub use aligned_buffer::{AlignedBuffer, BufferPool};
 pub use array::{ReadOptions, ZarrArray};
 pub use atomic::{sync_tree, write_atomic, write_atomic_aligned, write_json_atomic, Durability};
+pub(crate) use block_copy::copy_run;
 pub use checksum::crc32c;
 pub use contents::{StoreContents, VIEWS_ATTR, VIEW_ARRAY_KEY};
 pub use decoded::{decoded_cache_bytes, DEFAULT_DECODED_CACHE_BYTES};
