@@ -1,6 +1,7 @@
 //! An open SEG-Y file: its file headers parsed and checked, its trace layout
 //! known, and positioned reads of headers and traces.
 
+use memmap2::{Advice, Mmap, MmapOptions};
 use std::{
     fs::File,
     os::unix::fs::FileExt,
@@ -14,7 +15,7 @@ use super::{
     text::{decode_text, TextEncoding},
     SegyError,
 };
-use crate::{error::Result, Error};
+use crate::{error::Result, store::Watched, Error};
 
 /// Bytes in a trace header.
 pub const TRACE_HEADER_LEN: usize = 240;
@@ -159,6 +160,27 @@ impl SegyFile {
         })
     }
 
+    /// The traces mapped into memory, for reading many headers without
+    /// copying the samples between them.
+    pub fn map_traces(&self) -> Result<MappedTraces<'_>> {
+        let len = self.traces * self.trace_len;
+        // SAFETY: the file is only read. Another program cutting it short
+        // meanwhile is caught (`Watched`) and reported by `MappedTraces::check`.
+        let map = unsafe {
+            MmapOptions::new()
+                .offset(self.data_start)
+                .len(len as usize)
+                .map(&self.file)
+        }
+        .map_err(|e| Error::io(&self.path, e))?;
+        let watched = Watched::new(map.as_ptr(), map.len());
+        Ok(MappedTraces {
+            file: self,
+            watched,
+            map,
+        })
+    }
+
     /// The textual header (first 3200 bytes) as text.
     pub fn text(&self) -> String {
         decode_text(&self.text_raw[..TEXT_LEN as usize], self.text_encoding)
@@ -169,6 +191,45 @@ impl SegyFile {
         (0..self.samples)
             .map(|i| self.first_sample_ms + i as f64 * self.interval_us / 1000.0)
             .collect()
+    }
+}
+
+/// How many times the bytes asked for [`MappedTraces::traces`] asks the kernel to read.
+const READ_AHEAD: usize = 4;
+
+/// The traces of a [`SegyFile`], mapped.
+pub struct MappedTraces<'a> {
+    file: &'a SegyFile,
+    // Unregistered before the mapping goes (fields drop in this order).
+    watched: Watched,
+    map: Mmap,
+}
+
+impl MappedTraces<'_> {
+    /// The bytes of traces `first..first + count`, asking the kernel to
+    /// read them and as many after them ahead: a cold file is then read in
+    /// large requests, several at once.
+    pub fn traces(&self, first: u64, count: u64) -> &[u8] {
+        let len = self.file.trace_len as usize;
+        let (start, n) = (first as usize * len, count as usize * len);
+        let ahead = (READ_AHEAD * n).min(self.map.len() - start);
+        let _ = self.map.advise_range(Advice::WillNeed, start, ahead);
+        &self.map[start..start + n]
+    }
+
+    /// Fail if the file was cut short while mapped: the bytes read past its
+    /// new end were zeros, not the file's.
+    pub fn check(&self) -> Result<()> {
+        if self.watched.cut_short() {
+            return Err(Error::io(
+                &self.file.path,
+                std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "the file was cut short while its trace headers were read",
+                ),
+            ));
+        }
+        Ok(())
     }
 }
 

@@ -7,7 +7,7 @@ use rayon::prelude::*;
 use super::{fields::header_field, outliers, SegyError, SegyFile, TRACE_HEADER_LEN};
 use crate::{config::Parallelism, error::Result, progress::Progress};
 
-/// Bytes of consecutive traces a scan reads at once.
+/// Bytes of consecutive traces a scan task reads.
 const SCAN_BLOCK_BYTES: u64 = 4 << 20;
 
 /// Marks a grid cell that no trace fills.
@@ -169,20 +169,26 @@ impl Geometry {
                 .into());
             }
         }
-        // Traces are read in blocks of consecutive ones: one positioned read
-        // of a few MiB each, rather than a system call per 240-byte header.
+        // Headers are read from the mapped file: only the pages holding
+        // them are touched, and nothing is copied (reading whole blocks of
+        // traces copied every sample too).
+        let mapped = match file.traces {
+            0 => None, // nothing to map (and a mapping cannot be empty)
+            _ => Some(file.map_traces()?),
+        };
         let per_block = (SCAN_BLOCK_BYTES / file.trace_len).clamp(1, file.traces.max(1));
         let blocks = file.traces.div_ceil(per_block);
         let keyed: Vec<Vec<[i64; 3]>> = parallelism.pool().install(|| {
             (0..blocks)
                 .into_par_iter()
-                .map_init(Vec::new, |buffer: &mut Vec<u8>, b| {
+                .map(|b| {
                     progress.check()?;
                     let first = b * per_block;
                     let count = per_block.min(file.traces - first);
-                    buffer.resize((count * file.trace_len) as usize, 0);
-                    file.read_at(buffer, file.trace_offset(first))?;
-                    let keys = buffer
+                    let keys = mapped
+                        .as_ref()
+                        .expect("blocks exist only where traces do")
+                        .traces(first, count)
                         .chunks_exact(file.trace_len as usize)
                         .map(|trace| positions.map(|p| header_field(trace, p, 4, endian)))
                         .collect();
@@ -191,6 +197,9 @@ impl Geometry {
                 })
                 .collect::<Result<_>>()
         })?;
+        if let Some(mapped) = &mapped {
+            mapped.check()?;
+        }
         let keys: Vec<[i64; 3]> = keyed.into_iter().flatten().collect();
         Self::from_keys(file, &keys, options)
     }

@@ -18,7 +18,7 @@ pub use binary::{binary_header_fields, BinaryHeader};
 pub use describe::describe;
 pub use error::SegyError;
 pub use fields::{header_field, Endian};
-pub use file::{apply_scalar, SegyFile, SegyOptions, TRACE_HEADER_LEN};
+pub use file::{apply_scalar, MappedTraces, SegyFile, SegyOptions, TRACE_HEADER_LEN};
 pub use geometry::{Geometry, ScanOptions, MISSING as MISSING_TRACE};
 pub use sample::SampleFormat;
 pub use text::{decode_text, TextEncoding};

@@ -537,18 +537,10 @@ impl Walk {
                 let depth = (outstanding * busy as u64)
                     .min(self.request_sizes.len() as u64)
                     .max(1) as f64;
-                let mut io: f64 = self
-                    .request_sizes
-                    .iter()
-                    .map(|&s| s as f64 / profile.io.cold_rate(s as f64, depth))
-                    .sum();
+                let mut io = seconds_of(&self.request_sizes, |s| profile.io.cold_rate(s, depth));
                 // Whole shards are all requested as they are opened.
                 let whole_depth = n_whole.min(setup.in_flight.max(1) as f64).max(1.0);
-                io += self
-                    .whole_sizes
-                    .iter()
-                    .map(|&s| s as f64 / profile.io.cold_rate(s as f64, whole_depth))
-                    .sum::<f64>();
+                io += seconds_of(&self.whole_sizes, |s| profile.io.cold_rate(s, whole_depth));
                 // The first request for chunks must arrive before any copying
                 // starts (whole shards' requests left at open).
                 let startup = self.request_sizes.first().map_or(0.0, |&first| {
@@ -566,6 +558,24 @@ impl Walk {
         }
         p
     }
+}
+
+/// Seconds to move requests of `sizes` bytes each at `rate(size)` bytes/s.
+/// Most requests of a read are the size of the one before: its rate (an
+/// interpolation in logarithms, a fifth of the planner's time) is reused.
+fn seconds_of(sizes: &[u64], rate: impl Fn(f64) -> f64) -> f64 {
+    let mut last: Option<(u64, f64)> = None;
+    sizes
+        .iter()
+        .map(|&s| {
+            let r = match last {
+                Some((size, r)) if size == s => r,
+                _ => rate(s as f64),
+            };
+            last = Some((s, r));
+            s as f64 / r
+        })
+        .sum()
 }
 
 #[cfg(test)]
