@@ -8,6 +8,7 @@ use std::path::Path;
 use serde_json::{json, Map, Value};
 
 use super::{
+    plan_ahead::PlanAhead,
     rebuild, survey,
     survey::{RecordedLayouts, SurveyNames, AMPLITUDE},
     task::{self, task_budget, TaskPlan},
@@ -42,69 +43,33 @@ pub(super) struct Design {
 
 impl Design {
     /// Plan the store at `store` for `source`; `recorded` holds the layouts
-    /// a stopped ingest chose, which a resume keeps.
+    /// a stopped ingest chose, which a resume keeps, and `ahead` those
+    /// planned during the scan, used if planned for the shape it found.
     pub fn new(
         store: &Path,
         source: &SegyFile,
         geometry: &Geometry,
         options: &IngestOptions,
         recorded: &RecordedLayouts,
+        ahead: Option<PlanAhead>,
         progress: &Progress,
     ) -> Result<Self> {
         let store = store.to_path_buf();
-        let dtype = match options.dtype {
-            AmplitudeType::Float32 => DType::Float32,
-            AmplitudeType::Native => source.format.native_dtype(),
-            AmplitudeType::Given(d) => d,
-        };
+        let dtype = amplitude_dtype(options, source);
         let names = SurveyNames::new(geometry.offsets.is_some(), &options.vertical);
         let mut shape = geometry.trace_shape();
         shape.push(source.samples as u64);
-        let planner = Planner {
-            profile: options.profile.clone(),
-            mix: match &options.access {
-                None => AccessMix::default_for(shape.len()),
-                Some(text) => {
-                    AccessMix::parse(text, shape.len()).map_err(|what| StoreError::Unsupported {
-                        path: store.clone(),
-                        what,
-                    })?
-                }
-            },
-            setup: ReadSetup {
-                threads: options.parallelism.threads,
-                in_flight: Parallelism::default().in_flight,
-                verify: true,
-            },
-            codec: options.codec.clone(),
-            state: CacheState::Both,
-            block: options.compression.block_side(),
-            ingest_task_limit: task_budget(options.memory_limit, options.parallelism.threads),
-        };
         progress.begin("plan layout", Unit::Items, 1, 0);
-        let plan = recorded
-            .volume
-            .as_ref()
-            .unwrap_or(&options.layout)
-            .choose(&shape, dtype.size(), &planner, 1)
-            .map_err(|what| StoreError::Unsupported {
-                path: store.clone(),
-                what,
-            })?;
+        let planned = match ahead.and_then(|a| a.result_for(&shape)) {
+            Some(planned) => planned,
+            None => plan_layouts(&store, &shape, dtype, options, recorded),
+        };
+        let Layouts {
+            plan,
+            layout,
+            views,
+        } = planned?;
         progress.add(1);
-        let layout = plan[0].layout.clone();
-        layout
-            .check(&shape)
-            .map_err(|what| StoreError::Unsupported {
-                path: store.clone(),
-                what,
-            })?;
-        let views = plan_views(&options.views, &shape, dtype, &planner, &recorded.views).map_err(
-            |what| StoreError::Unsupported {
-                path: store.clone(),
-                what,
-            },
-        )?;
 
         if !dtype_holds(dtype, source.format) {
             return Err(StoreError::Unsupported {
@@ -211,6 +176,71 @@ pub(super) struct PlannedView {
     pub access: String,
     pub array: String,
     pub plan: Evaluated,
+}
+
+/// The element type an ingest stores the amplitudes as.
+pub(super) fn amplitude_dtype(options: &IngestOptions, source: &SegyFile) -> DType {
+    match options.dtype {
+        AmplitudeType::Float32 => DType::Float32,
+        AmplitudeType::Native => source.format.native_dtype(),
+        AmplitudeType::Given(d) => d,
+    }
+}
+
+/// The layouts an ingest writes: the volume's plan (the pick first) and
+/// each view's.
+pub(super) struct Layouts {
+    pub plan: Vec<Evaluated>,
+    pub layout: Layout,
+    pub views: Vec<PlannedView>,
+}
+
+/// Plan the layouts of a store at `store` of `shape` and `dtype`:
+/// `recorded` holds those a stopped ingest chose, which a resume keeps.
+/// A function of its arguments alone, so that it can run ahead of the scan
+/// ([`PlanAhead`]).
+pub(super) fn plan_layouts(
+    store: &Path,
+    shape: &[u64],
+    dtype: DType,
+    options: &IngestOptions,
+    recorded: &RecordedLayouts,
+) -> Result<Layouts> {
+    let unsupported = |what| StoreError::Unsupported {
+        path: store.to_path_buf(),
+        what,
+    };
+    let planner = Planner {
+        profile: options.profile.clone(),
+        mix: match &options.access {
+            None => AccessMix::default_for(shape.len()),
+            Some(text) => AccessMix::parse(text, shape.len()).map_err(unsupported)?,
+        },
+        setup: ReadSetup {
+            threads: options.parallelism.threads,
+            in_flight: Parallelism::default().in_flight,
+            verify: true,
+        },
+        codec: options.codec.clone(),
+        state: CacheState::Both,
+        block: options.compression.block_side(),
+        ingest_task_limit: task_budget(options.memory_limit, options.parallelism.threads),
+    };
+    let plan = recorded
+        .volume
+        .as_ref()
+        .unwrap_or(&options.layout)
+        .choose(shape, dtype.size(), &planner, 1)
+        .map_err(unsupported)?;
+    let layout = plan[0].layout.clone();
+    layout.check(shape).map_err(unsupported)?;
+    let views =
+        plan_views(&options.views, shape, dtype, &planner, &recorded.views).map_err(unsupported)?;
+    Ok(Layouts {
+        plan,
+        layout,
+        views,
+    })
 }
 
 /// Plan each view's layout for its access alone.

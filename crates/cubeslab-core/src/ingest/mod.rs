@@ -19,6 +19,7 @@ mod compare;
 mod design;
 mod distributed;
 mod options;
+mod plan_ahead;
 mod planning;
 mod rebuild;
 mod stats;
@@ -54,6 +55,7 @@ use crate::{
     store::{sync_tree, Durability, Group, StoreLock, ZarrArray},
 };
 use design::Design;
+use plan_ahead::PlanAhead;
 use survey::RecordedLayouts;
 use target::Target;
 pub use task::task_budget;
@@ -115,6 +117,11 @@ impl Ingest {
         let store = target.store.clone();
         let source = SegyFile::open(source, &options.segy)?;
         progress.begin("scan headers", Unit::Items, source.traces, 0);
+        let ahead = if target.resuming {
+            None
+        } else {
+            PlanAhead::start(&store, &source, options)
+        };
         let geometry = Geometry::scan(&source, &options.scan, options.parallelism, progress)?;
         // A resumed `auto` ingest keeps the layouts the stopped one chose:
         // planned again, on a profile measured since, they could differ. (A
@@ -135,7 +142,9 @@ impl Ingest {
             fill_value,
             mut amplitude,
             mut attributes,
-        } = Design::new(&store, &source, &geometry, options, &recorded, progress)?;
+        } = Design::new(
+            &store, &source, &geometry, options, &recorded, ahead, progress,
+        )?;
         let fingerprint = survey::fingerprint(&source, &amplitude, options)?;
         attributes["cubeslab"]["fingerprint"] = fingerprint.clone();
 

@@ -10,6 +10,9 @@ use crate::{config::Parallelism, error::Result, progress::Progress};
 /// Bytes of consecutive traces a scan task reads.
 const SCAN_BLOCK_BYTES: u64 = 4 << 20;
 
+/// Most traces [`Geometry::guess_trace_shape`] reads looking for the first inline's end.
+const GUESS_TRACES: u64 = 1 << 16;
+
 /// Marks a grid cell that no trace fills.
 pub const MISSING: u64 = u64::MAX;
 
@@ -142,6 +145,43 @@ impl Geometry {
     /// Cells with no trace.
     pub fn missing(&self) -> u64 {
         self.trace_of_cell.len() as u64 - self.live
+    }
+
+    /// The trace grid (inlines, crosslines) of a survey sorted by inline
+    /// with every trace present, from its first inline and its trace count;
+    /// `None` when the first traces do not look like one (repeated pairs:
+    /// offsets). A guess, for work that can start before [`Self::scan`]
+    /// and be checked against it.
+    pub fn guess_trace_shape(file: &SegyFile, options: &ScanOptions) -> Option<Vec<u64>> {
+        let fits = |byte: usize| byte >= 1 && byte + 3 <= TRACE_HEADER_LEN;
+        if !fits(options.inline_byte) || !fits(options.crossline_byte) {
+            return None;
+        }
+        let endian = file.endian();
+        let mut header = [0u8; TRACE_HEADER_LEN];
+        let mut key = |i: u64| -> Option<(i64, i64)> {
+            file.read_at(&mut header, file.trace_offset(i)).ok()?;
+            Some((
+                header_field(&header, options.inline_byte, 4, endian),
+                header_field(&header, options.crossline_byte, 4, endian),
+            ))
+        };
+        let (inline, crossline) = key(0)?;
+        let mut per_inline = 1;
+        while per_inline < file.traces.min(GUESS_TRACES) {
+            let (il, xl) = key(per_inline)?;
+            if il != inline {
+                break;
+            }
+            if xl == crossline {
+                return None;
+            }
+            per_inline += 1;
+        }
+        let whole = per_inline >= 2
+            && per_inline < file.traces.min(GUESS_TRACES)
+            && file.traces.is_multiple_of(per_inline);
+        whole.then(|| vec![file.traces / per_inline, per_inline])
     }
 
     /// Scan every trace header of `file`; `progress` counts the traces and
@@ -313,5 +353,75 @@ impl Geometry {
             sorting,
             warnings,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::segy::SegyOptions;
+
+    /// A SEG-Y file of IEEE float traces of 4 samples with these (inline, crossline, offset) keys.
+    fn segy_file(dir: &std::path::Path, keys: &[(i32, i32, i32)]) -> SegyFile {
+        let mut bytes = vec![b' '; 3200];
+        let mut binary = vec![0u8; 400];
+        binary[16..18].copy_from_slice(&4000u16.to_be_bytes()); // interval (byte 3217)
+        binary[20..22].copy_from_slice(&4u16.to_be_bytes()); // samples (byte 3221)
+        binary[24..26].copy_from_slice(&5u16.to_be_bytes()); // IEEE float (byte 3225)
+        bytes.extend(binary);
+        for &(il, xl, off) in keys {
+            let mut header = [0u8; TRACE_HEADER_LEN];
+            header[36..40].copy_from_slice(&off.to_be_bytes());
+            header[114..116].copy_from_slice(&4u16.to_be_bytes());
+            header[116..118].copy_from_slice(&4000u16.to_be_bytes());
+            header[188..192].copy_from_slice(&il.to_be_bytes());
+            header[192..196].copy_from_slice(&xl.to_be_bytes());
+            bytes.extend(header);
+            bytes.extend([0u8; 16]);
+        }
+        let path = dir.join(format!("f{}.sgy", keys.len()));
+        std::fs::write(&path, bytes).unwrap();
+        SegyFile::open(&path, &SegyOptions::default()).unwrap()
+    }
+
+    #[test]
+    fn the_guessed_grid_is_the_scanned_one_or_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let grid = |inlines: i32, crosslines: i32, offsets: i32| -> Vec<(i32, i32, i32)> {
+            let mut keys = Vec::new();
+            for il in 0..inlines {
+                for xl in 0..crosslines {
+                    for off in 0..offsets {
+                        keys.push((10 + il, 100 + 2 * xl, off));
+                    }
+                }
+            }
+            keys
+        };
+        let options = ScanOptions::default();
+        let full = segy_file(dir.path(), &grid(3, 5, 1));
+        let scanned = Geometry::scan(
+            &full,
+            &options,
+            Parallelism::resolve(Some(2), None),
+            &Progress::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            Geometry::guess_trace_shape(&full, &options),
+            Some(scanned.trace_shape())
+        );
+        // Offsets repeat each pair; one trace missing leaves no whole grid.
+        let offsets = segy_file(dir.path(), &grid(3, 5, 2));
+        assert_eq!(Geometry::guess_trace_shape(&offsets, &options), None);
+        let mut short = grid(3, 5, 1);
+        short.pop();
+        let short = segy_file(dir.path(), &short);
+        assert_eq!(Geometry::guess_trace_shape(&short, &options), None);
+        let bad = ScanOptions {
+            inline_byte: 239,
+            ..options
+        };
+        assert_eq!(Geometry::guess_trace_shape(&full, &bad), None);
     }
 }
