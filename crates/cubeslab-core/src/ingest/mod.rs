@@ -18,6 +18,7 @@
 mod compare;
 mod design;
 mod distributed;
+mod layouts;
 mod options;
 mod plan_ahead;
 mod planning;

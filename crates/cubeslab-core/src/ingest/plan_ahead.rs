@@ -7,7 +7,7 @@
 use std::{path::Path, thread::JoinHandle};
 
 use super::{
-    design::{amplitude_dtype, plan_layouts, Layouts},
+    layouts::{amplitude_dtype, plan_layouts, Layouts},
     survey::RecordedLayouts,
     IngestOptions,
 };
