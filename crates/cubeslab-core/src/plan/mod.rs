@@ -6,12 +6,14 @@
 //! * [`access`]: the reads a layout serves (inline, time slice, spectra, ...).
 //! * [`cost`]: the predicted time of any read under any layout.
 //! * [`layout`]: chunk and shard shapes, shard rules, the Pyrus chunk-shape formula.
+//! * [`candidates`]: the inner chunk shapes tried, within the size and padding bounds.
 //! * [`optimize`]: the search for the layout whose slowest access is fastest.
 //! * [`stored`]: an existing array as the model sees it.
 //! * [`strategy`]: `--layout` names: `auto`, `cube:N`, `pyrus-formula`, shapes.
 
 pub mod access;
 mod best;
+pub mod candidates;
 pub mod cost;
 pub mod layout;
 pub mod measure;

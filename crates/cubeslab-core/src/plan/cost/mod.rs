@@ -15,8 +15,9 @@ use super::{
     layout::Layout,
     profile::{DeviceProfile, EngineCosts, MemoryRates},
 };
+use requests::Requests;
+
 use crate::{
-    read_ahead::{COALESCE_GAP, MAX_REQUEST},
     store::{pieces_per_thread, TaskOrder, SERIAL_BYTES},
     window::{strides, ChunkSpan, Window, MAX_DIMS},
 };
@@ -116,6 +117,43 @@ pub const FRESH_OUTPUT_BYTES: u64 = 32 << 20;
 /// selected elements.
 pub const CACHED_CHUNK_BYTES: u64 = 1 << 20;
 
+/// A chunk of `array` as stored: its bytes, whether a crc32c follows it,
+/// and the rate it decodes at (bytes/s; `None`: stored raw).
+fn stored_chunk(array: &StoredArray) -> (u64, bool, Option<f64>) {
+    let chunk_bytes = array.layout.chunk_bytes(array.elem);
+    match array.codec {
+        ChunkCodec::Raw { crc } => (chunk_bytes + 4 * crc as u64, crc, None),
+        ChunkCodec::Compressed { ratio, decode, crc } => (
+            (chunk_bytes as f64 / ratio.max(1e-3)).ceil() as u64 + 4 * crc as u64,
+            crc,
+            Some(decode),
+        ),
+    }
+}
+
+/// A floor under the cold time [`predict`] gives, without walking the
+/// chunks: the window's whole chunks, as stored, at the device's best rate
+/// (a read that takes whole chunks requests at least those bytes; the
+/// other terms of its time are not negative). 0 for a read that takes
+/// parts of chunks.
+pub fn cold_floor(
+    array: &StoredArray,
+    window: &Window,
+    setup: &ReadSetup,
+    profile: &DeviceProfile,
+) -> f64 {
+    let (stored, _, decode_rate) = stored_chunk(array);
+    if decode_rate.is_none() && !setup.verify {
+        return 0.0;
+    }
+    let cps: Vec<u64> = (array.layout.shard.iter().zip(&array.layout.inner))
+        .map(|(s, c)| s / c)
+        .collect();
+    let chunks = TaskOrder::new(&array.shape, window, &array.layout.inner, &cps).n_tasks();
+    // Interpolated rates never pass the table's best, up to rounding.
+    chunks as f64 * stored as f64 / profile.io.sequential_rate().max(1.0) * (1.0 - 1e-9)
+}
+
 /// Predict the time to read `window` of `array`.
 pub fn predict(
     array: &StoredArray,
@@ -205,16 +243,8 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
     }
     prediction.shards = order.n_shards();
 
-    let chunk_elems: u64 = inner.iter().product();
-    let chunk_bytes = chunk_elems * elem;
-    let (stored_chunk, crc, decode_rate) = match array.codec {
-        ChunkCodec::Raw { crc } => (chunk_bytes + 4 * crc as u64, crc, None),
-        ChunkCodec::Compressed { ratio, decode, crc } => (
-            (chunk_bytes as f64 / ratio.max(1e-3)).ceil() as u64 + 4 * crc as u64,
-            crc,
-            Some(decode),
-        ),
-    };
+    let chunk_bytes = array.layout.chunk_bytes(array.elem);
+    let (stored_chunk, crc, decode_rate) = stored_chunk(array);
     let partial = decode_rate.is_none() && !setup.verify;
     // Shards the window mostly covers are read whole, as the reader does.
     let whole: Vec<bool> = (0..order.n_shards())
@@ -347,50 +377,6 @@ fn walk(array: &StoredArray, window: &Window, setup: &ReadSetup, profile: &Devic
         cpu_steps,
         busy,
         serial,
-    }
-}
-
-/// Requests as the read path's prefetcher issues them: byte ranges of one
-/// shard merged while they lie within `COALESCE_GAP` of each other, up to
-/// `MAX_REQUEST`; each worker's run of chunks starts a new one.
-#[derive(Default)]
-struct Requests {
-    /// The request being merged into: (shard, start, length).
-    open: Option<(u64, u64, u64)>,
-    sizes: Vec<u64>,
-}
-
-impl Requests {
-    /// Close the open request (a worker's run of chunks ends).
-    fn cut(&mut self) {
-        if let Some((_, _, len)) = self.open.take() {
-            self.sizes.push(len);
-        }
-    }
-
-    /// Add `len` bytes at `offset` of `shard`.
-    fn add(&mut self, shard: u64, offset: u64, len: u64) {
-        self.open = match self.open.take() {
-            Some((id, o, l))
-                if id == shard
-                    && offset >= o
-                    && offset <= o + l + COALESCE_GAP
-                    && l < MAX_REQUEST =>
-            {
-                Some((id, o, l.max(offset + len - o)))
-            }
-            Some((_, _, l)) => {
-                self.sizes.push(l);
-                Some((shard, offset, len))
-            }
-            None => Some((shard, offset, len)),
-        };
-    }
-
-    /// The sizes of every request.
-    fn finish(mut self) -> Vec<u64> {
-        self.cut();
-        self.sizes
     }
 }
 
@@ -578,5 +564,6 @@ fn seconds_of(sizes: &[u64], rate: impl Fn(f64) -> f64) -> f64 {
         .sum()
 }
 
+mod requests;
 #[cfg(test)]
 mod tests;
