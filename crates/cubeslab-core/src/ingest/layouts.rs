@@ -131,7 +131,7 @@ fn plan_views(
         // A view is the volume laid out for its access: each read one shard
         // holding little else, fetched whole in one trip. When no such
         // layout fits the bounds (a tiny array), the best for the access.
-        let mut fitted = alone.rank_one_read_per_shard(shape, dtype.size(), &window);
+        let mut fitted = alone.rank_one_read_per_shard(shape, dtype.size(), &window, 1);
         let plan = if fitted.is_empty() {
             Strategy::Auto
                 .choose(shape, dtype.size(), &alone, 1)?

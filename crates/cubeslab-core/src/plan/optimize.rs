@@ -285,17 +285,10 @@ impl Planner {
                 })
                 .collect()
         };
-        // Sides that are powers of two first: a coarse ladder whose best
-        // come near the pick and bound the rest tightly from the start.
-        let (coarse, fine): (Vec<Vec<u64>>, Vec<Vec<u64>>) =
-            inner_candidates(shape, elem, self.block, self.codec.ratio())
-                .into_iter()
-                .partition(|inner| {
-                    inner
-                        .iter()
-                        .zip(shape)
-                        .all(|(&c, &n)| c.is_power_of_two() || c == n)
-                });
+        let (coarse, fine) = coarse_first(
+            inner_candidates(shape, elem, self.block, self.codec.ratio()),
+            shape,
+        );
         let mut first = first_round(&coarse);
         first.append(&mut first_round(&fine));
         sort(&mut first);
@@ -339,32 +332,59 @@ impl Planner {
 }
 
 impl Planner {
-    /// Layouts whose every shard holds one read of `window` and little else
-    /// (the read is at least half of it), best first: the layouts of an
-    /// orientation copy, where each read is one shard fetched whole.
+    /// The `keep` best layouts whose every shard holds one read of `window`
+    /// and little else (the read is at least half of it), best first: the
+    /// layouts of an orientation copy, where each read is one shard fetched
+    /// whole. As in [`Self::rank_best`], layouts that cannot be among them
+    /// are left unfinished.
     pub fn rank_one_read_per_shard(
         &self,
         shape: &[u64],
         elem: usize,
         window: &crate::window::Window,
+        keep: usize,
     ) -> Vec<Evaluated> {
-        let inners = inner_candidates(shape, elem, self.block, self.codec.ratio());
-        let mut ranked: Vec<Evaluated> = inners
-            .par_iter()
-            .filter_map(|inner| {
-                let shard = shard_fitting(window, inner, elem)?;
-                (window.num_elements() * 2 >= shard.iter().product::<u64>()).then(|| {
+        let best = BestScores::new(keep);
+        let round = |inners: &[Vec<u64>]| -> Vec<Evaluated> {
+            inners
+                .par_iter()
+                .filter_map(|inner| {
+                    let shard = shard_fitting(window, inner, elem)?;
+                    if window.num_elements() * 2 < shard.iter().product::<u64>() {
+                        return None;
+                    }
                     let layout = Layout {
                         inner: inner.clone(),
                         shard,
                     };
-                    self.evaluate(shape, elem, &layout)
+                    let e = self.evaluate_within(shape, elem, &layout, best.bound())?;
+                    best.offer(e.score);
+                    Some(e)
                 })
-            })
-            .collect();
+                .collect()
+        };
+        let (coarse, fine) = coarse_first(
+            inner_candidates(shape, elem, self.block, self.codec.ratio()),
+            shape,
+        );
+        let mut ranked = round(&coarse);
+        ranked.append(&mut round(&fine));
         sort(&mut ranked);
+        ranked.truncate(keep);
         ranked
     }
+}
+
+/// Inner shapes whose sides are powers of two (or whole dimensions), then
+/// the others: a coarse ladder whose best come near the pick, so that a
+/// search that keeps a few bounds the rest tightly from the start.
+fn coarse_first(inners: Vec<Vec<u64>>, shape: &[u64]) -> (Vec<Vec<u64>>, Vec<Vec<u64>>) {
+    inners.into_iter().partition(|inner| {
+        inner
+            .iter()
+            .zip(shape)
+            .all(|(&c, &n)| c.is_power_of_two() || c == n)
+    })
 }
 
 fn sort(list: &mut [Evaluated]) {
@@ -432,6 +452,25 @@ mod tests {
                     assert_eq!((&a.layout, a.score, a.total), (&b.layout, b.score, b.total));
                 }
             }
+        }
+    }
+
+    #[test]
+    fn a_view_planned_for_its_pick_alone_gets_the_pick_of_all() {
+        let shape = [600u64, 800, 1000];
+        for plane in 0..3 {
+            let access = Access::Plane(plane);
+            let p = planner(AccessMix {
+                accesses: vec![(access.clone(), 1.0)],
+            });
+            let window = access.window(&shape);
+            let all = p.rank_one_read_per_shard(&shape, 4, &window, usize::MAX);
+            let best = p.rank_one_read_per_shard(&shape, 4, &window, 1);
+            assert!(all.len() > 1 && best.len() == 1);
+            assert_eq!(
+                (&all[0].layout, all[0].score),
+                (&best[0].layout, best[0].score)
+            );
         }
     }
 
