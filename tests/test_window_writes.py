@@ -90,6 +90,27 @@ def test_random_windows_in_random_order_match_a_numpy_oracle(tmp_path, compress,
     assert cubeslab.verify(store)["ok"]
 
 
+@pytest.mark.parametrize("axis", [0, 2], ids=["inlines", "time-slices"])
+def test_planes_across_many_shards_match_a_numpy_oracle(tmp_path, axis):
+    # Planes of over 1 MiB across 80 shards: each is copied into its shards on all threads.
+    shape, chunks, shards = (512, 640, 8), (32, 32, 4), (64, 64, 8)
+    if axis == 0:
+        shape, chunks, shards = shape[::-1], chunks[::-1], shards[::-1]
+    rng = np.random.default_rng(axis)
+    oracle = np.zeros(shape, np.float32)
+    with cubeslab.create(
+        tmp_path / "p.zarr", shape, chunks=chunks, shards=shards, fill_value=0, cache=4 << 20
+    ) as cube:
+        for k in rng.permutation(shape[axis]):
+            key = tuple(int(k) if d == axis else slice(None) for d in range(3))
+            values = rng.standard_normal(oracle[key].shape).astype(np.float32)
+            cube[key] = values
+            oracle[key] = values
+        np.testing.assert_array_equal(cube[...], oracle)
+        assert cube.cache_info()["evictions"] > 0
+    assert np.array_equal(zarr.open_array(tmp_path / "p.zarr", mode="r")[...], oracle)
+
+
 def test_scalars_broadcast_and_rows_broadcast_over_a_window(tmp_path):
     cube = cubeslab.create(tmp_path / "b.zarr", (6, 7, 8), "int16", chunks=(2, 3, 4), fill_value=-1)
     oracle = np.full((6, 7, 8), -1, np.int16)

@@ -97,6 +97,9 @@ pub struct ArrayWriter {
     versioned: AtomicBool,
 }
 
+/// Windows of at least this many bytes are copied into their chunks on all threads.
+const PARALLEL_WRITE_BYTES: usize = 1 << 20;
+
 /// The attribute (inside `cubeslab`) counting the flushes that changed an
 /// array's data: what derived arrays (overview levels) record they were
 /// made from, so that a later write shows them stale.
@@ -208,10 +211,22 @@ impl ArrayWriter {
                 .into());
             }
         }
+        // Every chunk the window touches, cached (read first where the
+        // window covers part of it), then taken out to be written into.
+        // (None leaves the cache before all are in, so a failed read loses nothing.)
         for (spans, whole) in &touched {
-            let spans = spans.as_slice();
             let indices: Vec<u64> = spans.iter().map(|s| s.chunk).collect();
-            let cached = self.get(&mut chunks, &indices, !whole)?;
+            self.get(&mut chunks, &indices, !whole)?;
+        }
+        let mut targets: Vec<(&[ChunkSpan], Vec<u64>, Cached)> = touched
+            .iter()
+            .map(|(spans, _)| {
+                let indices: Vec<u64> = spans.iter().map(|s| s.chunk).collect();
+                let cached = chunks.held.remove(&indices).expect("cached just above");
+                (spans.as_slice(), indices, cached)
+            })
+            .collect();
+        let fill = |(spans, _, cached): &mut (&[ChunkSpan], Vec<u64>, Cached)| {
             scatter(
                 spans,
                 data,
@@ -220,11 +235,23 @@ impl ArrayWriter {
                 &chunk_strides,
                 &window.dims,
                 elem,
-            );
+            )
+        };
+        // A plane across many chunks puts each element on a cache line of
+        // its own: the chunks are filled on all threads.
+        if targets.len() > 1 && data.len() >= PARALLEL_WRITE_BYTES {
+            Parallelism::default()
+                .pool()
+                .install(|| targets.par_iter_mut().for_each(fill));
+        } else {
+            targets.iter_mut().for_each(fill);
+        }
+        for (_, indices, mut cached) in targets {
             if !cached.dirty {
                 cached.dirty = true;
                 chunks.info.dirty_bytes += self.chunk_bytes() as u64;
             }
+            chunks.held.insert(indices, cached);
         }
         self.evict(&mut chunks)
     }
