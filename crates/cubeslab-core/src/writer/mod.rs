@@ -40,7 +40,7 @@ pub use storage::{ChunkStorage, Stamp};
 
 use crate::{
     compress::{ChunkErrors, Compression},
-    config::Parallelism,
+    config::{max_threads, Parallelism},
     error::Result,
     store::{ReadOptions, StoreError, ZarrArray},
     window::{chunk_spans, strides, ChunkSpan, Placement, Window, MAX_DIMS},
@@ -407,12 +407,17 @@ impl ArrayWriter {
         if dirty.len() <= 1 {
             return dirty.iter().map(|(k, c)| self.write_back(k, c)).collect();
         }
-        Parallelism::default().pool().install(|| {
-            dirty
-                .par_iter()
-                .map(|(k, c)| self.write_back(k, c))
-                .collect()
-        })
+        // Write-backs mostly wait on the device: as many at once as a call may
+        // have threads, so that it sees a deep queue (with a thread per core,
+        // chunk-order writes ran 25-35 % slower here).
+        Parallelism::resolve(Some(max_threads()), None)
+            .pool()
+            .install(|| {
+                dirty
+                    .par_iter()
+                    .map(|(k, c)| self.write_back(k, c))
+                    .collect()
+            })
     }
 
     /// Write one chunk back, only over the version it was read from; the
