@@ -141,6 +141,11 @@ impl ArrayWriter {
             .and_then(Value::as_array)
             .and_then(|codecs| Compression::from_codecs(codecs))
             .is_some_and(|c| c.is_lossy());
+        // A write-back builds its shard and may encode it into a second
+        // buffer; kept for the next ones (within an eighth of the cache),
+        // they are not freed into, and held by, every thread's allocator.
+        let chunk_bytes = array.chunk_shape().iter().product::<u64>() * array.dtype().size() as u64;
+        array.recycle_buffers((2 * max_threads() as u64 * chunk_bytes).min(limit / 8) as usize);
         Self {
             storage,
             rewrites: Mutex::new(ChunkErrors::default()),
