@@ -255,6 +255,20 @@ impl Planner {
         })
     }
 
+    /// [`Self::evaluate_within`] the bound of the `best` kept so far,
+    /// counted among them if finished.
+    fn evaluate_among(
+        &self,
+        shape: &[u64],
+        elem: usize,
+        layout: &Layout,
+        best: &BestScores,
+    ) -> Option<Evaluated> {
+        let e = self.evaluate_within(shape, elem, layout, best.bound())?;
+        best.offer(e.score);
+        Some(e)
+    }
+
     /// Every admissible layout tried, best first: all inner chunk shapes
     /// from a ladder of sides with default shards, then the best of those
     /// with every shard growth rule and with each access's fitting shard.
@@ -267,11 +281,7 @@ impl Planner {
     /// them unfinished: a third of an ingest's planning, which keeps one.
     pub fn rank_best(&self, shape: &[u64], elem: usize, keep: usize) -> Vec<Evaluated> {
         let best = BestScores::new(keep.max(FINALISTS));
-        let evaluate = |layout: &Layout| {
-            let e = self.evaluate_within(shape, elem, layout, best.bound())?;
-            best.offer(e.score);
-            Some(e)
-        };
+        let evaluate = |layout: &Layout| self.evaluate_among(shape, elem, layout, &best);
         let first_round = |inners: &[Vec<u64>]| -> Vec<Evaluated> {
             inners
                 .par_iter()
@@ -357,9 +367,7 @@ impl Planner {
                         inner: inner.clone(),
                         shard,
                     };
-                    let e = self.evaluate_within(shape, elem, &layout, best.bound())?;
-                    best.offer(e.score);
-                    Some(e)
+                    self.evaluate_among(shape, elem, &layout, &best)
                 })
                 .collect()
         };

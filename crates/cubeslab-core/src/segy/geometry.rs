@@ -13,6 +13,11 @@ const SCAN_BLOCK_BYTES: u64 = 4 << 20;
 /// Most traces [`Geometry::guess_trace_shape`] reads looking for the first inline's end.
 const GUESS_TRACES: u64 = 1 << 16;
 
+/// Whether a 4-byte key at 1-based `byte` lies inside the trace header.
+fn key_fits(byte: usize) -> bool {
+    byte >= 1 && byte + 3 <= TRACE_HEADER_LEN
+}
+
 /// Marks a grid cell that no trace fills.
 pub const MISSING: u64 = u64::MAX;
 
@@ -153,8 +158,7 @@ impl Geometry {
     /// offsets). A guess, for work that can start before [`Self::scan`]
     /// and be checked against it.
     pub fn guess_trace_shape(file: &SegyFile, options: &ScanOptions) -> Option<Vec<u64>> {
-        let fits = |byte: usize| byte >= 1 && byte + 3 <= TRACE_HEADER_LEN;
-        if !fits(options.inline_byte) || !fits(options.crossline_byte) {
+        if !key_fits(options.inline_byte) || !key_fits(options.crossline_byte) {
             return None;
         }
         let endian = file.endian();
@@ -199,7 +203,7 @@ impl Geometry {
             options.offset_byte,
         ];
         for (name, &byte) in ["inline", "crossline", "offset"].iter().zip(&positions) {
-            if byte == 0 || byte + 3 > TRACE_HEADER_LEN {
+            if !key_fits(byte) {
                 return Err(SegyError::Geometry {
                     path: file.path().to_path_buf(),
                     message: format!(
