@@ -10,7 +10,7 @@ import pytest
 import segyio
 
 import cubeslab
-from cubeslab.ingest import Phase
+from cubeslab.jobs import Phase
 from cubeslab.synthetic import SyntheticSurvey, write_segy
 
 TRACE_HEADER = 240

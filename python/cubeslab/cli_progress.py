@@ -16,7 +16,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from .ingest import Phase
+from .jobs import Phase
 
 
 class AmountColumn(ProgressColumn):

@@ -6,11 +6,9 @@ import json
 import os
 import shutil
 import tempfile
-import threading
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -18,72 +16,12 @@ import numpy as np
 from . import _engine, cluster_ingest, defaults
 from .compression import with_max_error
 from .errors import IngestWarning, InvalidInputError
+from .jobs import Phase, ProgressCallback, run_watched
 from .locations import is_remote, local_only, storage_options_of, store_path
 from .msi.ingest import ingest_imzml, is_imzml
 from .sources import array_source, is_netcdf
 from .sources.ingest import ingest_array
 from .sources.netcdf import ingest_netcdf
-
-
-@dataclass(frozen=True)
-class Phase:
-    """Where a long job is: the phase running (``scan headers``, ``tune compression``,
-    ``write volume``, ``write amplitude_inline``, ...), its number from 1, what it counts
-    (``bytes`` or ``items``), and how far it is."""
-
-    name: str
-    number: int
-    unit: str
-    done: int
-    total: int
-
-
-ProgressCallback = Callable[[Phase], None]
-"""Called about ten times a second with the job's :class:`Phase`; every phase that ended is
-reported once more as it ended before the next one's first report."""
-
-POLL_SECONDS = 0.1
-
-
-def run_watched(work: Callable[[Any], Any], progress: ProgressCallback | None) -> Any:
-    """Run ``work(handle)`` (engine calls that release the GIL) on a worker thread, reporting
-    the engine's progress ``handle`` to ``progress`` from this one. Ctrl-C here asks the engine
-    to stop, waits for it, and raises KeyboardInterrupt."""
-    handle = _engine.Progress()
-    outcome: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            outcome["value"] = work(handle)
-        except BaseException as error:  # re-raised on the caller's thread
-            outcome["error"] = error
-
-    worker = threading.Thread(target=target, name="cubeslab-engine", daemon=True)
-
-    reported = 0  # phases that ended and were reported
-
-    def report() -> None:
-        nonlocal reported
-        if progress is None:
-            return
-        ended = handle.ended()
-        for phase in ended[reported:]:
-            progress(Phase(*phase))
-        reported = len(ended)
-        progress(Phase(*handle.snapshot()))
-
-    worker.start()
-    try:
-        while worker.is_alive():
-            worker.join(POLL_SECONDS)
-            report()
-    except KeyboardInterrupt:
-        handle.stop()
-        worker.join()
-        raise
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
 
 
 def measure_first(

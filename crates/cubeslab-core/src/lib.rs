@@ -9,6 +9,7 @@
 //! * [`chunked_file`]: HDF5 and NetCDF 4 datasets read in place, in parallel, through their chunk index.
 //! * [`compress`]: `--compress` names, codec chains, error metrics, ZFP tuning.
 //! * [`segy`]: SEG-Y headers, sample formats and survey geometry.
+//! * [`rows`]: rows of a binary file (spectra, ...) into an array, in column tasks within a memory bound.
 //! * [`ingest`]: SEG-Y → cube store, streaming within a memory bound.
 //! * [`export`]: cube store → SEG-Y.
 //! * [`remote`]: stores on S3-compatible object storage: locations, reads, uploads.
@@ -40,6 +41,7 @@ pub mod progress;
 pub mod read_ahead;
 pub mod remote;
 pub mod route;
+pub mod rows;
 pub mod segy;
 mod share;
 pub mod store;

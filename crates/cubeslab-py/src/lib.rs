@@ -295,6 +295,41 @@ fn copy_array(
     })
 }
 
+/// Fill the (sharded) array `target` with rows of the file `source`: the
+/// row of cell `i` (C order over the leading dimensions) at byte
+/// `offsets[i]`, or none where that is 2**64 - 1. Returns each cell's row
+/// sum and each column's sum over the rows.
+#[pyfunction]
+#[pyo3(signature = (target, source, offsets, little_endian, memory_limit, threads=None, progress=None))]
+#[allow(clippy::too_many_arguments)]
+fn fill_from_rows(
+    py: Python<'_>,
+    target: PathBuf,
+    source: PathBuf,
+    offsets: PyBuffer<u64>,
+    little_endian: bool,
+    memory_limit: u64,
+    threads: Option<usize>,
+    progress: Option<&Progress>,
+) -> PyResult<(Vec<f64>, Vec<f64>)> {
+    let rows = cubeslab_core::rows::FileRows {
+        path: source,
+        offsets: offsets.to_vec(py)?,
+        little_endian,
+    };
+    let progress = progress.map_or_else(CoreProgress::default, |p| p.inner.clone());
+    let sums = engine(py, || {
+        cubeslab_core::rows::fill_from_rows(
+            &CoreArray::open(&target)?,
+            &rows,
+            Parallelism::resolve(threads, None),
+            memory_limit,
+            &progress,
+        )
+    })?;
+    Ok((sums.rows, sums.columns))
+}
+
 /// The `--compress` name of a chunk codec chain (JSON), or `None` for a
 /// chain cubeslab does not write.
 #[pyfunction]
@@ -358,6 +393,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(create_group, m)?)?;
     m.add_function(wrap_pyfunction!(add_group_attributes, m)?)?;
     m.add_function(wrap_pyfunction!(copy_array, m)?)?;
+    m.add_function(wrap_pyfunction!(fill_from_rows, m)?)?;
     m.add_function(wrap_pyfunction!(errors::error_classes, m)?)?;
     m.add_function(wrap_pyfunction!(default_parallelism, m)?)?;
     m.add_function(wrap_pyfunction!(parallelism_limits, m)?)?;

@@ -9,9 +9,10 @@ intensity arrays in the ``.ibd``, the ``.ibd``'s UUID and checksum, and the inst
 from __future__ import annotations
 
 import hashlib
-import mmap
 import os
+import threading
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -112,10 +113,19 @@ def _binary_kind(path, where: str, params) -> tuple[str, BinaryArray]:
     return kind, BinaryArray(np.dtype(dtype).newbyteorder("<"), zlib)
 
 
-def parse(path: str | os.PathLike) -> Imzml:
-    """Parse ``path`` (.imzML) and find its ``.ibd`` beside it; errors name the file and the element."""
+def ibd_of(path: str | os.PathLike) -> str:
+    """The ``.ibd`` file beside an imzML file."""
+    return os.path.splitext(os.fspath(path))[0] + ".ibd"
+
+
+def parse(
+    path: str | os.PathLike, on_checksum: Callable[[tuple[str, str] | None], None] | None = None
+) -> Imzml:
+    """Parse ``path`` (.imzML) and find its ``.ibd`` beside it; errors name the file and the element.
+    ``on_checksum`` is called with the ``.ibd``'s checksum as soon as the parse reaches it (the file's
+    head), so the ``.ibd`` can be hashed while the spectra are parsed."""
     path = os.fspath(path)
-    ibd = os.path.splitext(path)[0] + ".ibd"
+    ibd = ibd_of(path)
     groups: dict[str, list] = {}
     metadata: dict = {}
     file_params: list = []
@@ -137,6 +147,8 @@ def parse(path: str | os.PathLike) -> Imzml:
                 element.clear()
             elif tag == f"{MZML_NS}fileContent":
                 file_params = _params(element)
+                if on_checksum is not None:
+                    on_checksum(_checksum({a: v for a, _, v in file_params}))
             elif tag == f"{MZML_NS}scanSettings":
                 for accession, _, value in _params(element):
                     if accession in (PIXEL_SIZE_X, PIXEL_SIZE_Y):
@@ -168,9 +180,7 @@ def parse(path: str | os.PathLike) -> Imzml:
                 metadata["polarity"] = POLARITY[accession]
     uuid = accessions.get(UUID)
     uuid_bytes = bytes.fromhex(uuid.strip("{}").replace("-", "")) if uuid else None
-    checksum = ("sha1", accessions[IBD_SHA1].lower()) if IBD_SHA1 in accessions else None
-    if checksum is None and IBD_MD5 in accessions:
-        checksum = ("md5", accessions[IBD_MD5].lower())
+    checksum = _checksum(accessions)
     if uuid:
         metadata["ibd_uuid"] = uuid_bytes.hex() if uuid_bytes else uuid
     table = np.array(rows, dtype=np.int64)
@@ -181,6 +191,15 @@ def parse(path: str | os.PathLike) -> Imzml:
         intensity_offset=table[:, 6], intensity_length=table[:, 7], intensity_encoded=table[:, 8],
         metadata=metadata,
     )  # fmt: skip
+
+
+def _checksum(accessions: dict) -> tuple[str, str] | None:
+    """("sha1" or "md5", hex digest) of the ``.ibd`` as fileContent gives it, if it does."""
+    if IBD_SHA1 in accessions:
+        return "sha1", accessions[IBD_SHA1].lower()
+    if IBD_MD5 in accessions:
+        return "md5", accessions[IBD_MD5].lower()
+    return None
 
 
 def _spectrum(path, element, groups: dict, arrays: dict, index: int) -> tuple:
@@ -225,9 +244,9 @@ def _spectrum(path, element, groups: dict, arrays: dict, index: int) -> tuple:
     return (*position, *found["mz"], *found["intensity"])
 
 
-def check_ibd(imzml: Imzml, *, checksum: bool = True) -> None:
-    """The ``.ibd`` exists, starts with the UUID the imzML gives, holds every array the offsets name, and
-    matches the imzML's SHA-1 or MD5 (when ``checksum``)."""
+def check_ibd(imzml: Imzml) -> None:
+    """The ``.ibd`` exists, starts with the UUID the imzML gives and holds every array the offsets name
+    (its checksum: :class:`IbdDigest`)."""
     path, ibd = imzml.path, imzml.ibd
     if not os.path.isfile(ibd):
         raise InvalidInputError(f"{path}: its binary file {ibd} does not exist")
@@ -252,31 +271,62 @@ def check_ibd(imzml: Imzml, *, checksum: bool = True) -> None:
             )
         if (offsets < 0).any():
             raise InvalidInputError(f"{ibd}: spectrum {int(np.argmin(offsets))}'s {kind} offset is negative")
-    if checksum:
-        check_checksum(imzml)
 
 
-def check_checksum(imzml: Imzml) -> None:
-    """The ``.ibd`` matches the SHA-1 or MD5 the imzML gives (if it gives one). hashlib releases the GIL,
-    so an ingest runs this on a thread beside its reads."""
-    if imzml.checksum is None:
-        return
-    algorithm, expected = imzml.checksum
-    digest = hashlib.new(algorithm)
-    # Hashed from a mapping of the file: its cached pages are read in place, where reads would copy
-    # every byte once more into buffers that need fresh memory.
-    with open(imzml.ibd, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-        view = memoryview(mapped)
+class IbdDigest:
+    """The ``.ibd`` hashed on a thread (hashlib releases the GIL) and checked against the SHA-1 or MD5
+    its imzML gives, if it gives one: started from :func:`parse` as soon as the checksum is read, so the
+    hash runs beside the rest of the parse and the ingest. Leaving the ``with`` block by an error stops
+    the hash; :meth:`check` waits for it and raises if the digests disagree."""
+
+    PIECE = 16 << 20
+
+    def __init__(self, path: str | os.PathLike, enabled: bool = True):
+        self.path, self.ibd, self.enabled = os.fspath(path), ibd_of(path), enabled
+        self.stop = threading.Event()
+        self.thread: threading.Thread | None = None
+        self.outcome: dict = {}
+
+    def start(self, checksum: tuple[str, str] | None) -> None:
+        if self.enabled and checksum is not None and self.thread is None:
+            self.thread = threading.Thread(target=self._hash, args=checksum, daemon=True)
+            self.thread.start()
+
+    def _hash(self, algorithm: str, expected: str) -> None:
+        digest = hashlib.new(algorithm)
+        # Read into one buffer, reused: a mapping would fault (SIGBUS) if the file were cut short meanwhile.
+        piece = bytearray(self.PIECE)
         try:
-            for at in range(0, len(view), 16 << 20):
-                digest.update(view[at : at + (16 << 20)])
-        finally:
-            view.release()
-    if digest.hexdigest() != expected:
-        raise InvalidInputError(
-            f"{imzml.ibd}: {algorithm.upper()} {digest.hexdigest()} disagrees with the imzML's {expected} "
-            f"({imzml.path})"
-        )
+            with open(self.ibd, "rb", buffering=0) as f:
+                while not self.stop.is_set():
+                    got = f.readinto(piece)
+                    if not got:
+                        break
+                    digest.update(memoryview(piece)[:got])
+        except OSError as error:  # a missing .ibd is reported by check_ibd
+            self.outcome["error"] = InvalidInputError(f"{self.ibd}: cannot be hashed: {error}")
+            return
+        if self.stop.is_set():
+            return
+        if digest.hexdigest() != expected:
+            self.outcome["error"] = InvalidInputError(
+                f"{self.ibd}: {algorithm.upper()} {digest.hexdigest()} disagrees with the imzML's "
+                f"{expected} ({self.path})"
+            )
+
+    def check(self) -> None:
+        if self.thread is not None:
+            self.thread.join()
+            if "error" in self.outcome:
+                raise self.outcome["error"]
+
+    def __enter__(self) -> IbdDigest:
+        return self
+
+    def __exit__(self, kind, error, trace) -> None:
+        if kind is not None and self.thread is not None:
+            self.stop.set()
+            self.thread.join()
 
 
 class Spectra:

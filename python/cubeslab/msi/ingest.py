@@ -21,16 +21,13 @@ from .. import _engine, defaults
 from ..array import Array
 from ..create import MAIN_ARRAY, create
 from ..errors import InvalidInputError
+from ..jobs import run_watched
 from ..locations import begin_store, store_size
 from ..sources.ingest import Progress, planned, summary
-from .imzml import Imzml, Spectra, check_checksum, check_ibd, parse
+from .imzml import IbdDigest, Imzml, Spectra, check_ibd, parse
 
 MSI_KIND = "msi"
 """``attributes["cubeslab"]["kind"]`` of an MSI store's main array."""
-
-READ_PIECE = 8 << 20
-"""Bytes per positioned read of packed spectra: one read of hundreds of MB is slower and less steady
-here, cold, than a run of reads this size."""
 
 DEFAULT_ACCESS = "spectra,ion-images"
 """The reads an MSI store is laid out for unless ``--access`` says otherwise."""
@@ -164,66 +161,17 @@ def _slabs(shape, shards, itemsize: int, budget: int) -> list[tuple[slice, slice
     return [(slice(0, nx), slice(0, ny), m) for m in runs(n, shards[2], nx * ny * shards[2] * itemsize)]
 
 
-def _native(values: np.ndarray) -> np.ndarray:
-    """``values`` in this machine's byte order (imzML is little-endian)."""
-    return values if values.dtype.isnative else values.byteswap().view(values.dtype.newbyteorder())
-
-
 class _Rows:
-    """Spectra ``chosen`` (file order), their values in the m/z window ``mw``, as one array. Continuous
-    files whose intensity arrays lie at a regular stride (as writers lay them) are read as one strided
-    view of the ``.ibd``; others spectrum by spectrum. The rows a call returns may share memory with the
-    next call's. Processed spectra are binned; their counts (peaks outside the range, merged into a
-    filled bin) are kept when ``count``."""
+    """Spectra ``chosen`` (file order), their values in the m/z window ``mw``, as one array, read
+    spectrum by spectrum: the files the engine does not read itself (processed mode, binned here, and
+    zlib-compressed arrays). Processed spectra's counts (peaks outside the range, merged into a filled
+    bin) are kept when ``count``."""
 
-    def __init__(self, spectra: Spectra, binning: Binning | None, n_mz: int, report: dict):
-        self.spectra, self.binning, self.n_mz, self.report = spectra, binning, n_mz, report
-        m = spectra.imzml
-        self.matrix = None
-        # Packed reads land in this buffer, kept between calls: memory fresh from the kernel costs
-        # more here to fault in than the read that fills it.
-        self.buffer = np.empty(0, np.uint8)
-        if binning is None:
-            if (m.intensity_length != n_mz).any():
-                i = int(np.argmax(m.intensity_length != n_mz))
-                raise InvalidInputError(
-                    f"{m.path}: spectrum {i} has {int(m.intensity_length[i])} intensities for {n_mz} m/z "
-                    "values"
-                )
-            offsets = m.intensity_offset
-            stride = int(offsets[1] - offsets[0]) if len(offsets) > 1 else n_mz * m.intensity.dtype.itemsize
-            regular = (np.diff(offsets) == stride).all() and stride >= n_mz * m.intensity.dtype.itemsize
-            if regular and not m.intensity.zlib:
-                base = spectra.data[int(offsets[0]) :]
-                # Every spectrum's intensities as rows of one (n, n_mz) view: no copy until sliced.
-                self.matrix = np.lib.stride_tricks.as_strided(
-                    base[: (len(offsets) - 1) * stride + n_mz * m.intensity.dtype.itemsize].view(np.uint8),
-                    shape=(len(offsets), n_mz * m.intensity.dtype.itemsize),
-                    strides=(stride, 1),
-                    writeable=False,
-                )
+    def __init__(self, spectra: Spectra, binning: Binning | None, report: dict):
+        self.spectra, self.binning, self.report = spectra, binning, report
 
     def __call__(self, chosen: np.ndarray, mw: slice, *, count: bool) -> np.ndarray:
         m = self.spectra.imzml
-        e = m.intensity.dtype.itemsize
-        packed = self.matrix is not None and self.matrix.strides[0] == self.n_mz * e
-        whole = mw.stop - mw.start == self.n_mz
-        if packed and whole and len(chosen) and chosen[-1] - chosen[0] + 1 == len(chosen):
-            # A run of whole spectra lying back to back: one read straight into the result.
-            need = len(chosen) * self.n_mz * e
-            if self.buffer.nbytes < need:
-                self.buffer = np.empty(need, np.uint8)
-            rows = self.buffer[:need].view(m.intensity.dtype).reshape(len(chosen), self.n_mz)
-            target, at = rows.data.cast("B"), int(m.intensity_offset[chosen[0]])
-            with open(m.ibd, "rb", buffering=0) as f:
-                while target:
-                    got = os.preadv(f.fileno(), [target[:READ_PIECE]], at)
-                    if got <= 0:
-                        raise InvalidInputError(f"{m.ibd}: cut short at byte {at} while reading spectra")
-                    target, at = target[got:], at + got
-            return _native(rows)
-        if self.matrix is not None:  # `chosen` ascends (file order): each one's window, copied once
-            return _native(self.matrix[:, mw.start * e : mw.stop * e][chosen].view(m.intensity.dtype))
         kind = np.float64 if self.binning else m.intensity.dtype.newbyteorder("=")
         rows = np.empty((len(chosen), mw.stop - mw.start), dtype=kind)
         for k, i in enumerate(chosen):
@@ -244,6 +192,64 @@ class _Rows:
             )
             rows[k] = binned[mw]
         return rows
+
+
+def _fill_in_engine(main: str, imzml: Imzml, pixels, shape, limit: int, progress: Progress | None):
+    """Fill the cube ``main`` from the ``.ibd`` in the engine (continuous mode, uncompressed arrays);
+    returns the TIC image and the summed spectrum."""
+    if (imzml.intensity_length != shape[2]).any():
+        i = int(np.argmax(imzml.intensity_length != shape[2]))
+        raise InvalidInputError(
+            f"{imzml.path}: spectrum {i} has {int(imzml.intensity_length[i])} intensities for {shape[2]} m/z "
+            "values"
+        )
+    ix, iy = pixels
+    offsets = np.full(shape[0] * shape[1], np.iinfo(np.uint64).max, dtype=np.uint64)
+    offsets[ix * shape[1] + iy] = imzml.intensity_offset
+    reported = None if progress is None else (lambda phase: progress(phase.done, phase.total))
+    # imzML's binary arrays are little-endian.
+    tic, total = run_watched(
+        lambda handle: _engine.fill_from_rows(main, imzml.ibd, offsets, True, limit, progress=handle),
+        reported,
+    )
+    return np.asarray(tic).reshape(shape[:2]), np.asarray(total)
+
+
+def _fill_in_slabs(out: Array, rows_of: _Rows, pixels, shape, shards, limit: int, progress):
+    """Fill the cube ``out`` (open for writing) slab by slab through window writes, the spectra read
+    and binned here; returns the TIC image and the summed spectrum."""
+    dtype = out.dtype
+    ix, iy = pixels
+    tic = np.zeros(shape[:2], dtype=np.float64)
+    total = np.zeros(shape[2], dtype=np.float64)
+    # A sixth of the bound per slab: while one slab is written, the next one's spectra and the slab made
+    # of them are in memory too, and the write cache holds half the bound.
+    slabs = _slabs(shape, shards, dtype.itemsize, limit // 6)
+
+    def load(xw: slice, yw: slice, mw: slice) -> np.ndarray:
+        """The slab at these windows, its spectra's sums added to the TIC and the total."""
+        inside = (ix >= xw.start) & (ix < xw.stop) & (iy >= yw.start) & (iy < yw.stop)
+        chosen = np.flatnonzero(inside)
+        values = rows_of(chosen, mw, count=mw.start == 0)
+        slab = np.zeros((xw.stop - xw.start, yw.stop - yw.start, mw.stop - mw.start), dtype)
+        slab[ix[chosen] - xw.start, iy[chosen] - yw.start] = values
+        tic[ix[chosen], iy[chosen]] += values.sum(axis=1, dtype=np.float64)
+        total[mw] += values.sum(axis=0, dtype=np.float64)
+        return slab
+
+    with ThreadPoolExecutor(1) as reader:
+        written, everything = 0, int(np.prod(shape)) * dtype.itemsize
+        # The next slab is read while this one is encoded and written in the engine.
+        ahead = reader.submit(load, *slabs[0])
+        for k, (xw, yw, mw) in enumerate(slabs):
+            slab = ahead.result()
+            if k + 1 < len(slabs):
+                ahead = reader.submit(load, *slabs[k + 1])
+            out[xw, yw, mw] = slab
+            written += slab.nbytes
+            if progress is not None:
+                progress(written, everything)
+    return tic, total
 
 
 def _write_views(staging: str, shape, dtype, accesses: list[str], compress, limit: int) -> dict:
@@ -268,7 +274,18 @@ def _write_views(staging: str, shape, dtype, accesses: list[str], compress, limi
 
 
 def ingest_imzml(
-    source: str | os.PathLike,
+    source: str | os.PathLike, store: str | os.PathLike, *, checksum: bool = True, **options
+) -> dict:
+    """Write an imzML file (and the ``.ibd`` beside it) into a new store; returns the summary. Options:
+    those of :func:`_ingest_parsed`. ``checksum``: check the ``.ibd`` against the SHA-1 or MD5 the
+    imzML gives."""
+    with IbdDigest(source, checksum) as digest:
+        return _ingest_parsed(parse(source, on_checksum=digest.start), digest, store, **options)
+
+
+def _ingest_parsed(
+    imzml: Imzml,
+    digest: IbdDigest,
     store: str | os.PathLike,
     *,
     mz_bin: str | float | None = None,
@@ -280,12 +297,10 @@ def ingest_imzml(
     compress: str | None = None,
     memory_limit: int | None = None,
     progress: Progress | None = None,
-    checksum: bool = True,
     views: list[str] | None = None,
 ) -> dict:
-    """Write an imzML file (and the ``.ibd`` beside it) into a new store; returns the summary."""
-    imzml = parse(source)
-    check_ibd(imzml, checksum=False)
+    """The ingest of a parsed imzML file; the options are :func:`cubeslab.ingest`'s."""
+    check_ibd(imzml)
     _check_grid(imzml)
     spectra = Spectra(imzml)
     path = imzml.path
@@ -331,59 +346,26 @@ def ingest_imzml(
     access = access or DEFAULT_ACCESS
     chunks, shards = planned(shape, dtype, layout, access, compress)
     limit = int(memory_limit or defaults.MEMORY_LIMIT)
-    metadata = {"mode": report["mode"], "source": os.fspath(source), **imzml.metadata}
+    metadata = {"mode": report["mode"], "source": imzml.path, **imzml.metadata}
     if binning is not None:
         metadata.update(mz_bin=binning.describe(), mz_range=[binning.low, binning.high])
     attributes = {"cubeslab": {"kind": MSI_KIND}, "imzml": metadata}
     mask = np.zeros(shape[:2], dtype=bool)
     mask[ix, iy] = True
-    tic = np.zeros(shape[:2], dtype=np.float64)
-    total = np.zeros(len(mz), dtype=np.float64)
     publication = begin_store(store, overwrite)
     staging = os.fspath(publication.staging)
-    rows_of = _Rows(spectra, binning, len(mz), report)
-    # A sixth of the bound per slab: while one slab is written, the next one's spectra and the slab made
-    # of them are in memory too, and the write cache holds half the bound.
-    slabs = _slabs(shape, shards, dtype.itemsize, limit // 6)
-
-    # Two slab buffers, alternating, reused (as the rows' buffer is) rather than faulted in anew.
-    pool = [np.empty(0, dtype), np.empty(0, dtype)]
-
-    def load(k: int, xw: slice, yw: slice, mw: slice) -> np.ndarray:
-        """Slab ``k`` (x, y, m/z) at these windows, its spectra's sums added to the TIC and the total."""
-        inside = (ix >= xw.start) & (ix < xw.stop) & (iy >= yw.start) & (iy < yw.stop)
-        chosen = np.flatnonzero(inside)
-        values = rows_of(chosen, mw, count=mw.start == 0)
-        size = (xw.stop - xw.start, yw.stop - yw.start, mw.stop - mw.start)
-        if pool[k % 2].size < math.prod(size):
-            pool[k % 2] = np.empty(math.prod(size), dtype)
-        slab = pool[k % 2][: math.prod(size)].reshape(size)
-        if len(chosen) < size[0] * size[1]:
-            slab.fill(0)
-        slab[ix[chosen] - xw.start, iy[chosen] - yw.start] = values
-        tic[ix[chosen], iy[chosen]] += values.sum(axis=1, dtype=np.float64)
-        total[mw] += values.sum(axis=0, dtype=np.float64)
-        return slab
-
-    reader = ThreadPoolExecutor(1)
-    hashing = ThreadPoolExecutor(1)
-    checked = hashing.submit(check_checksum, imzml) if checksum else None
-    with reader, hashing, create(
+    cube = create(
         staging, shape, dtype, dims=["x", "y", "mz"], coords={"x": xs, "y": ys, "mz": mz}, chunks=chunks,
         shards=shards, compress=compress, cache=max(limit // 2, 1), attributes=attributes, fill_value=0,
-    ) as out:  # fmt: skip
-        written, everything = 0, int(np.prod(shape)) * dtype.itemsize
-        # The next slab is read (positioned reads, numpy copies: both free the GIL) while this one is
-        # encoded and written in the engine.
-        ahead = reader.submit(load, 0, *slabs[0])
-        for k, (xw, yw, mw) in enumerate(slabs):
-            slab = ahead.result()
-            if k + 1 < len(slabs):  # into the other buffer, whose slab was written last time round
-                ahead = reader.submit(load, k + 1, *slabs[k + 1])
-            out.amplitude[xw, yw, mw] = slab
-            written += slab.nbytes
-            if progress is not None:
-                progress(written, everything)
+    )  # fmt: skip
+    with cube:
+        if binning is None and not imzml.intensity.zlib:
+            cube.close()
+            main = os.path.join(staging, MAIN_ARRAY)
+            tic, total = _fill_in_engine(main, imzml, (ix, iy), shape, limit, progress)
+        else:
+            rows = _Rows(spectra, binning, report)
+            tic, total = _fill_in_slabs(cube.amplitude, rows, (ix, iy), shape, shards, limit, progress)
     for name, values, dims in (
         ("pixel_mask", mask, ["x", "y"]),
         ("tic", tic, ["x", "y"]),
@@ -400,8 +382,7 @@ def ingest_imzml(
         "stored_bytes": store_size(Path(staging, MAIN_ARRAY)),
     }
     _engine.add_group_attributes(staging, json.dumps({"cubeslab": record}))
-    if checked is not None:
-        checked.result()  # a checksum that disagrees stops the ingest here: nothing is published
+    digest.check()  # a checksum that disagrees stops the ingest here: nothing is published
     report |= summary(path, store, shape, dtype, chunks, shards, layout, access, staging)
     publication.commit(durable)
     return report

@@ -12,7 +12,6 @@ use super::{
     plan_ahead::PlanAhead,
     rebuild, survey,
     survey::{RecordedLayouts, SurveyNames, AMPLITUDE},
-    task::{self, TaskPlan},
     IngestOptions,
 };
 use crate::{
@@ -21,6 +20,7 @@ use crate::{
     error::Result,
     plan::{Evaluated, Layout},
     progress::{Progress, Unit},
+    rows::tasks::{self, TaskPlan},
     segy::{Geometry, SegyFile},
     store::{ArraySpec, StoreError, CUBESLAB_ATTR, VIEWS_ATTR, VIEW_ARRAY_KEY},
 };
@@ -86,7 +86,7 @@ impl Design {
             path: store.clone(),
             what,
         };
-        let work = task::plan(
+        let work = tasks::plan(
             &shape,
             &layout,
             dtype,

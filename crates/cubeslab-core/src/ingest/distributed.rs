@@ -15,7 +15,7 @@ use super::{
     relative_key,
     stats::AmplitudeStats,
     survey::{self, open_arrays},
-    task::{CellTraces, IngestTask},
+    task::CellTraces,
     Ingest,
 };
 use crate::{
@@ -23,6 +23,7 @@ use crate::{
     destination::Destination,
     error::{ErrorKind, PartError, Result},
     progress::Progress,
+    rows::tasks::ColumnTask,
     segy::{Geometry, SegyFile, SegyOptions},
     window::{strides, unravel},
 };
@@ -91,7 +92,7 @@ fn ravel(at: &[u64], shape: &[u64]) -> u64 {
 /// One task as handed out.
 #[derive(Serialize, Deserialize)]
 struct TaskSpec {
-    task: IngestTask,
+    task: ColumnTask,
     /// The trace of each cell of the task's block, in C order.
     traces: BlockTraces,
 }
@@ -109,7 +110,7 @@ struct BlockTraces {
 }
 
 impl BlockTraces {
-    fn of(task: &IngestTask, geometry: &Geometry) -> Self {
+    fn of(task: &ColumnTask, geometry: &Geometry) -> Self {
         let (lo, extent) = task.block_cells();
         let shape = task.trace_shape().to_vec();
         let traces = (0..extent.iter().product::<u64>())
@@ -140,7 +141,7 @@ impl CellTraces for BlockTraces {
 }
 
 impl TaskSpec {
-    fn new(task: &IngestTask, geometry: &Geometry) -> Self {
+    fn new(task: &ColumnTask, geometry: &Geometry) -> Self {
         Self {
             traces: BlockTraces::of(task, geometry),
             task: task.clone(),

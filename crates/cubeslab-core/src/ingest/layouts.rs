@@ -7,7 +7,6 @@ use serde_json::{Map, Value};
 
 use super::{
     survey::{RecordedLayouts, AMPLITUDE},
-    task::task_budget,
     AmplitudeType, IngestOptions,
 };
 use crate::{
@@ -15,6 +14,7 @@ use crate::{
     dtype::DType,
     error::Result,
     plan::{Access, AccessMix, CacheState, Evaluated, Layout, Planner, ReadSetup, Strategy},
+    rows::tasks::task_budget,
     segy::SegyFile,
     store::StoreError,
 };

@@ -46,6 +46,8 @@ use rayon::prelude::*;
 use serde_json::{json, Map, Value};
 
 use crate::compress::ChunkErrors;
+pub use crate::rows::tasks::task_budget;
+use crate::rows::tasks::ColumnTask;
 use crate::{
     config::Parallelism,
     destination::Destination,
@@ -59,8 +61,7 @@ use design::Design;
 use plan_ahead::PlanAhead;
 use survey::RecordedLayouts;
 use target::Target;
-pub use task::task_budget;
-use task::{IngestTask, TaskArrays};
+use task::TaskArrays;
 
 /// An ingest in progress.
 pub struct Ingest {
@@ -68,13 +69,13 @@ pub struct Ingest {
     geometry: Geometry,
     store: PathBuf,
     arrays: TaskArrays,
-    tasks: Vec<IngestTask>,
+    tasks: Vec<ColumnTask>,
     next: usize,
     /// Tasks from here on were handed to other processes ([`Ingest::hand_out`]).
     handed_out: Option<usize>,
     /// Their outcomes, by task number, as they arrive.
     outcomes: Vec<Option<(AmplitudeStats, Option<ChunkErrors>)>>,
-    /// Tasks run at once (see [`task::TaskPlan::workers`]).
+    /// Tasks run at once (see [`crate::rows::tasks::TaskPlan::workers`]).
     workers: Parallelism,
     parallelism: Parallelism,
     memory_limit: u64,

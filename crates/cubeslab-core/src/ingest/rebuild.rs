@@ -10,11 +10,12 @@ use crate::{
     dtype::DType,
     error::Result,
     progress::Progress,
+    rows::tasks,
     segy::{Geometry, SegyFile},
     store::ShardBuilder,
 };
 
-use super::{task, Layout};
+use super::Layout;
 
 /// At most this many bytes of chunks are sampled.
 pub const SAMPLE_BYTES: u64 = 32 << 20;
@@ -50,7 +51,7 @@ pub(super) fn sample_chunks(
     let blocks = ((SAMPLE_BYTES / block_bytes.max(1)) as usize).clamp(1, SAMPLE_BLOCKS);
     // One task per block of traces, in C order of the blocks (no memory
     // bound worth the name here).
-    let tasks = task::plan(shape, &layout, dtype, u64::MAX / 4, 1)
+    let tasks = tasks::plan(shape, &layout, dtype, u64::MAX / 4, 1)
         .map_err(|what| crate::store::StoreError::Unsupported {
             path: source.path().to_path_buf(),
             what,
@@ -115,7 +116,7 @@ pub(crate) fn rebuild_shards<T: Send>(
     visit: impl Fn(&ShardBuilder) -> Result<T> + Sync,
 ) -> Result<Vec<T>> {
     let plan =
-        task::plan(shape, layout, dtype, memory_limit, parallelism.threads).map_err(|what| {
+        tasks::plan(shape, layout, dtype, memory_limit, parallelism.threads).map_err(|what| {
             crate::store::StoreError::Unsupported {
                 path: source.path().to_path_buf(),
                 what,

@@ -580,6 +580,12 @@ impl Drop for ArrayWriter {
     }
 }
 
+/// Record in the array in `dir` the error of lossy chunks written outside a
+/// writer (shards built whole), as the writer records its write-backs.
+pub(crate) fn record_lossy_writes(dir: &Path, errors: &ChunkErrors) -> Result<()> {
+    local::update_metadata(dir, &mut |metadata| merge_rewrites(metadata, errors))
+}
+
 /// Merge `errors` into the record of rewritten lossy chunks in `metadata`
 /// (`attributes.cubeslab.rewrites`); always a change.
 fn merge_rewrites(metadata: &mut Value, errors: &ChunkErrors) -> bool {
