@@ -9,6 +9,7 @@
 //! * [`chunked_file`]: HDF5 and NetCDF 4 datasets read in place, in parallel, through their chunk index.
 //! * [`compress`]: `--compress` names, codec chains, error metrics, ZFP tuning.
 //! * [`segy`]: SEG-Y headers, sample formats and survey geometry.
+//! * [`imzml`]: imzML indexes of mass-spectrometry imaging files (the spectra in the `.ibd`).
 //! * [`rows`]: rows of a binary file (spectra, ...) into an array, in column tasks within a memory bound.
 //! * [`ingest`]: SEG-Y → cube store, streaming within a memory bound.
 //! * [`export`]: cube store → SEG-Y.
@@ -35,6 +36,7 @@ pub mod dtype;
 pub mod error;
 pub mod export;
 pub mod handle;
+pub mod imzml;
 pub mod ingest;
 pub mod plan;
 pub mod progress;

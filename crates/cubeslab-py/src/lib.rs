@@ -7,6 +7,7 @@
 mod array;
 mod chunked_file;
 mod errors;
+mod imzml;
 mod options;
 mod plan;
 mod remote;
@@ -394,6 +395,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(add_group_attributes, m)?)?;
     m.add_function(wrap_pyfunction!(copy_array, m)?)?;
     m.add_function(wrap_pyfunction!(fill_from_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(imzml::read_imzml_index, m)?)?;
     m.add_function(wrap_pyfunction!(errors::error_classes, m)?)?;
     m.add_function(wrap_pyfunction!(default_parallelism, m)?)?;
     m.add_function(wrap_pyfunction!(parallelism_limits, m)?)?;

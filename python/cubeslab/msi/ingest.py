@@ -279,8 +279,10 @@ def ingest_imzml(
     """Write an imzML file (and the ``.ibd`` beside it) into a new store; returns the summary. Options:
     those of :func:`_ingest_parsed`. ``checksum``: check the ``.ibd`` against the SHA-1 or MD5 the
     imzML gives."""
+    imzml = parse(source)
     with IbdDigest(source, checksum) as digest:
-        return _ingest_parsed(parse(source, on_checksum=digest.start), digest, store, **options)
+        digest.start(imzml.checksum)
+        return _ingest_parsed(imzml, digest, store, **options)
 
 
 def _ingest_parsed(
