@@ -8,8 +8,8 @@ image and spectrum timed. Cold: the file's ``.ibd`` (pyimzML) or the store's fil
 from the page cache (posix_fadvise DONTNEED) before each run, the reader opened afresh (pyimzML's XML
 parse is not timed; cubeslab's opening of the store is). Warm: read before. Medians of ``--runs`` runs.
 Bounds: cold, the bytes the read must fetch (the touched chunks for cubeslab, the spectra for pyimzML) at
-the disk's sequential rate; warm, the result at one core's copy rate. Ingest is set beside a sequential
-cold read of the ``.ibd``.
+the disk's sequential rate; warm, the result at one core's copy rate. Each cold ingest is set beside a
+sequential cold read of the whole ``.ibd`` made just before it, and beside the rate of the SHA-1 it checks.
 
 Usage: python bench/msi.py [--size small|full] [--runs 3] [--out bench/results]
 Writes OUT/msi.json and OUT/msi.md; the imzML file is generated once into bench/data/msi/.
@@ -25,6 +25,7 @@ import argparse
 import gc
 import json
 import platform
+import statistics
 import time
 from pathlib import Path
 
@@ -58,6 +59,19 @@ def generate(path: Path, shape) -> None:
                 w.addSpectrum(mz, intensity, (x, y, 1))
 
 
+def checksum_rate(ibd: Path) -> float:
+    """Bytes/s of SHA-1 (the generated file's checksum, which ingest checks) over the warm .ibd on one
+    core: a bound of its own on an ingest that checks it."""
+    import hashlib
+
+    digest, piece = hashlib.new("sha1"), bytearray(16 << 20)
+    t0 = time.perf_counter()
+    with open(ibd, "rb", buffering=0) as f:
+        while got := f.readinto(piece):
+            digest.update(memoryview(piece)[:got])
+    return ibd.stat().st_size / (time.perf_counter() - t0)
+
+
 def timed_runs(read, paths: list[Path], runs: int, cold: bool) -> dict:
     times = []
     if not cold:
@@ -79,13 +93,24 @@ def measure(source: Path, store: Path, runs: int) -> dict:
 
     ibd = source.with_suffix(".ibd")
     results: dict = {}
-    cubeslab.ingest(source, store, overwrite=True)  # untimed first ingest: the file warm as for the timed one
-    evict([ibd])
-    settle()
-    t0 = time.perf_counter()
-    cubeslab.ingest(source, store, overwrite=True)
-    ingest_s = time.perf_counter() - t0
-    results["ingest"] = {"seconds": ingest_s, "ibd_bytes": ibd.stat().st_size}
+    cubeslab.ingest(source, store, overwrite=True)  # untimed first ingest: the store's old files exist
+    # Each cold ingest beside a cold sequential read of the .ibd made just before it: this disk's rate
+    # drifts by tens of percent within minutes.
+    ingests, reads = [], []
+    for _ in range(runs):
+        reads.append(disk_bandwidth(ibd, limit=ibd.stat().st_size, repeats=1))
+        evict([ibd])
+        settle()
+        t0 = time.perf_counter()
+        cubeslab.ingest(source, store, overwrite=True)
+        ingests.append(time.perf_counter() - t0)
+    results["ingest"] = {
+        **stats(ingests),
+        "seconds_each": ingests,
+        "read_Bps_each": reads,
+        "ibd_bytes": ibd.stat().st_size,
+        "checksum_Bps": checksum_rate(ibd),
+    }
     parser = ImzMLParser(str(source))
     index = {(x, y): i for i, (x, y, _) in enumerate(parser.coordinates)}
     store_files = files_under(store)
@@ -158,8 +183,13 @@ def table(r: dict) -> str:
     bw = r["bounds"]
     disk, memory = bw["disk_read_Bps"], bw["memory_copy_Bps"]
     ingest = r["results"]["ingest"]
-    ingest_rate = ingest["ibd_bytes"] / ingest["seconds"]
-    sequential = r["ibd_sequential_Bps"]
+    ingest_rate = ingest["ibd_bytes"] / ingest["median_s"]
+    shares = [
+        ingest["ibd_bytes"] / seconds / read
+        for seconds, read in zip(ingest["seconds_each"], ingest["read_Bps_each"], strict=True)
+    ]
+    share = statistics.median(shares)
+    sequential = statistics.median(ingest["read_Bps_each"])
     lines = [
         "# MSI: imzML in, ion images and spectra out",
         "",
@@ -200,7 +230,6 @@ def table(r: dict) -> str:
         f"cubeslab fetches {ours / 1e6:.1f} MB ({ours / disk * 1e3:.1f} ms), "
         f"pyimzML {theirs / 1e6:.0f} MB ({theirs / disk * 1e3:.0f} ms)"
     )
-    share = ingest_rate / sequential
     lines += [
         "",
         "| target | measured | bound | met |",
@@ -209,9 +238,9 @@ def table(r: dict) -> str:
         f"| ion image >= 100x pyimzML, warm | {warm_x:,.0f}x | | {_yes(warm_x >= 100)} |",
         f"| ion image >= 100x pyimzML, cold, with --views | {viewed_x:,.0f}x | | {_yes(viewed_x >= 100)} |",
         f"| spectrum warm <= 1 ms | {spectrum_ms:.3f} ms | | {_yes(spectrum_ms <= 1)} |",
-        f"| ingest >= 50 % of a sequential cold read of the .ibd | {ingest_rate / 1e6:.0f} MB/s = "
-        f"{share:.0%} "
-        f"| {sequential / 1e6:.0f} MB/s | {_yes(share >= 0.5)} |",
+        f"| ingest >= 50 % of a sequential cold read of the .ibd (run by run) | {ingest_rate / 1e6:.0f} MB/s;"
+        f" {share:.0%} (runs {min(shares):.0%}-{max(shares):.0%}) | cold read {sequential / 1e6:.0f} MB/s;"
+        f" its SHA-1 alone {ingest['checksum_Bps'] / 1e6:.0f} MB/s (one core) | {_yes(share >= 0.5)} |",
     ]
     return "\n".join(lines) + "\n"
 
@@ -232,7 +261,6 @@ def main() -> None:
     shape = SIZES[args.size]
     source = args.data / f"tissue-{args.size}.imzML"
     generate(source, shape)
-    ibd = source.with_suffix(".ibd")
     report = {
         "shape": list(shape),
         "runs": args.runs,
@@ -240,7 +268,6 @@ def main() -> None:
         "machine": platform.node(),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "bounds": bounds(args.data),
-        "ibd_sequential_Bps": disk_bandwidth(ibd, limit=min(ibd.stat().st_size, 1 << 30), repeats=3),
     }
     report["results"] = measure(source, args.data / f"tissue-{args.size}.zarr", args.runs)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -326,10 +326,12 @@ impl IndexReader<'_> {
                 (Some(offset), Some(length), Some(encoded)) => {
                     found[kind] = Some([offset, length, encoded]);
                 }
-                _ => return Err(self.spectrum_error(format!(
+                _ => {
+                    return Err(self.spectrum_error(format!(
                     "the {} array lacks a valid external offset, array length or encoded length",
                     KINDS[kind]
-                ))),
+                )))
+                }
             }
         }
         let [Some(mz), Some(intensity)] = found else {

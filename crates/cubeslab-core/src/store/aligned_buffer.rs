@@ -17,6 +17,11 @@ use std::{
 /// largest logical block size of common devices.
 pub const ALIGN: usize = 4096;
 
+/// Buffers this large or larger start on a huge-page boundary and ask for
+/// huge pages: touching them first then faults once per 2 MiB, not per
+/// 4 KiB page, which on a virtual machine was a seventh of building a shard.
+const HUGE_PAGE: usize = 2 << 20;
+
 /// A growable byte buffer whose storage starts on an [`ALIGN`] boundary
 /// and spans whole multiples of it.
 pub struct AlignedBuffer {
@@ -52,7 +57,12 @@ impl AlignedBuffer {
     }
 
     fn layout(capacity: usize) -> Layout {
-        Layout::from_size_align(capacity, ALIGN).expect("capacities are far below isize::MAX")
+        let align = if capacity >= HUGE_PAGE {
+            HUGE_PAGE
+        } else {
+            ALIGN
+        };
+        Layout::from_size_align(capacity, align).expect("capacities are far below isize::MAX")
     }
 
     /// Bytes the buffer holds without growing: a multiple of [`ALIGN`].
@@ -77,6 +87,10 @@ impl AlignedBuffer {
         let Some(ptr) = NonNull::new(ptr) else {
             std::alloc::handle_alloc_error(Self::layout(capacity));
         };
+        if capacity >= HUGE_PAGE {
+            // SAFETY: advice only, on memory this buffer owns; refused advice changes nothing.
+            unsafe { libc::madvise(ptr.as_ptr().cast(), capacity, libc::MADV_HUGEPAGE) };
+        }
         if self.capacity > 0 {
             // SAFETY: both allocations hold at least `written` bytes and do not overlap.
             unsafe {
