@@ -5,10 +5,9 @@ use crate::{
     compress::ChunkErrors,
     error::Result,
     progress::Progress,
-    rows::tasks::ColumnTask,
+    rows::{placement::RowPlacement, tasks::ColumnTask},
     segy::{header_field, Geometry, SegyFile, TRACE_HEADER_LEN},
-    store::{copy_run, Prefill, ShardBuilder, ZarrArray},
-    window::{strides, unravel},
+    store::{Prefill, ShardBuilder, ZarrArray},
 };
 
 use super::stats::AmplitudeStats;
@@ -111,20 +110,9 @@ impl ColumnTask {
 
     /// How many cells of the block have a trace.
     fn live_traces(&self, geometry: &impl CellTraces) -> u64 {
-        let nt = self.shape.len() - 1;
-        let (lo, extent) = self.block_cells();
-        let mut live = 0u64;
-        for i in 0..extent.iter().product::<u64>() {
-            let idx = unravel(i, &extent);
-            let mut global = 0u64;
-            for d in 0..nt {
-                global = global * self.shape[d] + lo[d] + idx[d];
-            }
-            if geometry.trace_at(global) != crate::segy::MISSING_TRACE {
-                live += 1;
-            }
-        }
-        live
+        self.cells()
+            .filter(|&(global, _)| geometry.trace_at(global) != crate::segy::MISSING_TRACE)
+            .count() as u64
     }
 
     /// Read the block's live traces and place their samples into `shards`
@@ -138,37 +126,25 @@ impl ColumnTask {
         progress: &Progress,
     ) -> Result<(u64, Option<Aux>, AmplitudeStats)> {
         let nt = self.shape.len() - 1;
-        let (trace_shape, block_shape) = (&self.shape[..nt], &self.shard[..nt]);
-        let (lo, extent) = self.block_cells();
-        let block_cells: u64 = block_shape.iter().product();
+        let block_cells: u64 = self.shard[..nt].iter().product();
 
         // Live traces of the block, in C order of the cells (which is file
         // order for a file sorted that way, so reads coalesce).
-        let mut placed = Vec::new();
-        for i in 0..extent.iter().product::<u64>() {
-            let idx = unravel(i, &extent);
-            let (mut global, mut local) = (0u64, 0u64);
-            for d in 0..nt {
-                global = global * trace_shape[d] + lo[d] + idx[d];
-                local = local * block_shape[d] + idx[d];
-            }
-            let trace = geometry.trace_at(global);
-            if trace != crate::segy::MISSING_TRACE {
-                placed.push(Placed {
+        let placed: Vec<Placed> = self
+            .cells()
+            .filter_map(|(global, local)| {
+                let trace = geometry.trace_at(global);
+                (trace != crate::segy::MISSING_TRACE).then_some(Placed {
                     local: local as usize,
                     trace,
-                });
-            }
-        }
+                })
+            })
+            .collect();
 
         let elem = self.dtype.size();
         let ns = self.shape[nt];
         let sz = self.shard[nt];
-        let (inner, cps) = (
-            shards[0].inner_shape().to_vec(),
-            shards[0].chunks_per_shard().to_vec(),
-        );
-        let (chunk_strides, elem_strides) = (strides(&cps), strides(&inner));
+        let placement = RowPlacement::new(&self.shard, ns, elem, &shards[0]);
         let first = self.z_shards.start == 0;
         let mut aux = first.then(|| Aux::new(block_cells as usize));
 
@@ -198,13 +174,6 @@ impl ColumnTask {
             for (k, p) in run.iter().enumerate() {
                 let trace = &buffer[k * trace_len as usize..(k + 1) * trace_len as usize];
                 let (header, samples) = trace.split_at(TRACE_HEADER_LEN);
-                // The trace's place: which inner chunk column, and where in each chunk.
-                let local = unravel(p.local as u64, block_shape);
-                let (mut chunk_base, mut elem_base) = (0u64, 0u64);
-                for d in 0..nt {
-                    chunk_base += local[d] / inner[d] * chunk_strides[d];
-                    elem_base += local[d] % inner[d] * elem_strides[d];
-                }
                 // Decode the samples this task needs in one call, then place
                 // them chunk by chunk (runs of one chunk's depth).
                 let (t0, t1) = (self.z_shards.start * sz, (self.z_shards.end * sz).min(ns));
@@ -216,19 +185,7 @@ impl ColumnTask {
                     self.dtype,
                 );
                 stats.add_bytes(wanted, self.dtype);
-                for (j, z) in self.z_shards.clone().enumerate() {
-                    for kz in 0..cps[nt] {
-                        let z0 = z * sz + kz * inner[nt];
-                        if z0 >= ns {
-                            break;
-                        }
-                        let n = ((z0 + inner[nt]).min(ns) - z0) as usize;
-                        let at = elem_base as usize * elem;
-                        if let Some(chunk) = shards[j].chunk_mut((chunk_base + kz) as usize) {
-                            copy_run(&decoded, z0 as usize * elem, chunk, at, n * elem);
-                        }
-                    }
-                }
+                placement.place(shards, self.z_shards.clone(), p.local as u64, &decoded, 0);
                 if let Some(aux) = aux.as_mut() {
                     aux.record(p.local, header, source);
                 }

@@ -8,6 +8,7 @@
 //! its shards and writes those whole. Each row's sum and each column's sum
 //! over all rows come out as well, computed from the bytes in hand.
 
+pub(crate) mod placement;
 mod sums;
 pub(crate) mod tasks;
 
@@ -21,9 +22,9 @@ use crate::{
     error::{Error, Result},
     plan::Layout,
     progress::{Progress, Unit},
-    store::{copy_run, Prefill, StoreError, ZarrArray},
-    window::{strides, unravel},
+    store::{Prefill, StoreError, ZarrArray},
 };
+use placement::RowPlacement;
 use tasks::ColumnTask;
 
 /// A cell with no row in the file.
@@ -167,25 +168,18 @@ impl RowReader<'_> {
     fn run(&self, task: &ColumnTask) -> Result<TaskOutcome> {
         let shape = &task.shape;
         let lead = shape.len() - 1;
-        let block_shape = &task.shard[..lead];
-        let (lo, extent) = task.block_cells();
-        let mut placed = Vec::new();
-        for i in 0..extent.iter().product::<u64>() {
-            let idx = unravel(i, &extent);
-            let (mut cell, mut local) = (0u64, 0u64);
-            for d in 0..lead {
-                cell = cell * shape[d] + lo[d] + idx[d];
-                local = local * block_shape[d] + idx[d];
-            }
-            let offset = self.source.offsets[cell as usize];
-            if offset != NO_ROW {
-                placed.push(Placed {
+        let (_, extent) = task.block_cells();
+        let mut placed: Vec<Placed> = task
+            .cells()
+            .filter_map(|(cell, local)| {
+                let offset = self.source.offsets[cell as usize];
+                (offset != NO_ROW).then_some(Placed {
                     local,
                     cell,
                     offset,
-                });
-            }
-        }
+                })
+            })
+            .collect();
         // File order, so that rows lying back to back are read at once.
         placed.sort_unstable_by_key(|p| p.offset);
         let prefill = if placed.len() as u64 == extent.iter().product::<u64>() {
@@ -202,9 +196,7 @@ impl RowReader<'_> {
         let (t0, t1) = (task.z_shards.start * sz, (task.z_shards.end * sz).min(ns));
         let part = ((t1 - t0) as usize) * elem;
         let whole_rows = t0 == 0 && t1 == ns;
-        let inner = shards[0].inner_shape().to_vec();
-        let cps = shards[0].chunks_per_shard().to_vec();
-        let (chunk_strides, elem_strides) = (strides(&cps), strides(&inner));
+        let placement = RowPlacement::new(&task.shard, ns, elem, &shards[0]);
         let swap = elem > 1 && self.source.little_endian != cfg!(target_endian = "little");
         let max_run = (task.read_bytes / part as u64).max(1) as usize;
         let mut outcome = TaskOutcome {
@@ -247,25 +239,7 @@ impl RowReader<'_> {
             for (row, p) in buffer.chunks_exact(part).zip(run) {
                 let sum = sums::add_row(task.dtype, row, &mut outcome.columns);
                 outcome.rows.push((p.cell, sum));
-                let local = unravel(p.local, block_shape);
-                let (mut chunk_base, mut elem_base) = (0u64, 0u64);
-                for d in 0..lead {
-                    chunk_base += local[d] / inner[d] * chunk_strides[d];
-                    elem_base += local[d] % inner[d] * elem_strides[d];
-                }
-                for (j, z) in task.z_shards.clone().enumerate() {
-                    for kz in 0..cps[lead] {
-                        let z0 = z * sz + kz * inner[lead];
-                        if z0 >= ns {
-                            break;
-                        }
-                        let n = ((z0 + inner[lead]).min(ns) - z0) as usize * elem;
-                        if let Some(chunk) = shards[j].chunk_mut((chunk_base + kz) as usize) {
-                            let from = (z0 - t0) as usize * elem;
-                            copy_run(row, from, chunk, elem_base as usize * elem, n);
-                        }
-                    }
-                }
+                placement.place(&mut shards, task.z_shards.clone(), p.local, row, t0);
             }
             start = end;
         }

@@ -140,6 +140,22 @@ impl ColumnTask {
         (lo, extent)
     }
 
+    /// The block's cells: (index over the whole array's leading dimensions,
+    /// index inside the block), both C order, in C order.
+    pub fn cells(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        let lead = self.shape.len() - 1;
+        let (lo, extent) = self.block_cells();
+        (0..extent.iter().product::<u64>()).map(move |i| {
+            let idx = unravel(i, &extent);
+            let (mut global, mut local) = (0u64, 0u64);
+            for d in 0..lead {
+                global = global * self.shape[d] + lo[d] + idx[d];
+                local = local * self.shard[d] + idx[d];
+            }
+            (global, local)
+        })
+    }
+
     /// This task narrowed to the one shard along the last dimension at `z` (of
     /// those it covers), to sample the data.
     pub fn narrowed(&self, z: u64) -> Self {
