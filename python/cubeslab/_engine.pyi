@@ -248,6 +248,21 @@ def compression_name(codecs: str) -> str | None: ...
 def add_group_attributes(path: _Path, attributes: str) -> None: ...
 def copy_array(source: _Path, target: _Path, memory_limit: int, threads: int | None = None) -> None: ...
 def read_imzml_index(path: _Path) -> tuple[str, bytes]: ...
+def fill_from_binned_rows(
+    target: _Path,
+    source: _Path,
+    values: _Buffer,
+    keys: _Buffer,
+    lengths: _Buffer,
+    records: _Buffer,
+    key_type: str,
+    value_type: str,
+    bins: tuple[str, float, float],
+    names: tuple[_Path, str, str],
+    memory_limit: int,
+    threads: int | None = None,
+    progress: Progress | None = None,
+) -> tuple[list[float], list[float], int, int]: ...
 def fill_from_rows(
     target: _Path,
     source: _Path,

@@ -11,6 +11,7 @@ mod imzml;
 mod options;
 mod plan;
 mod remote;
+mod rows;
 mod verify;
 
 use std::path::PathBuf;
@@ -69,8 +70,8 @@ pub(crate) fn window(starts: &[u64], stops: &[u64], steps: &[u64]) -> PyResult<W
 /// A job's progress, read from another thread than the one running it,
 /// and the means to stop the job.
 #[pyclass(frozen)]
-struct Progress {
-    inner: CoreProgress,
+pub(crate) struct Progress {
+    pub(crate) inner: CoreProgress,
 }
 
 #[pymethods]
@@ -296,41 +297,6 @@ fn copy_array(
     })
 }
 
-/// Fill the (sharded) array `target` with rows of the file `source`: the
-/// row of cell `i` (C order over the leading dimensions) at byte
-/// `offsets[i]`, or none where that is 2**64 - 1. Returns each cell's row
-/// sum and each column's sum over the rows.
-#[pyfunction]
-#[pyo3(signature = (target, source, offsets, little_endian, memory_limit, threads=None, progress=None))]
-#[allow(clippy::too_many_arguments)]
-fn fill_from_rows(
-    py: Python<'_>,
-    target: PathBuf,
-    source: PathBuf,
-    offsets: PyBuffer<u64>,
-    little_endian: bool,
-    memory_limit: u64,
-    threads: Option<usize>,
-    progress: Option<&Progress>,
-) -> PyResult<(Vec<f64>, Vec<f64>)> {
-    let rows = cubeslab_core::rows::FileRows {
-        path: source,
-        offsets: offsets.to_vec(py)?,
-        little_endian,
-    };
-    let progress = progress.map_or_else(CoreProgress::default, |p| p.inner.clone());
-    let sums = engine(py, || {
-        cubeslab_core::rows::fill_from_rows(
-            &CoreArray::open(&target)?,
-            &rows,
-            Parallelism::resolve(threads, None),
-            memory_limit,
-            &progress,
-        )
-    })?;
-    Ok((sums.rows, sums.columns))
-}
-
 /// The `--compress` name of a chunk codec chain (JSON), or `None` for a
 /// chain cubeslab does not write.
 #[pyfunction]
@@ -394,7 +360,8 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(create_group, m)?)?;
     m.add_function(wrap_pyfunction!(add_group_attributes, m)?)?;
     m.add_function(wrap_pyfunction!(copy_array, m)?)?;
-    m.add_function(wrap_pyfunction!(fill_from_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(rows::fill_from_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(rows::fill_from_binned_rows, m)?)?;
     m.add_function(wrap_pyfunction!(imzml::read_imzml_index, m)?)?;
     m.add_function(wrap_pyfunction!(errors::error_classes, m)?)?;
     m.add_function(wrap_pyfunction!(default_parallelism, m)?)?;

@@ -215,6 +215,44 @@ def _fill_in_engine(main: str, imzml: Imzml, pixels, shape, limit: int, progress
     return np.asarray(tic).reshape(shape[:2]), np.asarray(total)
 
 
+def _bin_in_engine(
+    main: str, imzml: Imzml, binning: Binning, pixels, shape, limit: int, progress: Progress | None, report
+):
+    """Fill the cube ``main`` from the ``.ibd`` in the engine, each processed spectrum binned onto the
+    m/z axis (uncompressed arrays); counts its peaks outside the range and merged into a filled bin in
+    ``report``; returns the TIC image and the summed spectrum."""
+    if (imzml.mz_length != imzml.intensity_length).any():
+        i = int(np.argmax(imzml.mz_length != imzml.intensity_length))
+        raise InvalidInputError(
+            f"{imzml.path}: spectrum {i} has {int(imzml.mz_length[i])} m/z values and "
+            f"{int(imzml.intensity_length[i])} intensities"
+        )
+    ix, iy = pixels
+    cells = ix * shape[1] + iy
+
+    def by_cell(values, missing=0) -> np.ndarray:
+        out = np.full(shape[0] * shape[1], missing, dtype=np.uint64)
+        out[cells] = values
+        return out
+
+    step = binning.ratio if binning.unit == "ppm" else binning.width
+    bins = (binning.unit, binning.low, step)
+    values = by_cell(imzml.intensity_offset, np.iinfo(np.uint64).max)
+    keys, lengths = by_cell(imzml.mz_offset), by_cell(imzml.intensity_length)
+    records = by_cell(np.arange(imzml.n_spectra))
+    reported = None if progress is None else (lambda phase: progress(phase.done, phase.total))
+    tic, total, outside, merged = run_watched(
+        lambda handle: _engine.fill_from_binned_rows(
+            main, imzml.ibd, values, keys, lengths, records, imzml.mz.dtype.name, imzml.intensity.dtype.name,
+            bins, (imzml.path, "spectrum", "m/z array"), limit, progress=handle,
+        ),
+        reported,
+    )  # fmt: skip
+    report["outside_range"] += outside
+    report["merged"] += merged
+    return np.asarray(tic).reshape(shape[:2]), np.asarray(total)
+
+
 def _fill_in_slabs(out: Array, rows_of: _Rows, pixels, shape, shards, limit: int, progress):
     """Fill the cube ``out`` (open for writing) slab by slab through window writes, the spectra read
     and binned here; returns the TIC image and the summed spectrum."""
@@ -361,10 +399,13 @@ def _ingest_parsed(
         shards=shards, compress=compress, cache=max(limit // 2, 1), attributes=attributes, fill_value=0,
     )  # fmt: skip
     with cube:
-        if binning is None and not imzml.intensity.zlib:
+        if not (imzml.intensity.zlib or imzml.mz.zlib):
             cube.close()
             main = os.path.join(staging, MAIN_ARRAY)
-            tic, total = _fill_in_engine(main, imzml, (ix, iy), shape, limit, progress)
+            if binning is None:
+                tic, total = _fill_in_engine(main, imzml, (ix, iy), shape, limit, progress)
+            else:
+                tic, total = _bin_in_engine(main, imzml, binning, (ix, iy), shape, limit, progress, report)
         else:
             rows = _Rows(spectra, binning, report)
             tic, total = _fill_in_slabs(cube.amplitude, rows, (ix, iy), shape, shards, limit, progress)

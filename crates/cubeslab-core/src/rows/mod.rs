@@ -8,6 +8,7 @@
 //! its shards and writes those whole. Each row's sum and each column's sum
 //! over all rows come out as well, computed from the bytes in hand.
 
+mod binned;
 pub(crate) mod placement;
 mod sums;
 pub(crate) mod tasks;
@@ -19,11 +20,14 @@ use rayon::prelude::*;
 use crate::{
     compress::ChunkErrors,
     config::Parallelism,
+    dtype::DType,
     error::{Error, Result},
     plan::Layout,
     progress::{Progress, Unit},
-    store::{Prefill, StoreError, ZarrArray},
+    store::{Prefill, ShardBuilder, StoreError, ZarrArray},
 };
+use binned::Binner;
+pub use binned::{BinCounts, BinnedRows, BinnedRowsError, Bins, RecordNames};
 use placement::RowPlacement;
 use tasks::ColumnTask;
 
@@ -41,6 +45,9 @@ pub struct FileRows {
     pub offsets: Vec<u64>,
     /// Whether the file's elements are little-endian (of the array's type).
     pub little_endian: bool,
+    /// Sparse rows to bin, whose values are at `offsets` (the array then
+    /// holds float32 or float64 bins).
+    pub binned: Option<BinnedRows>,
 }
 
 /// Each row's sum (0 for a cell without one) and each column's sum over
@@ -51,6 +58,8 @@ pub struct RowSums {
     pub rows: Vec<f64>,
     /// By position along the last dimension.
     pub columns: Vec<f64>,
+    /// Of binned rows: pairs outside the bins, and merged into a filled one.
+    pub counts: BinCounts,
 }
 
 /// Fill `array` (sharded, at least 2-D) with the rows `source` names,
@@ -76,6 +85,17 @@ pub fn fill_from_rows(
     let Some(inner) = array.inner_chunk_shape().map(<[u64]>::to_vec) else {
         return Err(refuse("filling an unsharded array from rows".into()));
     };
+    if let Some(binned) = &source.binned {
+        let per_cell = [&binned.keys, &binned.lengths, &binned.records];
+        if per_cell.iter().any(|v| v.len() as u64 != cells)
+            || !matches!(array.dtype(), DType::Float32 | DType::Float64)
+        {
+            return Err(refuse(format!(
+                "binned rows into a {} array of shape {shape:?}",
+                array.dtype().name()
+            )));
+        }
+    }
     if nd < 2 || source.offsets.len() as u64 != cells {
         return Err(refuse(format!(
             "{} row offsets for an array of shape {shape:?}",
@@ -95,14 +115,20 @@ pub fn fill_from_rows(
     )
     .map_err(refuse)?;
     let file = std::fs::File::open(&source.path).map_err(|e| Error::io(&source.path, e))?;
-    let row_bytes = shape[nd - 1] * array.dtype().size() as u64;
-    let live = source.offsets.iter().filter(|&&o| o != NO_ROW).count() as u64;
-    progress.begin(
-        "write volume",
-        Unit::Bytes,
-        live * row_bytes * plan.passes,
-        0,
-    );
+    let live = source
+        .offsets
+        .iter()
+        .enumerate()
+        .filter(|(_, &o)| o != NO_ROW);
+    let source_bytes: u64 = match &source.binned {
+        // Each task reads its rows whole, keys and values.
+        Some(b) => {
+            let pair = (b.key_type.size() + b.value_type.size()) as u64;
+            live.map(|(c, _)| b.lengths[c] * pair).sum::<u64>() * plan.passes
+        }
+        None => live.count() as u64 * shape[nd - 1] * array.dtype().size() as u64,
+    };
+    progress.begin("write volume", Unit::Bytes, source_bytes, 0);
     array.recycle_buffers(memory_limit as usize);
     let reader = RowReader {
         file: &file,
@@ -121,6 +147,7 @@ pub fn fill_from_rows(
     let mut sums = RowSums {
         rows: vec![0.0; cells as usize],
         columns: vec![0.0; shape[nd - 1] as usize],
+        counts: BinCounts::default(),
     };
     let mut errors: Option<ChunkErrors> = None;
     for (task, outcome) in plan.tasks.iter().zip(outcomes?) {
@@ -131,6 +158,8 @@ pub fn fill_from_rows(
         for (total, part) in sums.columns[z0..].iter_mut().zip(&outcome.columns) {
             *total += part;
         }
+        sums.counts.outside += outcome.counts.outside;
+        sums.counts.merged += outcome.counts.merged;
         if let Some(e) = outcome.errors {
             errors.get_or_insert_with(ChunkErrors::default).merge(&e);
         }
@@ -147,6 +176,8 @@ struct TaskOutcome {
     rows: Vec<(u64, f64)>,
     /// Column sums over the task's part of the last dimension.
     columns: Vec<f64>,
+    /// Of binned rows, counted by the task holding each row's start.
+    counts: BinCounts,
     errors: Option<ChunkErrors>,
 }
 
@@ -162,6 +193,23 @@ struct RowReader<'a> {
     source: &'a FileRows,
     array: &'a ZarrArray,
     progress: &'a Progress,
+}
+
+/// One task's shards and where its part of each row goes in them.
+struct TaskShards {
+    shards: Vec<ShardBuilder>,
+    placement: RowPlacement,
+    z_shards: std::ops::Range<u64>,
+    /// The part of each row the shards hold: elements `part.start..part.end`.
+    part: std::ops::Range<u64>,
+}
+
+impl TaskShards {
+    fn place(&mut self, local: u64, row: &[u8]) {
+        let z = self.z_shards.clone();
+        self.placement
+            .place(&mut self.shards, z, local, row, self.part.start);
+    }
 }
 
 impl RowReader<'_> {
@@ -187,27 +235,57 @@ impl RowReader<'_> {
         } else {
             Prefill::FillValue
         };
-        let mut shards = task
+        let shards = task
             .shard_indices()
             .map(|indices| self.array.shard_builder(&indices, prefill))
             .collect::<Result<Vec<_>>>()?;
-        let elem = task.dtype.size();
         let (ns, sz) = (shape[lead], task.shard[lead]);
-        let (t0, t1) = (task.z_shards.start * sz, (task.z_shards.end * sz).min(ns));
-        let part = ((t1 - t0) as usize) * elem;
-        let whole_rows = t0 == 0 && t1 == ns;
-        let placement = RowPlacement::new(&task.shard, ns, elem, &shards[0]);
-        let swap = elem > 1 && self.source.little_endian != cfg!(target_endian = "little");
-        let max_run = (task.read_bytes / part as u64).max(1) as usize;
+        let part = task.z_shards.start * sz..(task.z_shards.end * sz).min(ns);
+        let mut out = TaskShards {
+            placement: RowPlacement::new(&task.shard, ns, task.dtype.size(), &shards[0]),
+            shards,
+            z_shards: task.z_shards.clone(),
+            part: part.clone(),
+        };
         let mut outcome = TaskOutcome {
             rows: Vec::with_capacity(placed.len()),
-            columns: vec![0.0; (t1 - t0) as usize],
+            columns: vec![0.0; (part.end - part.start) as usize],
+            counts: BinCounts::default(),
             errors: None,
         };
+        match &self.source.binned {
+            Some(binned) => self.bin_rows(binned, task, &placed, &mut out, &mut outcome)?,
+            None => self.copy_rows(task, &placed, &mut out, &mut outcome)?,
+        }
+        for shard in out.shards {
+            if let Some(e) = self.array.write_shard(shard)? {
+                outcome
+                    .errors
+                    .get_or_insert_with(ChunkErrors::default)
+                    .merge(&e);
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// Dense rows: rows lying back to back read whole in one positioned
+    /// read; else one part at a time.
+    fn copy_rows(
+        &self,
+        task: &ColumnTask,
+        placed: &[Placed],
+        out: &mut TaskShards,
+        outcome: &mut TaskOutcome,
+    ) -> Result<()> {
+        let elem = task.dtype.size();
+        let (t0, t1) = (out.part.start, out.part.end);
+        let part = ((t1 - t0) as usize) * elem;
+        let whole_rows = t0 == 0 && t1 == task.shape[task.shape.len() - 1];
+        let swap = elem > 1 && self.source.little_endian != cfg!(target_endian = "little");
+        let max_run = (task.read_bytes / part as u64).max(1) as usize;
         let mut buffer = Vec::new();
         let mut start = 0;
         while start < placed.len() {
-            // Rows back to back in the file, read whole; else one part at a time.
             let mut end = start + 1;
             while whole_rows
                 && end < placed.len()
@@ -239,19 +317,43 @@ impl RowReader<'_> {
             for (row, p) in buffer.chunks_exact(part).zip(run) {
                 let sum = sums::add_row(task.dtype, row, &mut outcome.columns);
                 outcome.rows.push((p.cell, sum));
-                placement.place(&mut shards, task.z_shards.clone(), p.local, row, t0);
+                out.place(p.local, row);
             }
             start = end;
         }
-        for shard in shards {
-            if let Some(e) = self.array.write_shard(shard)? {
-                outcome
-                    .errors
-                    .get_or_insert_with(ChunkErrors::default)
-                    .merge(&e);
-            }
+        Ok(())
+    }
+
+    /// Sparse rows: each read (keys, then values) and binned on its own.
+    fn bin_rows(
+        &self,
+        binned: &BinnedRows,
+        task: &ColumnTask,
+        placed: &[Placed],
+        out: &mut TaskShards,
+        outcome: &mut TaskOutcome,
+    ) -> Result<()> {
+        let row_len = task.shape[task.shape.len() - 1];
+        let mut binner = Binner::new(self.file, &self.source.path, binned, row_len);
+        let mut row = Vec::new();
+        for p in placed {
+            self.progress.check()?;
+            // Each row's pairs are counted once, by the task holding its start.
+            let counts = (out.part.start == 0).then_some(&mut outcome.counts);
+            let (sum, read) = binner.row(
+                p.cell,
+                p.offset,
+                out.part.clone(),
+                task.dtype,
+                &mut row,
+                &mut outcome.columns,
+                counts,
+            )?;
+            self.progress.add(read);
+            outcome.rows.push((p.cell, sum));
+            out.place(p.local, &row);
         }
-        Ok(outcome)
+        Ok(())
     }
 }
 
