@@ -377,3 +377,17 @@ def test_views_hold_the_same_cube_and_take_the_reads_they_are_laid_out_for(tmp_p
     info = subprocess.run([*CLI, "info", str(tmp_path / "v.zarr"), "--json"], capture_output=True, text=True)
     report = json.loads(info.stdout)
     assert report["state"] == "complete" and set(report["views"]) == {"spectra", "ion-images"}
+
+
+def test_a_cube_larger_than_the_free_disk_is_refused_before_anything_is_written(tmp_path):
+    write_imzml(tmp_path / "w.imzML", "processed", np.float64, np.float32)
+    free = shutil.disk_usage(tmp_path).free
+    # Bins so narrow that the cube is larger than the disk's free space.
+    width = 900 * 12 * 4 / free / 4
+    with pytest.raises(cubeslab.InvalidInputError, match=r"w\.imzML: the cube .* GB free; choose wider bins"):
+        cubeslab.ingest(tmp_path / "w.imzML", tmp_path / "w.zarr", mz_bin=width, mz_range="100:1000")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["w.ibd", "w.imzML"]
+    # Narrower still, with compression (no room to check): the m/z axis alone would not fit in memory.
+    with pytest.raises(cubeslab.InvalidInputError, match=r"w\.imzML: [\d,]+ bins .* over the memory limit"):
+        cubeslab.ingest(tmp_path / "w.imzML", tmp_path / "w.zarr", mz_bin=1e-9, compress="zstd:3")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["w.ibd", "w.imzML"]

@@ -12,6 +12,7 @@ import json
 import math
 import os
 import re
+import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from ..array import Array
 from ..create import MAIN_ARRAY, create
 from ..errors import InvalidInputError
 from ..jobs import run_watched
-from ..locations import begin_store, store_size
+from ..locations import begin_store, is_remote, store_size
 from ..sources.ingest import Progress, planned, summary
 from .imzml import IbdDigest, Imzml, Spectra, check_ibd, parse
 
@@ -117,6 +118,22 @@ def default_bin(spectra: Spectra, n: int) -> tuple[str, float]:
         )
     width = float(np.median(spacings))
     return "Da", float(f"{width:.3g}")
+
+
+def _check_room(path: str, store, shape, dtype: np.dtype) -> None:
+    """An uncompressed cube that cannot fit the disk the store goes to is refused before anything is
+    written (a bin width chosen from sparse peaks can ask for millions of bins)."""
+    need = math.prod(shape) * dtype.itemsize
+    folder = Path(os.path.abspath(os.fspath(store))).parent
+    while not folder.exists():
+        folder = folder.parent
+    free = shutil.disk_usage(folder).free
+    if need > free:
+        raise InvalidInputError(
+            f"{path}: the cube ({shape[0]} x {shape[1]} pixels x {shape[2]:,} m/z values, {dtype.name}) "
+            f"takes {need / 1e9:,.1f} GB and {folder} has {free / 1e9:,.1f} GB free; choose wider bins "
+            "(--mz-bin, e.g. 10ppm), a narrower --mz-range, or --compress"
+        )
 
 
 def _check_grid(imzml: Imzml) -> None:
@@ -374,7 +391,6 @@ def _ingest_parsed(
                 f"{path}: ppm bins need a positive low end of the m/z range, not {limits[0]}"
             )
         binning = Binning(unit, width, *limits)
-        mz = binning.centres()
         dtype = np.result_type(imzml.intensity.dtype.newbyteorder("="), np.float32)
         report.update(mz_bin=binning.describe() + ("" if mz_bin is not None else " (chosen from the data)"),
                       mz_range=list(limits), outside_range=0, merged=0)  # fmt: skip
@@ -382,10 +398,20 @@ def _ingest_parsed(
     xs = np.arange(position[:, 0].min(), position[:, 0].max() + 1)
     ys = np.arange(position[:, 1].min(), position[:, 1].max() + 1)
     ix, iy = position[:, 0] - xs[0], position[:, 1] - ys[0]
-    shape = (len(xs), len(ys), len(mz))
+    shape = (len(xs), len(ys), len(mz) if binning is None else binning.n)
+    if compress in (None, "none") and not is_remote(store):
+        _check_room(imzml.path, store, shape, dtype)
+    limit = int(memory_limit or defaults.MEMORY_LIMIT)
+    if binning is not None:
+        if binning.n * 8 > limit:
+            raise InvalidInputError(
+                f"{imzml.path}: {binning.n:,} bins of {binning.describe()}: the m/z axis alone takes "
+                f"{binning.n * 8 / 1e9:,.1f} GB, over the memory limit; choose wider bins "
+                "(--mz-bin, e.g. 10ppm) or a narrower --mz-range"
+            )
+        mz = binning.centres()
     access = access or DEFAULT_ACCESS
     chunks, shards = planned(shape, dtype, layout, access, compress)
-    limit = int(memory_limit or defaults.MEMORY_LIMIT)
     metadata = {"mode": report["mode"], "source": imzml.path, **imzml.metadata}
     if binning is not None:
         metadata.update(mz_bin=binning.describe(), mz_range=[binning.low, binning.high])
