@@ -391,3 +391,13 @@ def test_a_cube_larger_than_the_free_disk_is_refused_before_anything_is_written(
     with pytest.raises(cubeslab.InvalidInputError, match=r"w\.imzML: [\d,]+ bins .* over the memory limit"):
         cubeslab.ingest(tmp_path / "w.imzML", tmp_path / "w.zarr", mz_bin=1e-9, compress="zstd:3")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["w.ibd", "w.imzML"]
+
+
+def test_a_bin_width_chosen_for_sparse_peaks_keeps_the_axis_to_a_few_bins_a_peak(tmp_path):
+    # 30 centroided peaks a spectrum, spread at random over 100..1000: their smallest spacings are
+    # tiny, and bins that narrow would be millions.
+    write_imzml(tmp_path / "c.imzML", "processed", np.float64, np.float32, nx=5, ny=4)
+    summary = cubeslab.ingest(tmp_path / "c.imzML", tmp_path / "c.zarr")
+    assert summary["mz_bin"].endswith("Da (chosen from the data)")
+    bins = cubeslab.open(tmp_path / "c.zarr").shape[2]
+    assert 30 <= bins <= 4 * 30 + 1

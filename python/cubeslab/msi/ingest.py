@@ -102,9 +102,15 @@ class Binning:
         return f"{self.width:g} {self.unit}"
 
 
-def default_bin(spectra: Spectra, n: int) -> tuple[str, float]:
+BINS_PER_PEAK = 4
+"""A chosen bin width gives at most this many bins per value of the longest spectrum: the smallest
+spacing of sparse (centroided) peaks would otherwise ask for millions of bins."""
+
+
+def default_bin(spectra: Spectra, n: int, span: float) -> tuple[str, float]:
     """The median, over up to 200 spectra spread through the file, of each spectrum's smallest spacing
-    between neighbouring m/z values, in Da, to 3 significant digits."""
+    between neighbouring m/z values, in Da, to 3 significant digits; at least ``span`` (of the m/z
+    range) over :data:`BINS_PER_PEAK` times the most values a spectrum has."""
     picks = np.unique(np.linspace(0, n - 1, min(n, 200)).astype(int))
     spacings = []
     for i in picks:
@@ -116,7 +122,7 @@ def default_bin(spectra: Spectra, n: int) -> tuple[str, float]:
         raise InvalidInputError(
             f"{spectra.imzml.path}: no spectrum has two distinct m/z values to size bins by"
         )
-    width = float(np.median(spacings))
+    width = max(float(np.median(spacings)), span / (BINS_PER_PEAK * int(spectra.imzml.mz_length.max())))
     return "Da", float(f"{width:.3g}")
 
 
@@ -375,7 +381,6 @@ def _ingest_parsed(
         dtype = imzml.intensity.dtype.newbyteorder("=")
         binning = None
     else:
-        unit, width = parse_mz_bin(mz_bin) or default_bin(spectra, n)
         limits = parse_mz_range(mz_range)
         if limits is None:
             low, high = math.inf, -math.inf
@@ -385,7 +390,10 @@ def _ingest_parsed(
                     low, high = min(low, float(values.min())), max(high, float(values.max()))
             if not high >= low:
                 raise InvalidInputError(f"{path}: every spectrum is empty")
-            limits = (low, high if high > low else low + width)
+            limits = (low, high)
+        unit, width = parse_mz_bin(mz_bin) or default_bin(spectra, n, limits[1] - limits[0])
+        if limits[1] == limits[0]:
+            limits = (limits[0], limits[0] + width)
         if unit == "ppm" and limits[0] <= 0:
             raise InvalidInputError(
                 f"{path}: ppm bins need a positive low end of the m/z range, not {limits[0]}"
