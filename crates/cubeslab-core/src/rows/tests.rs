@@ -135,19 +135,19 @@ fn a_file_shorter_than_its_offsets_is_an_error_naming_it_and_the_offset() {
         little_endian: true,
         binned: None,
     };
-    let error = fill_from_rows(
-        &out,
-        &source,
-        Parallelism::resolve(Some(1), None),
-        1 << 30,
-        &Progress::default(),
-    )
-    .unwrap_err()
-    .to_string();
+    let error = fill_error(&out, &source);
     assert!(
         error.contains("short.bin") && error.contains("byte offset 90"),
         "{error}"
     );
+}
+
+/// The message of a fill that fails.
+fn fill_error(out: &ZarrArray, source: &FileRows) -> String {
+    let threads = Parallelism::resolve(Some(1), None);
+    fill_from_rows(out, source, threads, 1 << 30, &Progress::default())
+        .unwrap_err()
+        .to_string()
 }
 
 fn read_f32(array: &ZarrArray) -> Vec<f32> {
@@ -281,15 +281,7 @@ fn sparse_rows_are_binned_summed_and_counted() {
         &[1, 1, 8],
         DType::Float32,
     );
-    let error = fill_from_rows(
-        &out,
-        &broken,
-        Parallelism::resolve(Some(1), None),
-        1 << 30,
-        &Progress::default(),
-    )
-    .unwrap_err()
-    .to_string();
+    let error = fill_error(&out, &broken);
     assert!(
         error.contains("pairs.xml: record 2's key array is not sorted"),
         "{error}"
