@@ -52,11 +52,15 @@ def run_watched(work: Callable[[Any], Any], progress: ProgressCallback | None) -
         nonlocal reported
         if progress is None:
             return
-        ended = handle.ended()
+        # The running phase first: every phase before it has ended by then, so the list read next
+        # holds them all, and a phase that began meanwhile is never reported before its predecessors.
+        current = Phase(*handle.snapshot())
+        ended = [Phase(*phase) for phase in handle.ended()]
         for phase in ended[reported:]:
-            progress(Phase(*phase))
+            progress(phase)
         reported = len(ended)
-        progress(Phase(*handle.snapshot()))
+        if not ended or current.number > ended[-1].number:  # else it ended meanwhile: reported above
+            progress(current)
 
     worker.start()
     try:
