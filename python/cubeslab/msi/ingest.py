@@ -217,6 +217,23 @@ class _Rows:
         return rows
 
 
+NO_ROW = np.iinfo(np.uint64).max
+"""A pixel without a spectrum, in the engine's per-cell offsets."""
+
+
+def _by_cell(values, pixels, shape, missing: int = 0) -> np.ndarray:
+    """Per-spectrum ``values`` laid out per pixel (x major, as the cube's cells), ``missing`` elsewhere."""
+    ix, iy = pixels
+    out = np.full(shape[0] * shape[1], missing, dtype=np.uint64)
+    out[ix * shape[1] + iy] = values
+    return out
+
+
+def _reported(progress: Progress | None):
+    """The engine's phases as ``progress(done, total)`` calls."""
+    return None if progress is None else (lambda phase: progress(phase.done, phase.total))
+
+
 def _fill_in_engine(main: str, imzml: Imzml, pixels, shape, limit: int, progress: Progress | None):
     """Fill the cube ``main`` from the ``.ibd`` in the engine (continuous mode, uncompressed arrays);
     returns the TIC image and the summed spectrum."""
@@ -226,14 +243,11 @@ def _fill_in_engine(main: str, imzml: Imzml, pixels, shape, limit: int, progress
             f"{imzml.path}: spectrum {i} has {int(imzml.intensity_length[i])} intensities for {shape[2]} m/z "
             "values"
         )
-    ix, iy = pixels
-    offsets = np.full(shape[0] * shape[1], np.iinfo(np.uint64).max, dtype=np.uint64)
-    offsets[ix * shape[1] + iy] = imzml.intensity_offset
-    reported = None if progress is None else (lambda phase: progress(phase.done, phase.total))
+    offsets = _by_cell(imzml.intensity_offset, pixels, shape, NO_ROW)
     # imzML's binary arrays are little-endian.
     tic, total = run_watched(
         lambda handle: _engine.fill_from_rows(main, imzml.ibd, offsets, True, limit, progress=handle),
-        reported,
+        _reported(progress),
     )
     return np.asarray(tic).reshape(shape[:2]), np.asarray(total)
 
@@ -250,26 +264,17 @@ def _bin_in_engine(
             f"{imzml.path}: spectrum {i} has {int(imzml.mz_length[i])} m/z values and "
             f"{int(imzml.intensity_length[i])} intensities"
         )
-    ix, iy = pixels
-    cells = ix * shape[1] + iy
-
-    def by_cell(values, missing=0) -> np.ndarray:
-        out = np.full(shape[0] * shape[1], missing, dtype=np.uint64)
-        out[cells] = values
-        return out
-
     step = binning.ratio if binning.unit == "ppm" else binning.width
     bins = (binning.unit, binning.low, step)
-    values = by_cell(imzml.intensity_offset, np.iinfo(np.uint64).max)
-    keys, lengths = by_cell(imzml.mz_offset), by_cell(imzml.intensity_length)
-    records = by_cell(np.arange(imzml.n_spectra))
-    reported = None if progress is None else (lambda phase: progress(phase.done, phase.total))
+    values = _by_cell(imzml.intensity_offset, pixels, shape, NO_ROW)
+    keys, lengths = (_by_cell(column, pixels, shape) for column in (imzml.mz_offset, imzml.intensity_length))
+    records = _by_cell(np.arange(imzml.n_spectra), pixels, shape)
     tic, total, outside, merged = run_watched(
         lambda handle: _engine.fill_from_binned_rows(
             main, imzml.ibd, values, keys, lengths, records, imzml.mz.dtype.name, imzml.intensity.dtype.name,
             bins, (imzml.path, "spectrum", "m/z array"), limit, progress=handle,
         ),
-        reported,
+        _reported(progress),
     )  # fmt: skip
     report["outside_range"] += outside
     report["merged"] += merged
