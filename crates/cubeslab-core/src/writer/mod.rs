@@ -3,11 +3,12 @@
 //!
 //! The unit of caching is the array's chunk: for a sharded array its shard,
 //! the unit its files are replaced in. A write that covers a whole chunk
-//! starts it from nothing; a partial one reads the chunk first. Reads see
-//! the cache. The least recently used chunks are evicted past the bound,
-//! dirty ones written back whole (a file renamed into place, or one object
-//! put), so a crash leaves every chunk either as it was or as it was
-//! written.
+//! starts it from nothing; a partial one reads the chunk first (a run of
+//! planes across the chunks' fastest axis is held back and copied in
+//! together, `staging.rs`). Reads see the cache. The least recently used
+//! chunks are evicted past the bound, dirty ones written back whole (a file
+//! renamed into place, or one object put), so a crash leaves every chunk
+//! either as it was or as it was written.
 //!
 //! Two writers may share a store: a chunk is written back only if the
 //! version there is still the one this writer read (or found absent),
@@ -18,15 +19,15 @@
 
 mod copy;
 mod local;
+mod rewrites;
+mod staging;
 mod storage;
+mod write_back;
 
 use std::{
     collections::HashMap,
     path::{Path, PathBuf},
-    sync::{
-        atomic::{AtomicBool, Ordering},
-        Mutex,
-    },
+    sync::{atomic::AtomicBool, Mutex},
 };
 
 use serde::Serialize;
@@ -36,6 +37,9 @@ use rayon::prelude::*;
 
 use copy::{for_each_combination, scatter};
 pub use local::LocalChunks;
+use rewrites::merge_rewrites;
+pub(crate) use rewrites::record_lossy_writes;
+use staging::Staged;
 pub use storage::{ChunkStorage, Stamp};
 
 use crate::{
@@ -81,6 +85,9 @@ struct Chunks {
     held: HashMap<Vec<u64>, Cached>,
     clock: u64,
     info: CacheInfo,
+    /// Planes written and not yet copied into their chunks (which are held,
+    /// and counted dirty, meanwhile).
+    staged: Option<Staged>,
 }
 
 /// An array open for writing.
@@ -178,12 +185,57 @@ impl ArrayWriter {
         if window.check_buffer(self.array().shape(), elem, data.len())? == 0 {
             return Ok(());
         }
+        let mut chunks = self.chunks.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(run) = chunks.staged.as_mut().filter(|run| run.continues(window)) {
+            run.push(data);
+            if run.is_full() {
+                self.apply_staged(&mut chunks)?;
+            }
+            return Ok(());
+        }
+        self.apply_staged(&mut chunks)?;
+        let run = (!self.lossy)
+            .then(|| {
+                let array = self.array();
+                Staged::start(
+                    window,
+                    data,
+                    array.chunk_shape(),
+                    array.shape(),
+                    elem,
+                    self.limit / 8,
+                )
+            })
+            .flatten();
+        let Some(run) = run else {
+            return self.place(&mut chunks, window, data, &strides(&window.shape()));
+        };
+        // The run's chunks are read now, so that this call reports what
+        // fails; held dirty until the run is copied in.
+        for indices in self.claim(&mut chunks, window)? {
+            self.mark_dirty(&mut chunks, &indices);
+        }
+        chunks.info.bytes += run.reserved();
+        chunks.staged = Some(run);
+        self.evict(&mut chunks)
+    }
+
+    /// Copy the planes held back into their chunks.
+    fn apply_staged(&self, chunks: &mut Chunks) -> Result<()> {
+        let Some(run) = chunks.staged.take() else {
+            return Ok(());
+        };
+        chunks.info.bytes -= run.reserved();
+        let (window, data, block_strides) = run.into_block();
+        self.place(chunks, &window, &data, &block_strides)
+    }
+
+    /// Every chunk `window` touches, cached (read first where the window
+    /// covers only part of it); their grid indices.
+    fn claim(&self, chunks: &mut Chunks, window: &Window) -> Result<Vec<Vec<u64>>> {
         let chunk = self.array().chunk_shape().to_vec();
         let per_dim = spans_by_dim(window, &chunk);
-        let window_strides = strides(&window.shape());
-        let chunk_strides = strides(&chunk);
-        let mut chunks = self.chunks.lock().unwrap_or_else(|p| p.into_inner());
-        let mut touched: Vec<(Vec<ChunkSpan>, bool)> = Vec::new();
+        let mut touched: Vec<(Vec<u64>, bool)> = Vec::new();
         for_each_combination(&per_dim, |spans| {
             let whole = spans.iter().zip(&window.dims).zip(&chunk).enumerate().all(
                 |(d, ((s, range), &c))| {
@@ -191,21 +243,18 @@ impl ArrayWriter {
                     s.first == 0 && s.count == side && (range.step == 1 || s.count == 1)
                 },
             );
-            touched.push((spans.to_vec(), whole));
+            touched.push((spans.iter().map(|s| s.chunk).collect(), whole));
             Ok(())
         })?;
         if self.lossy {
             // A lossy chunk decoded and encoded again would add a second error to the values
             // this write leaves alone, past the bound the store records.
-            if let Some((spans, _)) = touched.iter().find(|(spans, whole)| {
-                !whole
-                    && !chunks
-                        .held
-                        .contains_key(&spans.iter().map(|s| s.chunk).collect::<Vec<_>>())
-            }) {
-                let indices: Vec<u64> = spans.iter().map(|s| s.chunk).collect();
+            if let Some((indices, _)) = touched
+                .iter()
+                .find(|(indices, whole)| !whole && !chunks.held.contains_key(indices))
+            {
                 return Err(StoreError::Unsupported {
-                    path: self.storage.chunk_name(&indices),
+                    path: self.storage.chunk_name(indices),
                     what: format!(
                         "a write to part of a chunk of a lossily compressed array: its other values \
                          would be compressed a second time, adding to their error past the bound the \
@@ -216,26 +265,47 @@ impl ArrayWriter {
                 .into());
             }
         }
-        // Every chunk the window touches, cached (read first where the
-        // window covers part of it), then taken out to be written into.
         // (None leaves the cache before all are in, so a failed read loses nothing.)
-        for (spans, whole) in &touched {
-            let indices: Vec<u64> = spans.iter().map(|s| s.chunk).collect();
-            self.get(&mut chunks, &indices, !whole)?;
+        for (indices, whole) in &touched {
+            self.get(chunks, indices, !whole)?;
         }
-        let mut targets: Vec<(&[ChunkSpan], Vec<u64>, Cached)> = touched
-            .iter()
-            .map(|(spans, _)| {
-                let indices: Vec<u64> = spans.iter().map(|s| s.chunk).collect();
-                let cached = chunks.held.remove(&indices).expect("cached just above");
-                (spans.as_slice(), indices, cached)
-            })
-            .collect();
-        let fill = |(spans, _, cached): &mut (&[ChunkSpan], Vec<u64>, Cached)| {
+        Ok(touched.into_iter().map(|(indices, _)| indices).collect())
+    }
+
+    fn mark_dirty(&self, chunks: &mut Chunks, indices: &[u64]) {
+        let cached = chunks.held.get_mut(indices).expect("claimed");
+        if !cached.dirty {
+            cached.dirty = true;
+            chunks.info.dirty_bytes += cached.data.len() as u64;
+        }
+    }
+
+    /// Copy `data` (elements of `window` at `window_strides`) into the
+    /// chunks it touches, then keep the cache within its bound.
+    fn place(
+        &self,
+        chunks: &mut Chunks,
+        window: &Window,
+        data: &[u8],
+        window_strides: &[u64; MAX_DIMS],
+    ) -> Result<()> {
+        let elem = self.array().dtype().size();
+        let chunk = self.array().chunk_shape().to_vec();
+        let chunk_strides = strides(&chunk);
+        let per_dim = spans_by_dim(window, &chunk);
+        self.claim(chunks, window)?;
+        let mut targets: Vec<(Vec<ChunkSpan>, Vec<u64>, Cached)> = Vec::new();
+        for_each_combination(&per_dim, |spans| {
+            let indices: Vec<u64> = spans.iter().map(|s| s.chunk).collect();
+            let cached = chunks.held.remove(&indices).expect("claimed just above");
+            targets.push((spans.to_vec(), indices, cached));
+            Ok(())
+        })?;
+        let fill = |(spans, _, cached): &mut (Vec<ChunkSpan>, Vec<u64>, Cached)| {
             scatter(
                 spans,
                 data,
-                &window_strides,
+                window_strides,
                 &mut cached.data,
                 &chunk_strides,
                 &window.dims,
@@ -251,14 +321,11 @@ impl ArrayWriter {
         } else {
             targets.iter_mut().for_each(fill);
         }
-        for (_, indices, mut cached) in targets {
-            if !cached.dirty {
-                cached.dirty = true;
-                chunks.info.dirty_bytes += self.chunk_bytes() as u64;
-            }
-            chunks.held.insert(indices, cached);
+        for (_, indices, cached) in targets {
+            chunks.held.insert(indices.clone(), cached);
+            self.mark_dirty(chunks, &indices);
         }
-        self.evict(&mut chunks)
+        self.evict(chunks)
     }
 
     /// The cached chunk at `indices`, read from disk first if `read` (else
@@ -338,182 +405,10 @@ impl ArrayWriter {
         Ok(full)
     }
 
-    /// Past the bound, evict least recently used chunks down
-    /// to seven eighths of it, writing the dirty ones back in parallel. A
-    /// chunk whose write-back fails stays cached, dirty.
-    fn evict(&self, chunks: &mut Chunks) -> Result<()> {
-        if chunks.info.bytes <= self.limit || chunks.held.len() <= 1 {
-            return Ok(());
-        }
-        let mut order: Vec<(u64, Vec<u64>)> = chunks
-            .held
-            .iter()
-            .map(|(k, c)| (c.last_use, k.clone()))
-            .collect();
-        order.sort_unstable();
-        let low_water = self.limit - self.limit / 8;
-        let mut bytes = chunks.info.bytes;
-        let mut victims = Vec::new();
-        for (_, key) in order {
-            if bytes <= low_water || chunks.held.len() <= 1 {
-                break;
-            }
-            let cached = chunks.held.remove(&key).expect("listed above");
-            bytes -= cached.data.len() as u64;
-            victims.push((key, cached));
-        }
-        let results = self.write_back_all(victims.iter().filter(|(_, c)| c.dirty));
-        let mut failure = None;
-        let mut failed = Vec::new();
-        for ((key, _), result) in victims.iter().filter(|(_, c)| c.dirty).zip(results) {
-            match result {
-                Ok(_) => chunks.info.flushes += 1,
-                Err(error) => {
-                    failed.push(key.clone());
-                    failure.get_or_insert(error);
-                }
-            }
-        }
-        for (key, cached) in victims {
-            if failed.contains(&key) {
-                chunks.held.insert(key, cached);
-                continue;
-            }
-            chunks.info.bytes -= cached.data.len() as u64;
-            chunks.info.evictions += 1;
-            if cached.dirty {
-                chunks.info.dirty_bytes -= cached.data.len() as u64;
-            }
-        }
-        failure.map_or(Ok(()), Err)
-    }
-
-    /// Write chunks back in parallel; one result per chunk, in order.
-    fn write_back_all<'a>(
-        &self,
-        dirty: impl Iterator<Item = &'a (Vec<u64>, Cached)>,
-    ) -> Vec<Result<Stamp>> {
-        let dirty: Vec<&(Vec<u64>, Cached)> = dirty.collect();
-        if dirty.is_empty() {
-            return Vec::new();
-        }
-        // Counted before any chunk changes, so that a crash midway still shows the change.
-        if let Err(error) = self.count_data_version() {
-            let mut results = vec![Err(error)];
-            results.extend(dirty[1..].iter().map(|_| {
-                Err(StoreError::Metadata {
-                    path: self.storage.metadata_name(),
-                    message: "chunk not written: its data version could not be counted".into(),
-                }
-                .into())
-            }));
-            return results;
-        }
-        if dirty.len() <= 1 {
-            return dirty.iter().map(|(k, c)| self.write_back(k, c)).collect();
-        }
-        // Write-backs mostly wait on the device: as many at once as a call may
-        // have threads, so that it sees a deep queue (with a thread per core,
-        // chunk-order writes ran 25-35 % slower here).
-        Parallelism::resolve(Some(max_threads()), None)
-            .pool()
-            .install(|| {
-                dirty
-                    .par_iter()
-                    .map(|(k, c)| self.write_back(k, c))
-                    .collect()
-            })
-    }
-
-    /// Write one chunk back, only over the version it was read from; the
-    /// version written.
-    fn write_back(&self, indices: &[u64], cached: &Cached) -> Result<Stamp> {
-        let (stamp, errors) = self
-            .storage
-            .replace_chunk(indices, &cached.data, &cached.stamp)?;
-        if let Some(errors) = errors {
-            self.rewrites
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .merge(&errors);
-        }
-        Ok(stamp)
-    }
-
-    /// Add one to the array's [`DATA_VERSION`], once per flush that writes.
-    fn count_data_version(&self) -> Result<()> {
-        if self.versioned.swap(true, Ordering::SeqCst) {
-            return Ok(());
-        }
-        let counted = self.storage.update_metadata(&mut |metadata| {
-            // Counted only for an array something was derived from (track_data_version).
-            let Some(version) = metadata["attributes"]["cubeslab"][DATA_VERSION].as_u64() else {
-                return false;
-            };
-            metadata["attributes"]["cubeslab"][DATA_VERSION] = serde_json::json!(version + 1);
-            true
-        });
-        if counted.is_err() {
-            self.versioned.store(false, Ordering::SeqCst);
-        }
-        counted
-    }
-
-    /// Record in the array's attributes (`cubeslab.rewrites`) the error of
-    /// the lossy chunks written back since the last record, merged with
-    /// what earlier writers recorded: what `info` reports besides the
-    /// ingest's error.
-    fn record_rewrites(&self) -> Result<()> {
-        let errors = std::mem::take(&mut *self.rewrites.lock().unwrap_or_else(|p| p.into_inner()));
-        if errors.chunks == 0 {
-            return Ok(());
-        }
-        self.storage
-            .update_metadata(&mut |metadata| merge_rewrites(metadata, &errors))
-    }
-
-    /// Write every dirty chunk back, in parallel; the chunks stay cached, clean.
-    pub fn flush(&self) -> Result<()> {
-        let mut chunks = self.chunks.lock().unwrap_or_else(|p| p.into_inner());
-        let mut dirty: Vec<(Vec<u64>, Cached)> = Vec::new();
-        let keys: Vec<Vec<u64>> = chunks
-            .held
-            .iter()
-            .filter(|(_, c)| c.dirty)
-            .map(|(k, _)| k.clone())
-            .collect();
-        for key in keys {
-            let cached = chunks.held.remove(&key).expect("listed above");
-            dirty.push((key, cached));
-        }
-        dirty.sort_by(|a, b| a.0.cmp(&b.0));
-        let results = self.write_back_all(dirty.iter());
-        let mut failure = None;
-        let results_ok = results.iter().all(Result::is_ok);
-        for ((key, mut cached), result) in dirty.into_iter().zip(results) {
-            match result {
-                Ok(stamp) => {
-                    cached.dirty = false;
-                    cached.stamp = stamp;
-                    chunks.info.dirty_bytes -= cached.data.len() as u64;
-                    chunks.info.flushes += 1;
-                }
-                Err(error) => {
-                    failure.get_or_insert(error);
-                }
-            }
-            chunks.held.insert(key, cached);
-        }
-        if results_ok {
-            self.record_rewrites()?;
-            self.versioned.store(false, Ordering::SeqCst);
-        }
-        failure.map_or(Ok(()), Err)
-    }
-
     /// Read `window` into `out`, the cache's writes included.
     pub fn read_into(&self, window: &Window, out: &mut [u8], options: &ReadOptions) -> Result<()> {
-        let chunks = self.chunks.lock().unwrap_or_else(|p| p.into_inner());
+        let mut chunks = self.chunks.lock().unwrap_or_else(|p| p.into_inner());
+        self.apply_staged(&mut chunks)?;
         self.storage.read_into(window, out, options)?;
         if !chunks.held.values().any(|c| c.dirty) {
             return Ok(());
@@ -578,35 +473,4 @@ impl Drop for ArrayWriter {
             );
         }
     }
-}
-
-/// Record in the array in `dir` the error of lossy chunks written outside a
-/// writer (shards built whole), as the writer records its write-backs.
-pub(crate) fn record_lossy_writes(dir: &Path, errors: &ChunkErrors) -> Result<()> {
-    local::update_metadata(dir, &mut |metadata| merge_rewrites(metadata, errors))
-}
-
-/// Merge `errors` into the record of rewritten lossy chunks in `metadata`
-/// (`attributes.cubeslab.rewrites`); always a change.
-fn merge_rewrites(metadata: &mut Value, errors: &ChunkErrors) -> bool {
-    let record = &mut metadata["attributes"]["cubeslab"]["rewrites"];
-    let earlier_chunks = record["chunks"].as_u64().unwrap_or(0);
-    let earlier_max = record["max_abs_error"].as_f64().unwrap_or(0.0);
-    let max_abs = errors.total.max_abs_error.max(earlier_max);
-    let mut merged = serde_json::json!({
-        "chunks": earlier_chunks + errors.chunks,
-        "max_abs_error": max_abs,
-    });
-    let new_worst = errors.worst_snr.as_ref().filter(|(db, _)| db.is_finite());
-    let keep_earlier = match (new_worst, record["worst_chunk_snr"]["snr_db"].as_f64()) {
-        (Some((db, _)), Some(earlier)) => earlier <= *db,
-        (None, _) => true,
-        (Some(_), None) => false,
-    };
-    merged["worst_chunk_snr"] = match new_worst {
-        Some((db, key)) if !keep_earlier => serde_json::json!({"chunk": key, "snr_db": db}),
-        _ => record["worst_chunk_snr"].clone(),
-    };
-    *record = merged;
-    true
 }
