@@ -5,6 +5,8 @@
 //! source chunk decoded and checked about once in all), then its shards
 //! are cut from it, encoded and written whole and atomically, in parallel.
 
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender};
+
 use rayon::prelude::*;
 
 use super::{block_copy::copy_block, Prefill, ReadOptions, ShardBuilder, StoreError, ZarrArray};
@@ -77,7 +79,8 @@ impl ZarrArray {
         // would gather single elements across all of it.
         let inner = self.inner_chunk_shape().unwrap_or(self.chunk_shape());
         let turned = nd >= 2 && inner[nd - 1] == 1;
-        let copies = if turned { 2 } else { 1 };
+        // The window being cut, the next one being read meanwhile, and the turned copy.
+        let copies = if turned { 3 } else { 2 };
         while copies * window_bytes(&group) + workers_bytes > memory_limit {
             let Some(d) = (0..nd).filter(|&d| group[d] > 1).max_by_key(|&d| group[d]) else {
                 break;
@@ -89,62 +92,135 @@ impl ZarrArray {
             parallelism,
             verify: true,
         };
-        let (mut buffer, mut last_first) = (Vec::new(), Vec::new());
-        self.recycle_buffers(workers_bytes as usize);
-        for g in 0..groups.iter().product::<u64>() {
-            progress.check()?;
-            let at = unravel(g, &groups);
-            let first: Vec<u64> = (0..nd).map(|d| at[d] * group[d]).collect();
-            let window = Window {
+        let firsts: Vec<Vec<u64>> = (0..groups.iter().product::<u64>())
+            .map(|g| {
+                let at = unravel(g, &groups);
+                (0..nd).map(|d| at[d] * group[d]).collect()
+            })
+            .collect();
+        let windows: Vec<Window> = firsts
+            .iter()
+            .map(|first| Window {
                 dims: (0..nd)
                     .map(|d| {
                         let start = first[d] * shard[d];
                         DimRange::new(start, ((first[d] + group[d]) * shard[d]).min(shape[d]))
                     })
                     .collect(),
-            };
-            let sides = window.shape();
-            buffer.resize(window.num_elements() as usize * elem, 0);
-            source.read_into(&window, &mut buffer, &read)?;
-            let held: Vec<u64> = (0..nd).map(|d| group[d].min(grid[d] - first[d])).collect();
-            let depth = sides[nd - 1] as usize;
-            let cut = if turned && depth > 1 {
-                move_last_first(&buffer, depth, elem, &mut last_first, parallelism);
-                let mut turned_sides = sides.clone();
-                turned_sides.rotate_right(1); // as Cut::fill turns each chunk's corner
-                Cut {
-                    window: &window,
-                    from: &last_first,
-                    sides: turned_sides,
-                    turned: true,
-                }
-            } else {
-                Cut {
-                    window: &window,
-                    from: &buffer,
-                    sides,
-                    turned: false,
-                }
-            };
-            writers.pool().install(|| {
-                (0..held.iter().product::<u64>())
-                    .into_par_iter()
-                    .try_for_each(|k| {
-                        let pos = unravel(k, &held);
-                        let indices: Vec<u64> = (0..nd).map(|d| first[d] + pos[d]).collect();
-                        let mut builder = self.shard_builder(&indices, Prefill::EdgeChunks)?;
-                        let written = cut.fill(&mut builder, &indices, &shape, elem);
-                        // A copy's errors against its (already decoded) source are not
-                        // the data's errors: those are the main array's, recorded at ingest.
-                        self.write_shard(builder)?;
-                        progress.add(written);
-                        Ok::<(), crate::Error>(())
-                    })
-            })?;
-        }
+            })
+            .collect();
+        let mut last_first = Vec::new();
+        self.recycle_buffers(workers_bytes as usize);
+        std::thread::scope(|scope| -> Result<()> {
+            let (filled, recycle) = read_ahead(scope, source, windows.clone(), read, elem);
+            for (first, window) in firsts.iter().zip(&windows) {
+                progress.check()?;
+                let buffer = filled
+                    .recv()
+                    .expect("the reader sends a result per window")?;
+                self.cut_group(
+                    &buffer,
+                    first,
+                    window,
+                    &group,
+                    turned,
+                    &mut last_first,
+                    &writers,
+                    progress,
+                )?;
+                let _ = recycle.send(buffer); // read into again, unless the reader is done
+            }
+            Ok(())
+        })?;
         self.recycle_buffers(0);
         Ok(())
     }
+
+    /// Cut the shards of the group at `first` (`group` shards along each
+    /// dimension, clipped to the grid) from `buffer`, which holds `window`
+    /// of the source, and write them in parallel.
+    #[allow(clippy::too_many_arguments)]
+    fn cut_group(
+        &self,
+        buffer: &[u8],
+        first: &[u64],
+        window: &Window,
+        group: &[u64],
+        turned: bool,
+        last_first: &mut Vec<u8>,
+        writers: &Parallelism,
+        progress: &Progress,
+    ) -> Result<()> {
+        let shape = self.shape().to_vec();
+        let nd = shape.len();
+        let elem = self.dtype().size();
+        let grid = self.chunk_grid_shape();
+        let sides = window.shape();
+        let held: Vec<u64> = (0..nd).map(|d| group[d].min(grid[d] - first[d])).collect();
+        let depth = sides[nd - 1] as usize;
+        let cut = if turned && depth > 1 {
+            move_last_first(buffer, depth, elem, last_first, *writers);
+            let mut turned_sides = sides.clone();
+            turned_sides.rotate_right(1); // as Cut::fill turns each chunk's corner
+            Cut {
+                window,
+                from: last_first,
+                sides: turned_sides,
+                turned: true,
+            }
+        } else {
+            Cut {
+                window,
+                from: buffer,
+                sides,
+                turned: false,
+            }
+        };
+        writers.pool().install(|| {
+            (0..held.iter().product::<u64>())
+                .into_par_iter()
+                .try_for_each(|k| {
+                    let pos = unravel(k, &held);
+                    let indices: Vec<u64> = (0..nd).map(|d| first[d] + pos[d]).collect();
+                    let mut builder = self.shard_builder(&indices, Prefill::EdgeChunks)?;
+                    let written = cut.fill(&mut builder, &indices, &shape, elem);
+                    // A copy's errors against its (already decoded) source are not
+                    // the data's errors: those are the main array's, recorded at ingest.
+                    self.write_shard(builder)?;
+                    progress.add(written);
+                    Ok::<(), crate::Error>(())
+                })
+        })?;
+        Ok(())
+    }
+}
+
+/// Read `windows` of `source` one after another on a thread of their own,
+/// each while the one before is cut: one result per window, in order. A
+/// buffer sent back is read into again, so that two are used in all.
+fn read_ahead<'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    source: &'scope ZarrArray,
+    windows: Vec<Window>,
+    read: ReadOptions,
+    elem: usize,
+) -> (Receiver<Result<Vec<u8>>>, Sender<Vec<u8>>) {
+    let (send_filled, filled) = sync_channel(0);
+    let (recycle, returned) = channel::<Vec<u8>>();
+    scope.spawn(move || {
+        for window in windows {
+            let mut buffer = returned.try_recv().unwrap_or_default();
+            buffer.resize(window.num_elements() as usize * elem, 0);
+            let result = source
+                .read_into(&window, &mut buffer, &read)
+                .map(|()| buffer);
+            let failed = result.is_err();
+            if send_filled.send(result).is_err() || failed {
+                return;
+            }
+        }
+    });
+    (filled, recycle)
 }
 
 /// A window of the source read into memory, from which shards are cut.
