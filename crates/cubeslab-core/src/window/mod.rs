@@ -465,6 +465,44 @@ impl Placement<'_> {
         }
     }
 
+    /// The other way from [`Self::copy`], what a window write does: into
+    /// the selected elements of `chunk` (a whole chunk, C order), the
+    /// elements of `window` at their output positions.
+    ///
+    /// # Panics
+    /// If the selection reaches past either buffer.
+    pub fn copy_back(&self, spans: &[ChunkSpan], window: &[u8], chunk: &mut [u8]) {
+        let e = self.elem;
+        let (mut chunk_last, mut window_last) = (0u64, 0u64);
+        for (d, s) in spans.iter().enumerate().take(self.ndim) {
+            chunk_last += (s.first + (s.count - 1) * self.steps[d]) * self.src_strides[d];
+            window_last += (s.out_first + s.count - 1) * self.dst_strides[d];
+        }
+        // Strides are not negative: the last element lies furthest in.
+        assert!((chunk_last as usize + 1) * e <= chunk.len());
+        assert!((window_last as usize + 1) * e <= window.len());
+        let inner = self.inner_dim(spans);
+        let count = spans[inner].count as usize;
+        let chunk_step = (self.steps[inner] * self.src_strides[inner]) as usize * e;
+        let window_step = self.dst_strides[inner] as usize * e;
+        let (from, to) = (window.as_ptr(), chunk.as_mut_ptr());
+        // SAFETY: every run lies inside both buffers (asserted above), and
+        // `chunk` is borrowed mutably, so nothing else writes it.
+        unsafe {
+            if chunk_step == e && window_step == e {
+                let len = count * e;
+                self.for_each_run(spans, inner, |c, w| {
+                    copy_run(from.add(w as usize * e), to.add(c as usize * e), len)
+                });
+            } else {
+                self.for_each_run(spans, inner, |c, w| {
+                    let (wp, cp) = (from.add(w as usize * e), to.add(c as usize * e));
+                    copy_strided(wp, cp, count, window_step, chunk_step, e)
+                });
+            }
+        }
+    }
+
     /// Write `value` (one element's bytes) into every selected output element.
     ///
     /// # Safety

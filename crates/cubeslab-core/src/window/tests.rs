@@ -162,4 +162,53 @@ proptest! {
         }
         prop_assert_eq!(out, expected);
     }
+
+    /// A window written into each chunk it touches lands on the selected
+    /// elements, at their output positions, and leaves the others.
+    #[test]
+    fn copy_back_writes_the_selection_and_nothing_else(
+        shape in proptest::collection::vec(1u64..9, 1..4),
+        chunk_seed in proptest::collection::vec(1u64..6, 4),
+        window_seed in proptest::collection::vec((0u64..9, 0u64..9, 1u64..4), 4),
+    ) {
+        let nd = shape.len();
+        let chunk: Vec<u64> = (0..nd).map(|d| chunk_seed[d]).collect();
+        let dims: Vec<DimRange> = (0..nd).map(|d| {
+            let (a, b, step) = window_seed[d];
+            let (a, b) = (a % (shape[d] + 1), b % (shape[d] + 1));
+            DimRange { start: a.min(b), stop: a.max(b), step }
+        }).collect();
+        let window = Window { dims };
+        let out_shape = window.shape();
+        let values: Vec<u8> = (0..window.num_elements() as u32).flat_map(|v| (v + 1_000_000).to_ne_bytes()).collect();
+        let per_dim: Vec<Vec<ChunkSpan>> = (0..nd).map(|d| chunk_spans(&window.dims[d], chunk[d])).collect();
+        let (chunk_strides, out_strides) = (strides(&chunk), strides(&out_shape));
+        let steps = window.steps();
+        let placement = Placement { src_strides: &chunk_strides, dst_strides: &out_strides, steps: &steps, ndim: nd, elem: 4 };
+        let chunk_len = chunk.iter().product::<u64>() as usize;
+        let n_tasks: usize = per_dim.iter().map(Vec::len).product();
+        for t in 0..n_tasks {
+            let mut rem = t;
+            let mut spans = Vec::new();
+            for d in (0..nd).rev() {
+                spans.push(per_dim[d][rem % per_dim[d].len()]);
+                rem /= per_dim[d].len();
+            }
+            spans.reverse();
+            let mut bytes: Vec<u8> = (0..chunk_len as u32).flat_map(|v| v.to_ne_bytes()).collect();
+            placement.copy_back(&spans, &values, &mut bytes);
+            for i in 0..chunk_len {
+                let (mut rem, mut out, mut selected) = (i as u64, 0u64, true);
+                for d in (0..nd).rev() {
+                    let g = spans[d].chunk * chunk[d] + rem % chunk[d];
+                    rem /= chunk[d];
+                    let r = window.dims[d];
+                    selected &= g >= r.start && g < r.stop && (g - r.start).is_multiple_of(r.step);
+                    out += (g.saturating_sub(r.start) / r.step) * out_strides[d];
+                }
+                let got = u32::from_ne_bytes(bytes[i * 4..i * 4 + 4].try_into().unwrap());
+                prop_assert_eq!(got, if selected { out as u32 + 1_000_000 } else { i as u32 });
+            }
+        }
+    }
 }

@@ -17,7 +17,6 @@
 //! `StoreError::Conflict`, never silently merged. Where the chunks live is
 //! a [`ChunkStorage`].
 
-mod copy;
 mod local;
 mod rewrites;
 mod staging;
@@ -35,7 +34,6 @@ use serde_json::Value;
 
 use rayon::prelude::*;
 
-use copy::{for_each_combination, scatter};
 pub use local::LocalChunks;
 use rewrites::merge_rewrites;
 pub(crate) use rewrites::record_lossy_writes;
@@ -289,9 +287,16 @@ impl ArrayWriter {
         data: &[u8],
         window_strides: &[u64; MAX_DIMS],
     ) -> Result<()> {
-        let elem = self.array().dtype().size();
         let chunk = self.array().chunk_shape().to_vec();
         let chunk_strides = strides(&chunk);
+        let steps = window.steps();
+        let placement = Placement {
+            src_strides: &chunk_strides,
+            dst_strides: window_strides,
+            steps: &steps,
+            ndim: chunk.len(),
+            elem: self.array().dtype().size(),
+        };
         let per_dim = spans_by_dim(window, &chunk);
         self.claim(chunks, window)?;
         let mut targets: Vec<(Vec<ChunkSpan>, Vec<u64>, Cached)> = Vec::new();
@@ -302,15 +307,7 @@ impl ArrayWriter {
             Ok(())
         })?;
         let fill = |(spans, _, cached): &mut (Vec<ChunkSpan>, Vec<u64>, Cached)| {
-            scatter(
-                spans,
-                data,
-                window_strides,
-                &mut cached.data,
-                &chunk_strides,
-                &window.dims,
-                elem,
-            )
+            placement.copy_back(spans, data, &mut cached.data)
         };
         // A plane across many chunks puts each element on a cache line of
         // its own: the chunks are filled on all threads.
@@ -447,6 +444,35 @@ impl ArrayWriter {
         CacheInfo {
             limit: self.limit,
             ..chunks.info
+        }
+    }
+}
+
+/// Call `f` with every combination of one span per dimension.
+fn for_each_combination(
+    per_dim: &[Vec<ChunkSpan>],
+    mut f: impl FnMut(&[ChunkSpan]) -> Result<()>,
+) -> Result<()> {
+    if per_dim.iter().any(Vec::is_empty) {
+        return Ok(());
+    }
+    let mut at = vec![0usize; per_dim.len()];
+    let mut spans: Vec<ChunkSpan> = per_dim.iter().map(|s| s[0]).collect();
+    loop {
+        f(&spans)?;
+        let mut d = per_dim.len();
+        loop {
+            if d == 0 {
+                return Ok(());
+            }
+            d -= 1;
+            at[d] += 1;
+            if at[d] < per_dim[d].len() {
+                spans[d] = per_dim[d][at[d]];
+                break;
+            }
+            at[d] = 0;
+            spans[d] = per_dim[d][0];
         }
     }
 }
