@@ -5,8 +5,8 @@
 use std::ops::Range;
 
 use crate::{
-    store::{copy_run, ShardBuilder},
-    window::{strides, unravel},
+    store::ShardBuilder,
+    window::{copy_run, strides, unravel},
 };
 
 /// The shards of one column task, seen as rows to place.

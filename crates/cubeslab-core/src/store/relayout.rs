@@ -9,12 +9,12 @@ use std::sync::mpsc::{channel, sync_channel, Receiver, Sender};
 
 use rayon::prelude::*;
 
-use super::{block_copy::copy_block, Prefill, ReadOptions, ShardBuilder, StoreError, ZarrArray};
+use super::{Prefill, ReadOptions, ShardBuilder, StoreError, ZarrArray};
 use crate::{
     config::{max_threads, Parallelism},
     error::Result,
     progress::Progress,
-    window::{unravel, DimRange, Window},
+    window::{copy_block, unravel, DimRange, Window},
 };
 
 impl ZarrArray {

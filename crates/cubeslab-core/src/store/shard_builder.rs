@@ -8,13 +8,13 @@ use std::{borrow::Cow, num::NonZeroU64};
 use zarrs::array::{ArrayBytes, ArrayToBytesCodecTraits, CodecOptions};
 
 use super::{
-    block_copy::copy_block, checksum::crc32c, shard_codecs::InnerCodecs, write_atomic_aligned,
-    zstd_chunk, AlignedBuffer, Durability, StoreError, ZarrArray,
+    checksum::crc32c, shard_codecs::InnerCodecs, write_atomic_aligned, zstd_chunk, AlignedBuffer,
+    Durability, StoreError, ZarrArray,
 };
 use crate::{
     compress::{ChunkErrors, ErrorStats},
     error::Result,
-    window::unravel,
+    window::{copy_block, unravel},
 };
 
 /// Bytes reserved for a shard's identity block (its names are short).

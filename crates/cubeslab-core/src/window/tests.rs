@@ -16,8 +16,7 @@ fn copy_run_copies_every_length_and_nothing_more() {
     for len in 0..=150 {
         for (from, to) in [(0, 0), (1, 3), (5, 0), (13, 7)] {
             let mut dst = vec![0xAAu8; 300];
-            // SAFETY: both ranges lie inside their buffers.
-            unsafe { copy_run(src.as_ptr().add(from), dst.as_mut_ptr().add(to), len) };
+            copy_run(&src, from, &mut dst, to, len);
             let mut expected = vec![0xAAu8; 300];
             expected[to..to + len].copy_from_slice(&src[from..from + len]);
             assert_eq!(dst, expected, "len {len}, from {from}, to {to}");
