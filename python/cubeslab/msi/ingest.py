@@ -392,7 +392,9 @@ def _ingest_parsed(
             for i in range(n):
                 values = spectra.mz(i)
                 if values.size:
-                    low, high = min(low, float(values.min())), max(high, float(values.max()))
+                    # A spectrum's m/z values rise (the fill refuses one where they do not): its ends are
+                    # its extremes, two pages of the mapped file instead of the whole array.
+                    low, high = min(low, float(values[0])), max(high, float(values[-1]))
             if not high >= low:
                 raise InvalidInputError(f"{path}: every spectrum is empty")
             limits = (low, high)
