@@ -135,27 +135,13 @@ impl Placement<'_> {
     /// address, and no other thread may write those elements concurrently.
     /// `src` must hold the whole chunk described by `src_strides`.
     pub unsafe fn copy(&self, spans: &[ChunkSpan], src: &[u8], dst: *mut u8) {
-        let e = self.elem;
         let inner = self.inner_dim(spans);
-        let count = spans[inner].count as usize;
-        let src_step = (self.steps[inner] * self.src_strides[inner]) as usize * e;
-        let dst_step = self.dst_strides[inner] as usize * e;
-        let last = (count - 1) * src_step + e;
+        let last = (spans[inner].count as usize - 1)
+            * (self.steps[inner] * self.src_strides[inner]) as usize
+            * self.elem
+            + self.elem;
         debug_assert!(spans_fit(self, spans, inner, last, src.len()));
-        let src = src.as_ptr();
-        // Two loops, not a branch per run: each closure stays small enough
-        // to be inlined into its walk.
-        if src_step == e && dst_step == e {
-            let len = count * e;
-            self.for_each_run(spans, inner, |s, d| {
-                copy_run_raw(src.add(s as usize * e), dst.add(d as usize * e), len)
-            });
-        } else {
-            self.for_each_run(spans, inner, |s, d| {
-                let (sp, dp) = (src.add(s as usize * e), dst.add(d as usize * e));
-                copy_strided(sp, dp, count, src_step, dst_step, e)
-            });
-        }
+        self.copy_runs::<false>(spans, src.as_ptr(), dst);
     }
 
     /// The other way from [`Self::copy`], what a window write does: into
@@ -174,25 +160,57 @@ impl Placement<'_> {
         // Strides are not negative: the last element lies furthest in.
         assert!((chunk_last as usize + 1) * e <= chunk.len());
         assert!((window_last as usize + 1) * e <= window.len());
+        // SAFETY: every run lies inside both buffers (asserted above), and
+        // `chunk` is borrowed mutably, so nothing else writes it.
+        unsafe { self.copy_runs::<true>(spans, window.as_ptr(), chunk.as_mut_ptr()) }
+    }
+
+    /// Copy every run of the selection from the chunk at `from` to the
+    /// window at `to`, or (`BACK`) from the window at `from` to the chunk
+    /// at `to`.
+    ///
+    /// # Safety
+    /// Every run must lie inside both buffers, and nothing else may write
+    /// the elements copied to meanwhile.
+    #[inline(always)]
+    unsafe fn copy_runs<const BACK: bool>(
+        &self,
+        spans: &[ChunkSpan],
+        from: *const u8,
+        to: *mut u8,
+    ) {
+        let e = self.elem;
         let inner = self.inner_dim(spans);
         let count = spans[inner].count as usize;
         let chunk_step = (self.steps[inner] * self.src_strides[inner]) as usize * e;
         let window_step = self.dst_strides[inner] as usize * e;
-        let (from, to) = (window.as_ptr(), chunk.as_mut_ptr());
-        // SAFETY: every run lies inside both buffers (asserted above), and
-        // `chunk` is borrowed mutably, so nothing else writes it.
-        unsafe {
-            if chunk_step == e && window_step == e {
-                let len = count * e;
-                self.for_each_run(spans, inner, |c, w| {
-                    copy_run_raw(from.add(w as usize * e), to.add(c as usize * e), len)
-                });
+        let (from_step, to_step) = if BACK {
+            (window_step, chunk_step)
+        } else {
+            (chunk_step, window_step)
+        };
+        // A run's offsets (chunk, window) as (from, to), in bytes.
+        let ends = |c: u64, w: u64| {
+            let (c, w) = (c as usize * e, w as usize * e);
+            if BACK {
+                (w, c)
             } else {
-                self.for_each_run(spans, inner, |c, w| {
-                    let (wp, cp) = (from.add(w as usize * e), to.add(c as usize * e));
-                    copy_strided(wp, cp, count, window_step, chunk_step, e)
-                });
+                (c, w)
             }
+        };
+        // Two loops, not a branch per run: each closure stays small enough
+        // to be inlined into its walk.
+        if from_step == e && to_step == e {
+            let len = count * e;
+            self.for_each_run(spans, inner, |c, w| {
+                let (f, t) = ends(c, w);
+                copy_run_raw(from.add(f), to.add(t), len)
+            });
+        } else {
+            self.for_each_run(spans, inner, |c, w| {
+                let (f, t) = ends(c, w);
+                copy_strided(from.add(f), to.add(t), count, from_step, to_step, e)
+            });
         }
     }
 

@@ -7,6 +7,52 @@ fn selected(r: &DimRange) -> Vec<u64> {
     (r.start..r.stop).step_by(r.step as usize).collect()
 }
 
+/// Seeds of an array's shape (one to three dimensions), a chunk's and a window.
+type Seeds = (Vec<u64>, Vec<u64>, Vec<(u64, u64, u64)>);
+
+fn seeds() -> impl Strategy<Value = Seeds> {
+    use proptest::collection::vec;
+    (
+        vec(1u64..9, 1..4),
+        vec(1u64..6, 4),
+        vec((0u64..9, 0u64..9, 1u64..4), 4),
+    )
+}
+
+/// A chunk shape and a window over an array of `shape`, from proptest's seeds.
+fn case(shape: &[u64], chunk_seed: &[u64], window_seed: &[(u64, u64, u64)]) -> (Vec<u64>, Window) {
+    let nd = shape.len();
+    let dims = (0..nd)
+        .map(|d| {
+            let (a, b, step) = window_seed[d];
+            let (a, b) = (a % (shape[d] + 1), b % (shape[d] + 1));
+            DimRange {
+                start: a.min(b),
+                stop: a.max(b),
+                step,
+            }
+        })
+        .collect();
+    (chunk_seed[..nd].to_vec(), Window { dims })
+}
+
+/// Every combination of one span per dimension.
+fn tasks(per_dim: &[Vec<ChunkSpan>]) -> Vec<Vec<ChunkSpan>> {
+    let n: usize = per_dim.iter().map(Vec::len).product();
+    (0..n)
+        .map(|t| {
+            let mut rem = t;
+            let mut spans: Vec<ChunkSpan> = Vec::new();
+            for d in (0..per_dim.len()).rev() {
+                spans.push(per_dim[d][rem % per_dim[d].len()]);
+                rem /= per_dim[d].len();
+            }
+            spans.reverse();
+            spans
+        })
+        .collect()
+}
+
 #[test]
 fn copy_run_copies_every_length_and_nothing_more() {
     // Every branch of the in-line copy (and the memcpy beyond it), from
@@ -90,18 +136,10 @@ proptest! {
     /// Copying every chunk's part of a window reproduces a direct gather.
     #[test]
     fn copy_matches_direct_gather(
-        shape in proptest::collection::vec(1u64..9, 1..4),
-        chunk_seed in proptest::collection::vec(1u64..6, 4),
-        window_seed in proptest::collection::vec((0u64..9, 0u64..9, 1u64..4), 4),
+        (shape, chunk_seed, window_seed) in seeds(),
     ) {
         let nd = shape.len();
-        let chunk: Vec<u64> = (0..nd).map(|d| chunk_seed[d]).collect();
-        let dims: Vec<DimRange> = (0..nd).map(|d| {
-            let (a, b, step) = window_seed[d];
-            let (a, b) = (a % (shape[d] + 1), b % (shape[d] + 1));
-            DimRange { start: a.min(b), stop: a.max(b), step }
-        }).collect();
-        let window = Window { dims };
+        let (chunk, window) = case(&shape, &chunk_seed, &window_seed);
         let total: u64 = shape.iter().product();
         let data: Vec<u32> = (0..total as u32).collect();
         let out_shape = window.shape();
@@ -132,15 +170,7 @@ proptest! {
         let mut steps = [1u64; MAX_DIMS];
         for d in 0..nd { steps[d] = window.dims[d].step; }
         let placement = Placement { src_strides: &src_strides, dst_strides: &dst_strides, steps: &steps, ndim: nd, elem: 4 };
-        let n_tasks: usize = per_dim.iter().map(Vec::len).product();
-        for t in 0..n_tasks {
-            let mut rem = t;
-            let mut spans = Vec::new();
-            for d in (0..nd).rev() {
-                spans.push(per_dim[d][rem % per_dim[d].len()]);
-                rem /= per_dim[d].len();
-            }
-            spans.reverse();
+        for spans in tasks(&per_dim) {
             let chunk_len: u64 = chunk.iter().product();
             let mut chunk_data = vec![0u32; chunk_len as usize];
             for (i, v) in chunk_data.iter_mut().enumerate() {
@@ -166,18 +196,10 @@ proptest! {
     /// elements, at their output positions, and leaves the others.
     #[test]
     fn copy_back_writes_the_selection_and_nothing_else(
-        shape in proptest::collection::vec(1u64..9, 1..4),
-        chunk_seed in proptest::collection::vec(1u64..6, 4),
-        window_seed in proptest::collection::vec((0u64..9, 0u64..9, 1u64..4), 4),
+        (shape, chunk_seed, window_seed) in seeds(),
     ) {
         let nd = shape.len();
-        let chunk: Vec<u64> = (0..nd).map(|d| chunk_seed[d]).collect();
-        let dims: Vec<DimRange> = (0..nd).map(|d| {
-            let (a, b, step) = window_seed[d];
-            let (a, b) = (a % (shape[d] + 1), b % (shape[d] + 1));
-            DimRange { start: a.min(b), stop: a.max(b), step }
-        }).collect();
-        let window = Window { dims };
+        let (chunk, window) = case(&shape, &chunk_seed, &window_seed);
         let out_shape = window.shape();
         let values: Vec<u8> = (0..window.num_elements() as u32).flat_map(|v| (v + 1_000_000).to_ne_bytes()).collect();
         let per_dim: Vec<Vec<ChunkSpan>> = (0..nd).map(|d| chunk_spans(&window.dims[d], chunk[d])).collect();
@@ -185,15 +207,7 @@ proptest! {
         let steps = window.steps();
         let placement = Placement { src_strides: &chunk_strides, dst_strides: &out_strides, steps: &steps, ndim: nd, elem: 4 };
         let chunk_len = chunk.iter().product::<u64>() as usize;
-        let n_tasks: usize = per_dim.iter().map(Vec::len).product();
-        for t in 0..n_tasks {
-            let mut rem = t;
-            let mut spans = Vec::new();
-            for d in (0..nd).rev() {
-                spans.push(per_dim[d][rem % per_dim[d].len()]);
-                rem /= per_dim[d].len();
-            }
-            spans.reverse();
+        for spans in tasks(&per_dim) {
             let mut bytes: Vec<u8> = (0..chunk_len as u32).flat_map(|v| v.to_ne_bytes()).collect();
             placement.copy_back(&spans, &values, &mut bytes);
             for i in 0..chunk_len {
