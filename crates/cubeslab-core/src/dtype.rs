@@ -81,3 +81,31 @@ impl DType {
         }
     }
 }
+
+/// Evaluate `$body` with `$t` naming the Rust type of `$dtype`'s elements
+/// (`Bool` as `u8`): the one match from an element type to its Rust type.
+macro_rules! with_element_type {
+    (@as $ty:ty, $t:ident => $body:expr) => {{
+        type $t = $ty;
+        // A body's `as f64` is a no-op in the f64 arm alone.
+        #[allow(clippy::unnecessary_cast)]
+        let value = $body;
+        value
+    }};
+    ($dtype:expr, $t:ident => $body:expr) => {{
+        use $crate::dtype::DType as D;
+        match $dtype {
+            D::Bool | D::UInt8 => with_element_type!(@as u8, $t => $body),
+            D::Int8 => with_element_type!(@as i8, $t => $body),
+            D::Int16 => with_element_type!(@as i16, $t => $body),
+            D::UInt16 => with_element_type!(@as u16, $t => $body),
+            D::Int32 => with_element_type!(@as i32, $t => $body),
+            D::UInt32 => with_element_type!(@as u32, $t => $body),
+            D::Int64 => with_element_type!(@as i64, $t => $body),
+            D::UInt64 => with_element_type!(@as u64, $t => $body),
+            D::Float32 => with_element_type!(@as f32, $t => $body),
+            D::Float64 => with_element_type!(@as f64, $t => $body),
+        }
+    }};
+}
+pub(crate) use with_element_type;

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::dtype::DType;
+use crate::dtype::{with_element_type, DType};
 
 /// Error statistics of decoded against original values.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -39,28 +39,14 @@ impl ErrorStats {
     /// Compare two buffers of elements of `dtype` (native endian).
     pub fn of_bytes(original: &[u8], decoded: &[u8], dtype: DType) -> Self {
         let mut s = Self::default();
-        macro_rules! compare {
-            ($t:ty) => {{
-                let n = std::mem::size_of::<$t>();
-                for (a, b) in original.chunks_exact(n).zip(decoded.chunks_exact(n)) {
-                    let a = <$t>::from_ne_bytes(a.try_into().expect("element")) as f64;
-                    let b = <$t>::from_ne_bytes(b.try_into().expect("element")) as f64;
-                    s.add(a, b);
-                }
-            }};
-        }
-        match dtype {
-            DType::Float32 => compare!(f32),
-            DType::Float64 => compare!(f64),
-            DType::Int8 => compare!(i8),
-            DType::Int16 => compare!(i16),
-            DType::Int32 => compare!(i32),
-            DType::Int64 => compare!(i64),
-            DType::UInt8 | DType::Bool => compare!(u8),
-            DType::UInt16 => compare!(u16),
-            DType::UInt32 => compare!(u32),
-            DType::UInt64 => compare!(u64),
-        }
+        with_element_type!(dtype, T => {
+            let n = std::mem::size_of::<T>();
+            for (a, b) in original.chunks_exact(n).zip(decoded.chunks_exact(n)) {
+                let a = T::from_ne_bytes(a.try_into().expect("element")) as f64;
+                let b = T::from_ne_bytes(b.try_into().expect("element")) as f64;
+                s.add(a, b);
+            }
+        });
         s
     }
 

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::dtype::DType;
+use crate::dtype::{with_element_type, DType};
 
 /// Count, sum, sum of squares, minimum and maximum of the finite samples of
 /// the live traces.
@@ -37,26 +37,14 @@ impl AmplitudeStats {
     /// Count every finite element of `bytes`, elements of `dtype` in native
     /// byte order.
     pub fn add_bytes(&mut self, bytes: &[u8], dtype: DType) {
-        macro_rules! add {
-            ($t:ty) => {{
-                let n = std::mem::size_of::<$t>();
-                for e in bytes.chunks_exact(n) {
-                    self.add(<$t>::from_ne_bytes(e.try_into().expect("element")) as f64);
-                }
-            }};
+        if dtype == DType::Float32 {
+            return self.add_f32(bytes);
         }
-        match dtype {
-            DType::Float32 => self.add_f32(bytes),
-            DType::Float64 => add!(f64),
-            DType::Int8 => add!(i8),
-            DType::Int16 => add!(i16),
-            DType::Int32 => add!(i32),
-            DType::Int64 => add!(i64),
-            DType::UInt8 | DType::Bool => add!(u8),
-            DType::UInt16 => add!(u16),
-            DType::UInt32 => add!(u32),
-            DType::UInt64 => add!(u64),
-        }
+        with_element_type!(dtype, T => {
+            for e in bytes.chunks_exact(std::mem::size_of::<T>()) {
+                self.add(T::from_ne_bytes(e.try_into().expect("element")) as f64);
+            }
+        })
     }
 
     /// float32, the common case, in independent lanes the compiler can

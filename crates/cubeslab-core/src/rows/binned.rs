@@ -6,7 +6,7 @@
 use std::{os::unix::fs::FileExt, path::PathBuf};
 
 use crate::{
-    dtype::DType,
+    dtype::{with_element_type, DType},
     error::{Error, PartError, Result},
     ErrorKind,
 };
@@ -124,28 +124,12 @@ impl PartError for BinnedRowsError {
 
 /// Little-endian elements of `dtype` as f64, into `out`.
 fn decode(dtype: DType, bytes: &[u8], out: &mut Vec<f64>) {
-    macro_rules! each {
-        ($t:ty) => {
-            out.extend(
-                bytes
-                    .chunks_exact(std::mem::size_of::<$t>())
-                    .map(|b| <$t>::from_le_bytes(b.try_into().unwrap()) as f64),
-            )
-        };
-    }
     out.clear();
-    match dtype {
-        DType::Bool | DType::UInt8 => each!(u8),
-        DType::Int8 => each!(i8),
-        DType::Int16 => each!(i16),
-        DType::UInt16 => each!(u16),
-        DType::Int32 => each!(i32),
-        DType::UInt32 => each!(u32),
-        DType::Int64 => each!(i64),
-        DType::UInt64 => each!(u64),
-        DType::Float32 => each!(f32),
-        DType::Float64 => each!(f64),
-    }
+    with_element_type!(dtype, T => out.extend(
+        bytes
+            .chunks_exact(std::mem::size_of::<T>())
+            .map(|b| T::from_le_bytes(b.try_into().unwrap()) as f64),
+    ))
 }
 
 /// Bins one row at a time into a dense row, reusing its buffers.

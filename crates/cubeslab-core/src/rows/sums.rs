@@ -2,7 +2,7 @@
 //! total over all rows (an MSI file's TIC image and summed spectrum), in
 //! f64 whatever the element type.
 
-use crate::dtype::DType;
+use crate::dtype::{with_element_type, DType};
 
 /// Independent running sums per row, so the additions of one row do not
 /// wait on each other.
@@ -37,18 +37,10 @@ macro_rules! sum_as {
 /// Add the elements of `row` (native byte order, `dtype`) to `columns`,
 /// one each, and return their sum.
 pub(crate) fn add_row(dtype: DType, row: &[u8], columns: &mut [f64]) -> f64 {
-    match dtype {
-        DType::Bool | DType::UInt8 => sum_as!(u8, row, columns),
-        DType::Int8 => sum_as!(i8, row, columns),
-        DType::Int16 => sum_as!(i16, row, columns),
-        DType::UInt16 => sum_as!(u16, row, columns),
-        DType::Int32 => sum_as!(i32, row, columns),
-        DType::UInt32 => sum_as!(u32, row, columns),
-        DType::Int64 => sum_as!(i64, row, columns),
-        DType::UInt64 => sum_as!(u64, row, columns),
-        DType::Float32 => add_f32(row, columns),
-        DType::Float64 => sum_as!(f64, row, columns),
+    if dtype == DType::Float32 {
+        return add_f32(row, columns);
     }
+    with_element_type!(dtype, T => sum_as!(T, row, columns))
 }
 
 /// `add_row` of float32, the type of most spectra: eight at a time where
