@@ -10,8 +10,10 @@ parse is not timed; cubeslab's opening of the store is); and, for the ion image,
 the store opened before the eviction, its open not timed, as pyimzML's parse is not. Warm: read
 before. Medians of ``--runs`` runs.
 Bounds: cold, the bytes the read must fetch (the touched chunks for cubeslab, the spectra for pyimzML) at
-the disk's sequential rate; warm, the result at one core's copy rate. Each cold ingest is set beside a
-sequential cold read of the whole ``.ibd`` made just before it, and beside the rate of the SHA-1 it checks.
+the disk's sequential rate, and the device's own time for cubeslab's chunk reads (direct I/O, many in
+flight; hundreds of small chunks cost requests more than bytes); warm, the result at one core's copy
+rate. Each cold ingest is set beside a sequential cold read of the whole ``.ibd`` made just before it,
+and beside the rate of the SHA-1 it checks.
 
 Usage: python bench/msi.py [--size small|full] [--runs 3] [--out bench/results]
 Writes OUT/msi.json and OUT/msi.md; the imzML file is generated once into bench/data/msi/.
@@ -34,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from cubeslab_bench.measure import bounds, disk_bandwidth, evict, files_under, settle, stats
+from cubeslab_bench.requests import QUEUE_DEPTH, chunk_ranges, device_time
 
 ROOT = Path(__file__).resolve().parent
 SIZES = {"full": (100, 100, 25_000), "small": (40, 30, 12_500)}
@@ -233,6 +236,14 @@ def measure(source: Path, store: Path, runs: int) -> dict:
         "pyimzML ion image": ibd.stat().st_size // 2 + 1,  # every intensity array (m/z is shared)
     }
     results["layout"] = {"chunks": list(chunks), "shards": list(held.amplitude.shards or chunks)}
+    # The device's own time for the chunk reads each cold ion image makes, at a deep queue.
+    results["device"] = {}
+    for name, cube in (("ion image", held), ("ion image (--views)", kept)):
+        mz = cube.mz
+        near = np.searchsorted(mz, ION_MZ - ION_TOL, "left"), np.searchsorted(mz, ION_MZ + ION_TOL, "right")
+        window = (slice(0, nx), slice(0, ny), slice(int(near[0]), int(near[1])))
+        target = Path(cube.amplitude.source_for(window))
+        results["device"][name] = device_time(chunk_ranges(target, window), max(runs, 5))
     evict([ibd, *store_files, *viewed_files])
     return results
 
@@ -296,13 +307,27 @@ def table(r: dict) -> str:
         f"cubeslab fetches {ours / 1e6:.1f} MB ({ours / disk * 1e3:.1f} ms), "
         f"pyimzML {theirs / 1e6:.0f} MB ({theirs / disk * 1e3:.0f} ms)"
     )
+    pyimzml_cold = image["pyimzML"]["cold"]["median_s"]
+
+    def device(name: str) -> str:
+        # The device's time for the chunk reads alone, and the ratio it would allow at most.
+        d = r["results"]["device"][name]
+        return (
+            f"the device reads its {d['requests']} chunks ({d['bytes'] / 1e6:.1f} MB) in"
+            f" {d['median_s'] * 1e3:.2f} ms at queue depth {QUEUE_DEPTH}: at most"
+            f" {pyimzml_cold / d['median_s']:,.0f}x"
+        )
+
+    sha_cap = ingest["checksum_Bps"] / sequential
     lines += [
         "",
         "| target | measured | bound | met |",
         "|---|---|---|---|",
-        f"| ion image >= 100x pyimzML, cold | {cold_x:,.0f}x | {fetched} | {_yes(cold_x >= 100)} |",
+        f"| ion image >= 100x pyimzML, cold | {cold_x:,.0f}x | {fetched}; {device('ion image')} |"
+        f" {_yes(cold_x >= 100)} |",
         f"| ion image >= 100x pyimzML, warm | {warm_x:,.0f}x | | {_yes(warm_x >= 100)} |",
-        f"| ion image >= 100x pyimzML, cold, with --views | {viewed_x:,.0f}x | | {_yes(viewed_x >= 100)} |",
+        f"| ion image >= 100x pyimzML, cold, with --views | {viewed_x:,.0f}x |"
+        f" {device('ion image (--views)')} | {_yes(viewed_x >= 100)} |",
         f"| ion image >= 100x pyimzML, cold, store opened before (as pyimzML's parse) | {opened_x:,.0f}x | |"
         f" {_yes(opened_x >= 100)} |",
         f"| the same with --views | {viewed_opened_x:,.0f}x | | {_yes(viewed_opened_x >= 100)} |",
@@ -311,7 +336,8 @@ def table(r: dict) -> str:
         f" {share:.0%} (runs {min(shares):.0%}-{max(shares):.0%}) | cold read {sequential / 1e6:.0f} MB/s;"
         f" read and written at once {ingest['ibd_bytes'] / duplex_s / 1e6:.0f} MB/s = {duplex_s:.2f} s,"
         f" {ingest['ibd_bytes'] / duplex_s / sequential:.0%} of the read;"
-        f" its SHA-1 alone {ingest['checksum_Bps'] / 1e6:.0f} MB/s (one core) | {_yes(share >= 0.5)} |",
+        f" its SHA-1 alone {ingest['checksum_Bps'] / 1e6:.0f} MB/s (one core), which caps the ingest at"
+        f" {sha_cap:.0%} of the read | {_yes(share >= 0.5)} |",
     ]
     return "\n".join(lines) + "\n"
 
