@@ -150,6 +150,23 @@ def test_two_writers_of_one_shard_never_lose_data_silently(s3_server, bucket):
     assert (stored[0, 0], stored[1, 1], stored[5, 5]) == (1.0, 3.0, 4.0)
 
 
+def test_a_shard_replaced_after_this_handle_read_it_is_written_from_the_new_version(s3_server, bucket):
+    url = f"{bucket}/reread.zarr"
+    # Compressed, so the other writer's version of the shard has its chunks at other offsets.
+    with cubeslab.create(
+        url, (8, 8), "float32", chunks=(2, 2), shards=(4, 4), fill_value=0, compress="zstd"
+    ) as cube:
+        cube.amplitude[...] = 1.0
+    first = cubeslab.open(url, "r+")
+    first.amplitude[0:2, 4:6]  # a read: this handle keeps shard (0, 1)'s index
+    with cubeslab.open(url, "r+") as second:
+        second.amplitude[0, 4] = 7.0
+    first.amplitude[1, 5] = 9.0  # the same shard: read again, from the other writer's version
+    first.close()
+    stored = zarr_read(s3_server, url)
+    assert (stored[0, 4], stored[1, 5], stored[0, 5]) == (7.0, 9.0, 1.0)
+
+
 def test_two_processes_creating_one_absent_shard_cannot_both_win(s3_server, bucket):
     url = f"{bucket}/race.zarr"
     cubeslab.create(url, (4, 4), "float32", chunks=(4, 4)).close()

@@ -145,6 +145,9 @@ impl ChunkStorage for ObjectChunks {
 
     fn stamp(&self, indices: &[u64]) -> Result<Stamp> {
         let url = self.chunk_url(indices);
+        // The read that follows must use this version's index, not one kept
+        // from before another writer replaced the shard.
+        self.remote.forget_object(&self.remote.chunk_key(indices));
         match block_on(self.client.head(&Key::from(url.key.as_str()))) {
             Ok(meta) => Ok(Stamp::Object {
                 e_tag: entity_tag(&url, meta.e_tag)?,

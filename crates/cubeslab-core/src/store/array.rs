@@ -408,6 +408,17 @@ impl ZarrArray {
         self.decoded.forget_shard(self.shard_id(indices));
     }
 
+    /// Drop what this handle holds of the shard at `indices` (its open file
+    /// and decoded chunks) unless it is the file with `inode` (`None`: no
+    /// file): a writer about to read the shard must see the version it
+    /// stamped, not one another writer has replaced since this handle read it.
+    pub(crate) fn forget_shard_unless(&self, indices: &[u64], inode: Option<u64>) {
+        let current = self.held_shard(indices).is_some_and(|s| s.inode == inode);
+        if !current {
+            self.forget_shard(indices);
+        }
+    }
+
     /// A shard's position in the grid of shards, C order.
     fn shard_id(&self, indices: &[u64]) -> u64 {
         let grid = self.chunk_grid_shape();

@@ -6,7 +6,7 @@
 //! C order, `(2^64-1, 2^64-1)` for a chunk that is absent (all fill value),
 //! followed by a crc32c of the index when the index codecs include `crc32c`.
 
-use std::{fs::File, path::Path};
+use std::{fs::File, os::unix::fs::MetadataExt, path::Path};
 
 use memmap2::{Advice, Mmap};
 
@@ -50,6 +50,8 @@ pub(crate) struct ShardFile {
     map: Option<Mmap>,
     /// `(offset, nbytes)` per inner chunk; `None` for absent chunks.
     index: Vec<Option<(u64, u64)>>,
+    /// The inode of the file mapped; `None` if there was no file.
+    pub inode: Option<u64>,
 }
 
 const ABSENT: u64 = u64::MAX;
@@ -140,11 +142,13 @@ impl ShardFile {
                     watched: None,
                     map: None,
                     index: vec![None; layout.num_chunks()],
+                    inode: None,
                 })
             }
             Err(e) => return Err(Error::io(path, e)),
         };
-        let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+        let stat = file.metadata().map_err(|e| Error::io(path, e))?;
+        let len = stat.len();
         let index_len = layout.index_bytes();
         if len < index_len as u64 {
             return Err(corrupt(format!(
@@ -242,6 +246,7 @@ impl ShardFile {
             watched: Some(watched),
             map: Some(map),
             index,
+            inode: Some(stat.ino()),
         };
         shard.check_intact(array, false)?;
         Ok(shard)

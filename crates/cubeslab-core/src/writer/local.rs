@@ -61,7 +61,15 @@ impl ChunkStorage for LocalChunks {
     }
 
     fn stamp(&self, indices: &[u64]) -> Result<Stamp> {
-        Ok(file_stamp(&self.array.chunk_path(indices)))
+        let stamp = file_stamp(&self.array.chunk_path(indices));
+        let inode = match stamp {
+            Stamp::File { inode, .. } => Some(inode),
+            _ => None,
+        };
+        // The read that follows must see this version, not a shard file this
+        // handle opened before another writer replaced it.
+        self.array.forget_shard_unless(indices, inode);
+        Ok(stamp)
     }
 
     fn read_into(&self, window: &Window, out: &mut [u8], options: &ReadOptions) -> Result<()> {

@@ -46,7 +46,8 @@ pub trait ChunkStorage: Send + Sync {
     /// The name of the array's metadata document, for messages.
     fn metadata_name(&self) -> PathBuf;
 
-    /// The version of the chunk at `indices` there now.
+    /// The version of the chunk at `indices` there now; reads of it after
+    /// this see that version (or a later one, which the replace refuses).
     fn stamp(&self, indices: &[u64]) -> Result<Stamp>;
 
     /// Read `window` as stored.
