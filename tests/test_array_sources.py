@@ -321,6 +321,36 @@ def test_a_netcdf_variable_opens_in_xarray_as_the_file_does(tmp_path, fmt):
     assert raw.dtype == np.int16 and raw[0, 0, 0] == -999  # stored raw, decoded by the reader
 
 
+@pytest.mark.parametrize("fmt", ["NETCDF4", "NETCDF3_CLASSIC"])
+def test_float_fill_values_and_non_finite_attributes_as_xarray_writes_them(tmp_path, fmt):
+    """xarray's own default: float variables and coordinates with _FillValue NaN; beside it a float
+    _FillValue of -999 and non-finite attribute values, which JSON has no numbers for."""
+    import xarray as xr
+
+    values = np.arange(12, dtype="f4").reshape(3, 4)
+    values[1, 2] = -999.0
+    written = xr.Dataset(
+        {"t": (("x", "y"), values, {"valid_max": np.float32(np.inf)})},
+        coords={"x": [1.0, 2.0, 3.0], "y": np.arange(4)},
+        attrs={"missing": np.nan, "title": "fills"},
+    )
+    written["t"].encoding["_FillValue"] = np.float32(-999.0)
+    written.to_netcdf(tmp_path / "f.nc", format=fmt)
+    cubeslab.ingest(tmp_path / "f.nc", tmp_path / "f.zarr")
+    expected = xr.open_dataset(tmp_path / "f.nc")
+    got = xr.open_zarr(tmp_path / "f.zarr").load()
+    assert np.isnan(got["t"].values[1, 2])  # masked by the reader, as by the file's
+    xr.testing.assert_equal(got["t"], expected["t"])
+    xr.testing.assert_identical(got["x"], expected["x"])
+    assert got["t"].encoding["_FillValue"] == -999.0
+    # Stored by name, as Zarr v3 names non-finite fill values.
+    assert (got.attrs["missing"], got["t"].attrs["valid_max"]) == ("NaN", "Infinity")
+    cubeslab.export(tmp_path / "f.zarr", tmp_path / "back.nc")
+    back = xr.open_dataset(tmp_path / "back.nc")
+    assert back["t"].encoding["_FillValue"] == -999.0
+    xr.testing.assert_equal(back["t"], expected["t"])
+
+
 def test_info_lists_a_netcdf_files_variables(tmp_path):
     import json
 

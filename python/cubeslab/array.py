@@ -119,6 +119,20 @@ def zarr_fill_value(value):
     return value
 
 
+def zarr_json(value) -> str:
+    """``value`` (metadata, attributes) as JSON text: non-finite floats named as :func:`zarr_fill_value`
+    names them, since JSON has no NaN and the engine takes none."""
+
+    def named(v):
+        if isinstance(v, dict):
+            return {k: named(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [named(x) for x in v]
+        return zarr_fill_value(float(v)) if isinstance(v, (float, np.floating)) else v
+
+    return json.dumps(named(value), allow_nan=False)
+
+
 class Array:
     """A Zarr v3 array on disk, read in parallel straight into numpy arrays.
 
@@ -207,7 +221,7 @@ class Array:
             spec["dimension_names"] = list(dimension_names)
         if fill_value is not None:
             spec["fill_value"] = zarr_fill_value(np.asarray(fill_value, dtype=dtype).item())
-        _engine.ZarrArray.create(os.fspath(path), json.dumps(spec))
+        _engine.ZarrArray.create(os.fspath(path), zarr_json(spec))
         return cls(path)
 
     @classmethod

@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from . import _engine, defaults
-from .array import Array
+from .array import Array, zarr_json
 from .errors import InvalidInputError
 from .locations import local_only
 from .overviews import Level, data_version, level_name, recorded_levels
@@ -113,7 +113,7 @@ def build_pyramid(
         levels.append(Level(os.path.basename(target.path), factors))
         source = Array(target.path)
     description = describe_levels(cube, main_name, levels, method, version)
-    _engine.add_group_attributes(os.fspath(path), _json(description))
+    _engine.add_group_attributes(os.fspath(path), zarr_json(description))
     return description
 
 
@@ -132,7 +132,7 @@ def new_level(store, main: Array, name: str, shape, limit: int) -> Array:
         shutil.rmtree(level_path)
     Array.create(
         level_path, shape, main.dtype, chunks=chunks, shards=shards,
-        compress=_engine.compression_name(_json(inner)) or "none",
+        compress=_engine.compression_name(zarr_json(inner)) or "none",
         dimension_names=main.dimension_names, fill_value=main.metadata.get("fill_value"),
         attributes={"cubeslab": {"overview_of": os.path.basename(main.path)}},
     )  # fmt: skip
@@ -252,9 +252,3 @@ def describe_levels(cube, main_name: str, levels: list[Level], method: str, vers
             }
         },
     }
-
-
-def _json(value) -> str:
-    import json
-
-    return json.dumps(value)

@@ -8,7 +8,6 @@ not have hold 0 and are False in ``pixel_mask``."""
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -19,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import _engine, defaults
-from ..array import Array
+from ..array import Array, zarr_json
 from ..create import MAIN_ARRAY, create
 from ..errors import InvalidInputError
 from ..jobs import run_watched
@@ -465,7 +464,7 @@ def _ingest_parsed(
         "views": written_views,
         "stored_bytes": store_size(Path(staging, MAIN_ARRAY)),
     }
-    _engine.add_group_attributes(staging, json.dumps({"cubeslab": record}))
+    _engine.add_group_attributes(staging, zarr_json({"cubeslab": record}))
     digest.check()  # a checksum that disagrees stops the ingest here: nothing is published
     report |= summary(path, store, shape, dtype, chunks, shards, layout, access, staging)
     publication.commit(durable)

@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import defaults
 from ..errors import InvalidInputError, StoreExistsError
+from . import fill_attribute
 
 
 def export_npy(store: str | os.PathLike, output: str | os.PathLike, *, overwrite: bool = False) -> int:
@@ -245,7 +246,7 @@ def export_netcdf(
     export = _Export(store)
     array = export.array
     attributes = export.attributes()
-    fill = attributes.pop("_FillValue", None)
+    fill = fill_attribute.decode(attributes.pop("_FillValue", None), array.dtype)
     global_attributes = {k: v for k, v in export.cube.attributes.items() if isinstance(v, (int, float, str))}
 
     def write(path: str) -> None:
@@ -257,7 +258,10 @@ def export_netcdf(
                     continue
                 plain = _plain(coordinate_attributes)
                 variable = d.createVariable(
-                    dim, values.dtype, (dim,), fill_value=plain.pop("_FillValue", None)
+                    dim,
+                    values.dtype,
+                    (dim,),
+                    fill_value=fill_attribute.decode(plain.pop("_FillValue", None), values.dtype),
                 )
                 variable.set_auto_maskandscale(False)
                 variable[:] = values
@@ -265,7 +269,10 @@ def export_netcdf(
             for name, (values, dims, other_attributes) in export.auxiliary.items():
                 plain = _plain(other_attributes)
                 other = d.createVariable(
-                    name, values.dtype, tuple(dims), fill_value=plain.pop("_FillValue", None)
+                    name,
+                    values.dtype,
+                    tuple(dims),
+                    fill_value=fill_attribute.decode(plain.pop("_FillValue", None), values.dtype),
                 )
                 other.set_auto_maskandscale(False)
                 other[...] = values

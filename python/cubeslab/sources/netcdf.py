@@ -5,16 +5,16 @@ the coordinate variables beside it, so that ``xarray.open_zarr(store)[name]`` de
 
 from __future__ import annotations
 
-import json
 import os
 
 import numpy as np
 
 from .. import _engine, defaults
-from ..array import Array
+from ..array import Array, zarr_json
 from ..errors import InvalidInputError
 from ..hdf5_file import is_hdf5_file
 from ..locations import begin_store
+from . import fill_attribute
 from .hdf5 import in_place_reader
 from .ingest import Progress, natural_access, planned, summary, write_in_slabs
 
@@ -40,7 +40,11 @@ def _value(value):
 
 
 def _attributes(variable) -> dict:
-    return {name: _value(variable.getncattr(name)) for name in variable.ncattrs()}
+    """The variable's attributes for the store, its ``_FillValue`` as xarray's Zarr engine reads it."""
+    attributes = {name: _value(variable.getncattr(name)) for name in variable.ncattrs()}
+    if "_FillValue" in attributes:
+        attributes["_FillValue"] = fill_attribute.encode(attributes["_FillValue"], variable.dtype)
+    return attributes
 
 
 def _choose(path, dataset, variable: str | None) -> str:
@@ -127,14 +131,14 @@ def ingest_netcdf(
     publication = begin_store(store, overwrite)
     staging = os.fspath(publication.staging)
     _engine.create_group(
-        staging, name, json.dumps({k: _value(dataset.getncattr(k)) for k in dataset.ncattrs()})
+        staging, name, zarr_json({k: _value(dataset.getncattr(k)) for k in dataset.ncattrs()})
     )
     attributes = _attributes(source)
     extra = [c for c in coordinates if c not in source.dimensions and c not in listed]
     if extra:
         # Listed on the variable, as xarray's own writer lists them, so that readers of the store see them.
         attributes["coordinates"] = " ".join(listed + extra)
-    fill = attributes.get("_FillValue")
+    fill = source.__dict__.get("_FillValue")
     Array.create(
         os.path.join(staging, name), shape, dtype, chunks=chunks, shards=shards, compress=compress,
         dimension_names=list(source.dimensions), attributes=attributes, fill_value=fill,
