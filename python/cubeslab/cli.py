@@ -205,32 +205,17 @@ def info(
     offset_byte: Annotated[int, typer.Option(help=HELP["offset_byte"])] = defaults.OFFSET_BYTE,
 ) -> None:
     """Geometry, layout, size, compression ratio and completeness of a store (or what a SEG-Y file holds)."""
-    from .msi import is_imzml
-    from .sources import HDF5_MAGIC, array_source, is_netcdf, signature_of
+    from .file_report import describe_file
 
     where = store_path(path)
     if isinstance(where, S3Path):
         show_report(store_report(where), as_json)
         return
-    imzml = where.is_file() and is_imzml(where)
-    netcdf = where.is_file() and not imzml and is_netcdf(where)
-    hdf5 = where.is_file() and not netcdf and signature_of(where).startswith(HDF5_MAGIC)
-    array = array_source(where) if where.is_file() and not (imzml or netcdf or hdf5) else None
-    if imzml:
-        from .msi.imzml import describe as describe_imzml
-
-        report = describe_imzml(where)
-    elif netcdf:
-        from .sources.netcdf import describe_netcdf
-
-        report = describe_netcdf(where)
-    elif hdf5:
-        from .sources.hdf5 import describe_hdf5
-
-        report = describe_hdf5(where)
-    elif array is not None:
-        report = array.describe()
-    elif where.is_file():
+    if not where.is_file():
+        report = store_report(where)
+    elif (described := describe_file(where)) is not None:
+        report = described
+    else:
         from .ingest import describe_segy
 
         report = describe_segy(
@@ -244,8 +229,6 @@ def info(
         if not as_json:
             report.pop("binary_header")
             console.print(escape(text))
-    else:
-        report = store_report(where)
     show_report(report, as_json)
 
 

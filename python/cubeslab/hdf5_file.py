@@ -7,6 +7,7 @@ import os
 
 import numpy as np
 
+from . import _engine
 from .errors import InvalidInputError
 
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
@@ -88,7 +89,7 @@ def open_dataset(path: str | os.PathLike, dataset: str | None = None, *, flag: s
     if data.dtype.kind not in "biuf":
         problem = f"holds {data.dtype}, not numbers cubeslab stores"
     elif data.ndim == 0:
-        problem = "is a scalar; cubeslab stores 1 to 8 dimensions"
+        problem = f"is a scalar; cubeslab stores 1 to {_engine.max_dims()} dimensions"
     elif data.is_virtual:
         problem = "is virtual (its data lies in other files)"
     elif data.external:
@@ -126,6 +127,9 @@ def dataset_axes(data) -> list[dict]:
         if len(dim):
             scale = dim[0]
             axis["name"] = dim.label or scale.name.rsplit("/", 1)[-1]
+            if scale.ndim != 1 or scale.dtype.kind not in "biuf":
+                axes.append(axis)  # labels (text) or a scale of several dimensions: no origin and step
+                continue
             values = np.asarray(scale[...], dtype=np.float64)
             steps = np.diff(values)
             if values.size and (steps.size == 0 or np.allclose(steps, steps[0], rtol=1e-9, atol=0)):

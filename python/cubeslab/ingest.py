@@ -22,6 +22,7 @@ from .msi.ingest import ingest_imzml, is_imzml
 from .sources import array_source, is_netcdf
 from .sources.ingest import ingest_array
 from .sources.netcdf import ingest_netcdf
+from .sources.unreadable import reading
 
 
 def measure_first(
@@ -201,31 +202,33 @@ def ingest(
         if resume or client is not None:
             name = "resume" if resume else "client"
             raise InvalidInputError(f"{name} applies to SEG-Y ingest; {source} is imzML")
-        return ingest_imzml(
-            source, store, mz_bin=mz_bin, mz_range=mz_range, overwrite=overwrite, durable=durable,
-            layout=layout, access=access, compress=with_max_error(compress, max_error),
-            memory_limit=memory_limit, progress=written, views=list(views or []),
-        )  # fmt: skip
+        with reading(source):
+            return ingest_imzml(
+                source, store, mz_bin=mz_bin, mz_range=mz_range, overwrite=overwrite, durable=durable,
+                layout=layout, access=access, compress=with_max_error(compress, max_error),
+                memory_limit=memory_limit, progress=written, views=list(views or []),
+            )  # fmt: skip
     if mz_bin is not None or mz_range is not None:
         raise InvalidInputError(f"mz_bin and mz_range apply to imzML files; {source} is not one")
-    netcdf = (variable is not None and dataset is None) or is_netcdf(source, dataset)
-    array = (
-        None
-        if netcdf
-        else array_source(
-            source, shape=shape, dtype=dtype, order=order, offset=offset, hdu=hdu, dataset=dataset
+    with reading(source):
+        netcdf = (variable is not None and dataset is None) or is_netcdf(source, dataset)
+        array = (
+            None
+            if netcdf
+            else array_source(
+                source, shape=shape, dtype=dtype, order=order, offset=offset, hdu=hdu, dataset=dataset
+            )
         )
-    )
-    if netcdf or array is not None:
-        refuse_segy_options("an N-D array file")
+        if netcdf or array is not None:
+            refuse_segy_options("an N-D array file")
 
-        common: dict[str, Any] = dict(
-            overwrite=overwrite, durable=durable, layout=layout, access=access,
-            compress=with_max_error(compress, max_error), memory_limit=memory_limit, progress=written,
-        )  # fmt: skip
-        if array is not None:
-            return ingest_array(array, store, **common)
-        return ingest_netcdf(source, store, variable=variable, **common)
+            common: dict[str, Any] = dict(
+                overwrite=overwrite, durable=durable, layout=layout, access=access,
+                compress=with_max_error(compress, max_error), memory_limit=memory_limit, progress=written,
+            )  # fmt: skip
+            if array is not None:
+                return ingest_array(array, store, **common)
+            return ingest_netcdf(source, store, variable=variable, **common)
     if dtype not in (None, "native"):
         dtype = np.dtype(dtype).name
     source_bytes = os.path.getsize(source) if os.path.isfile(source) else 0

@@ -334,6 +334,12 @@ fn dtypes() -> Vec<&'static str> {
     DType::ALL.iter().map(|d| d.name()).collect()
 }
 
+/// The most dimensions an array may have.
+#[pyfunction]
+fn max_dims() -> usize {
+    cubeslab_core::window::MAX_DIMS
+}
+
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<array::ZarrArray>()?;
@@ -367,6 +373,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(default_parallelism, m)?)?;
     m.add_function(wrap_pyfunction!(parallelism_limits, m)?)?;
     m.add_function(wrap_pyfunction!(dtypes, m)?)?;
+    m.add_function(wrap_pyfunction!(max_dims, m)?)?;
     m.add_class::<plan::CostModel>()?;
     m.add_function(wrap_pyfunction!(plan::measure_profile, m)?)?;
     m.add_function(wrap_pyfunction!(plan::plan_layout, m)?)?;

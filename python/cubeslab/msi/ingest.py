@@ -141,12 +141,23 @@ def _check_room(path: str, store, shape, dtype: np.dtype) -> None:
         )
 
 
+MAX_PIXELS = 1 << 20
+"""Widest grid taken along x or y: far beyond any instrument's raster, and small enough that the grid's
+own arrays fit in memory."""
+
+
 def _check_grid(imzml: Imzml) -> None:
     position = imzml.position
     if position[:, 2].max() > 1:
         raise InvalidInputError(
             f"{imzml.path}: a 3-D imzML (z up to {int(position[:, 2].max())}); cubeslab stores one section"
         )
+    for axis, name in enumerate("xy"):
+        low, high = int(position[:, axis].min()), int(position[:, axis].max())
+        if high - low >= MAX_PIXELS:
+            raise InvalidInputError(
+                f"{imzml.path}: pixel {name} runs {low}..{high}, over {MAX_PIXELS:,} pixels across"
+            )
     _, first, counts = np.unique(position[:, :2], axis=0, return_index=True, return_counts=True)
     if (counts > 1).any():
         pixel = position[first[np.argmax(counts > 1)], :2]

@@ -36,15 +36,19 @@ def is_netcdf(path: str | os.PathLike, dataset: str | None = None) -> bool:
             return True  # netCDF4 reads it either way
         try:
             with h5py.File(path, "r") as f:
-                return "_NCProperties" in f.attrs or any(
-                    # Files from netCDF-C before 4.4.1 have no _NCProperties; their dimensions are marked.
-                    "_Netcdf4Dimid" in f[name].attrs
-                    for name in f
-                    if isinstance(f[name], h5py.Dataset)
-                )
+                # Files from netCDF-C before 4.4.1 have no _NCProperties; their dimensions are marked.
+                return "_NCProperties" in f.attrs or any(_marked_dimension(h5py, f, name) for name in f)
         except OSError:
             return False  # the HDF5 reader says what is wrong
     return False
+
+
+def _marked_dimension(h5py, group, name: str) -> bool:
+    try:
+        node = group[name]
+    except KeyError:  # a link to nothing: not a dimension, and not this check's to report
+        return False
+    return isinstance(node, h5py.Dataset) and "_Netcdf4Dimid" in node.attrs
 
 
 def array_source(

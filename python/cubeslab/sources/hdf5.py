@@ -26,7 +26,8 @@ def describe_hdf5(path: str | os.PathLike) -> dict:
         for name in datasets_in(h5py, f):
             d = f[name]
             scale = " (dimension scale)" if d.attrs.get("CLASS") == b"DIMENSION_SCALE" else ""
-            datasets[name] = f"{d.dtype} {list(d.shape)}{scale}"
+            shape = "empty (null dataspace)" if d.shape is None else list(d.shape)
+            datasets[name] = f"{d.dtype} {shape}{scale}"
         return {"file": os.fspath(path), "format": "hdf5", "datasets": datasets}
 
 

@@ -17,6 +17,7 @@ from ..locations import begin_store
 from . import fill_attribute
 from .hdf5 import in_place_reader
 from .ingest import Progress, natural_access, planned, summary, write_in_slabs
+from .raw import check_storable
 
 NETCDF_CLASSIC_MAGICS = (b"CDF\x01", b"CDF\x02", b"CDF\x05")
 
@@ -47,10 +48,46 @@ def _attributes(variable) -> dict:
     return attributes
 
 
+def _check_classic_size(path, dataset) -> None:
+    """Refuse a classic file shorter than the data its header describes: netCDF-C reads past the end as
+    zeros or as other variables' bytes, without an error."""
+    if not dataset.data_model.startswith("NETCDF3"):
+        return
+    records = [d for d in dataset.dimensions.values() if d.isunlimited()]
+    count = len(records[0]) if records else 0
+    needed = 0
+    for variable in dataset.variables.values():
+        sizes = [
+            len(dataset.dimensions[d]) for d in variable.dimensions if not dataset.dimensions[d].isunlimited()
+        ]
+        values = int(np.prod(sizes, dtype=np.int64)) * np.dtype(variable.dtype).itemsize
+        recorded = any(dataset.dimensions[d].isunlimited() for d in variable.dimensions)
+        needed += values * count if recorded else values
+    size = os.path.getsize(path)
+    if size < needed:
+        shown = ", ".join(f"{d.name}={len(d)}" for d in dataset.dimensions.values())
+        raise InvalidInputError(
+            f"{path}: {size:,} bytes, but its header's dimensions ({shown}) describe {needed:,} bytes of "
+            "variable data: the file is cut short or its header is wrong"
+        )
+
+
+def _numeric(variable) -> bool:
+    """Whether a variable holds plain numbers (not text, variable-length, compound or enum values)."""
+    return isinstance(variable.datatype, np.dtype) and variable.datatype.kind in "biuf"
+
+
+def _type_name(variable) -> str:
+    kind = variable.datatype
+    if isinstance(kind, np.dtype):
+        return str(kind)
+    return "text" if variable.dtype is str else f"{type(kind).__name__} {getattr(kind, 'name', '')}".strip()
+
+
 def _choose(path, dataset, variable: str | None) -> str:
     data = [
         name for name, v in dataset.variables.items()
-        if name not in dataset.dimensions and v.ndim >= 1 and v.dtype.kind in "biuf"
+        if name not in dataset.dimensions and v.ndim >= 1 and _numeric(v)
     ]  # fmt: skip
     if variable is None:
         if len(data) != 1:
@@ -64,9 +101,11 @@ def _choose(path, dataset, variable: str | None) -> str:
         raise InvalidInputError(
             f"{path}: no variable {variable}; the variables: {', '.join(dataset.variables)}"
         )
-    kind = dataset.variables[variable].dtype
-    if not isinstance(kind, np.dtype) or kind.kind not in "biuf":
-        raise InvalidInputError(f"{path}: variable {variable} holds {kind}, not numbers cubeslab stores")
+    chosen = dataset.variables[variable]
+    if not _numeric(chosen):
+        raise InvalidInputError(
+            f"{path}: variable {variable} holds {_type_name(chosen)} values, not numbers cubeslab stores"
+        )
     return variable
 
 
@@ -111,10 +150,8 @@ def ingest_netcdf(
     name = _choose(path, dataset, variable)
     source = dataset.variables[name]
     shape, dtype = tuple(source.shape), np.dtype(source.dtype).newbyteorder("=")
-    if not shape or 0 in shape:
-        raise InvalidInputError(
-            f"{path}: variable {name} has shape {shape}; cubeslab stores non-empty arrays"
-        )
+    check_storable(f"{path}: variable {name}", shape, dtype)
+    _check_classic_size(path, dataset)
     listed = str(source.__dict__.get("coordinates", "")).split()
     coordinates = [d for d in source.dimensions if d in dataset.variables] + [
         c for c in listed if c in dataset.variables and c not in source.dimensions
@@ -154,9 +191,9 @@ def ingest_netcdf(
         )
     for coordinate in coordinates:
         c = dataset.variables[coordinate]
-        values = np.asarray(c[...])
-        if values.dtype.kind not in "biuf":
+        if not _numeric(c):
             continue  # string coordinates: left to the file
+        values = np.asarray(c[...])
         values = values.astype(values.dtype.newbyteorder("="))
         Array.from_numpy(
             os.path.join(staging, coordinate), values, chunks=values.shape,

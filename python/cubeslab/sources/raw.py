@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import _engine
 from ..errors import InvalidInputError
 
 NPY_MAGIC = b"\x93NUMPY"
@@ -28,6 +29,9 @@ class ArraySource:
     # Reads rows start:stop faster than slicing `data` (an HDF5 dataset read in place, in parallel).
     slab_reader: Callable[[int, int], np.ndarray] | None = None
     chunks: tuple[int, ...] | None = None  # the file's own chunk shape, if it is chunked
+
+    def __post_init__(self) -> None:
+        check_storable(self.path, self.shape, self.dtype)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -58,6 +62,21 @@ class ArraySource:
         return np.ascontiguousarray(rows, dtype=self.dtype)
 
 
+def check_storable(path, shape: tuple[int, ...], dtype: np.dtype) -> None:
+    """Refuse, naming the file, an array the engine does not store: its dimensions, an empty side, or
+    its element type."""
+    if not 1 <= len(shape) <= _engine.max_dims():
+        raise InvalidInputError(
+            f"{path}: an array of {len(shape)} dimensions {shape}; cubeslab stores 1 to {_engine.max_dims()}"
+        )
+    if 0 in shape:
+        raise InvalidInputError(f"{path}: shape {shape} has a side of 0; cubeslab stores non-empty arrays")
+    if np.dtype(dtype).name not in _engine.dtypes():
+        raise InvalidInputError(
+            f"{path}: element type {dtype} is not one cubeslab stores ({', '.join(_engine.dtypes())})"
+        )
+
+
 def _numeric(path, dtype: np.dtype) -> None:
     if dtype.kind not in "biuf":
         raise InvalidInputError(
@@ -72,7 +91,9 @@ def npy_source(path: str | os.PathLike) -> ArraySource:
         raise InvalidInputError(f"{path}: not an .npy file cubeslab reads: {error}") from None
     _numeric(path, data.dtype)
     if data.ndim == 0:
-        raise InvalidInputError(f"{path}: a 0-dimensional array; cubeslab stores arrays of 1 to 8 dimensions")
+        raise InvalidInputError(
+            f"{path}: a 0-dimensional array; cubeslab stores arrays of 1 to {_engine.max_dims()} dimensions"
+        )
     return ArraySource(os.fspath(path), data, "npy")
 
 

@@ -7,6 +7,7 @@ axis fastest as in every C-order array, and the bytes are read as they lie."""
 
 from __future__ import annotations
 
+import math
 import os
 import shlex
 from pathlib import Path
@@ -44,6 +45,19 @@ def parse_header(path: str | os.PathLike) -> dict[str, str]:
     return values
 
 
+def _number(path, header: dict[str, str], key: str, default: str, kind: type):
+    """The header's ``key`` as an int or a finite float, or an error naming the file and the key."""
+    text = header.get(key, default)
+    try:
+        value = kind(text)
+    except ValueError:
+        what = "an integer" if kind is int else "a number"
+        raise InvalidInputError(f"{path}: {key}={text} is not {what}") from None
+    if not math.isfinite(value):
+        raise InvalidInputError(f"{path}: {key}={text} is not a finite number")
+    return value
+
+
 def seplib_source(path: str | os.PathLike) -> ArraySource:
     """The binary as an array (axes reversed), with the axes in store order: name, origin, step, unit."""
     header = parse_header(path)
@@ -55,7 +69,7 @@ def seplib_source(path: str | os.PathLike) -> ArraySource:
     binary_path = Path(binary) if Path(binary).is_absolute() else Path(path).parent / binary
     if not binary_path.is_file():
         raise InvalidInputError(f"{path}: in={binary}: no such file ({binary_path})")
-    esize = int(header.get("esize", "4"))
+    esize = _number(path, header, "esize", "4", int)
     data_format = header.get("data_format", "xdr_float").strip('"')
     dtype = FORMATS.get((data_format, esize))
     if dtype is None:
@@ -68,10 +82,10 @@ def seplib_source(path: str | os.PathLike) -> ArraySource:
         key = f"n{axis}"
         if key not in header:
             continue
-        try:
-            sizes.append((axis, int(header[key])))
-        except ValueError:
-            raise InvalidInputError(f"{path}: {key}={header[key]} is not an integer") from None
+        size = _number(path, header, key, "", int)
+        if size <= 0:
+            raise InvalidInputError(f"{path}: {key}={size}: an axis needs at least one sample")
+        sizes.append((axis, size))
     if not sizes:
         raise InvalidInputError(f"{path}: the header gives no axis size (n1=...)")
     while len(sizes) > 1 and sizes[-1][1] == 1:  # trailing axes of one sample are SEPlib's padding
@@ -81,8 +95,8 @@ def seplib_source(path: str | os.PathLike) -> ArraySource:
         axes.append(
             {
                 "name": header.get(f"label{axis}", f"axis{axis}").strip('"') or f"axis{axis}",
-                "origin": float(header.get(f"o{axis}", "0")),
-                "step": float(header.get(f"d{axis}", "1")),
+                "origin": _number(path, header, f"o{axis}", "0", float),
+                "step": _number(path, header, f"d{axis}", "1", float),
                 "unit": header.get(f"unit{axis}", "").strip('"') or None,
             }
         )

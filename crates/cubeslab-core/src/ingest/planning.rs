@@ -40,8 +40,17 @@ pub fn plan_layout(
     dtype: DType,
     request: &PlanRequest,
 ) -> Result<Vec<Evaluated>, String> {
-    if shape.is_empty() || shape.contains(&0) {
-        return Err("shape must have positive sides".into());
+    if shape.is_empty() || shape.len() > crate::window::MAX_DIMS {
+        return Err(format!(
+            "shape {shape:?} has {} dimensions; cubeslab stores arrays of 1 to {}",
+            shape.len(),
+            crate::window::MAX_DIMS
+        ));
+    }
+    if shape.contains(&0) {
+        return Err(format!(
+            "shape {shape:?} has a side of 0; cubeslab stores non-empty arrays"
+        ));
     }
     let strategy = match &request.layout {
         None => Strategy::Auto,

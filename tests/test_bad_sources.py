@@ -1,0 +1,134 @@
+"""Damaged or unexpected source files of the other formats, each written by its own library (numpy,
+h5py, netCDF4, astropy) and then broken the way real files break: the CLI refuses each through a real
+subprocess with exit 1, a message naming the file and what is wrong, no traceback, and no store. Files
+that are odd but valid are ingested, with the values their library reads."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import cubeslab
+
+CLI = [sys.executable, "-m", "cubeslab.cli"]
+IMZML = Path(__file__).parent / "data" / "imzml"
+
+
+def seplib(folder: Path, extra: str) -> str:
+    np.arange(24, dtype=">f4").tofile(folder / "c.H@")
+    (folder / "c.H").write_text(f"n1=4 n2=3 n3=2 esize=4 data_format=xdr_float in=c.H@ {extra}\n")
+    return "c.H"
+
+
+def npy_9d(folder: Path) -> str:
+    np.save(folder / "v.npy", np.zeros((1,) * 9, "f4"))
+    return "v.npy"
+
+
+def npy_broken_header(folder: Path) -> str:
+    header = b"{'descr': '<f4', 'fortran_order': False, 'shape': (3,"
+    header += b" " * (-(len(header) + 11) % 64) + b"\n"
+    (folder / "v.npy").write_bytes(
+        b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + bytes(12)
+    )
+    return "v.npy"
+
+
+def hdf5_float16(folder: Path) -> str:
+    import h5py
+
+    with h5py.File(folder / "x.h5", "w") as f:
+        f["v"] = np.zeros((3, 4), "f2")
+    return "x.h5"
+
+
+def netcdf_classic_cut(folder: Path) -> str:
+    import netCDF4
+
+    with netCDF4.Dataset(folder / "whole.nc", "w", format="NETCDF3_CLASSIC") as d:
+        d.createDimension("x", 200)
+        d.createDimension("y", 100)
+        d.createVariable("v", "f4", ("x", "y"))[:] = np.arange(20000, dtype="f4").reshape(200, 100)
+    whole = (folder / "whole.nc").read_bytes()
+    (folder / "x.nc").write_bytes(whole[: len(whole) // 2])
+    return "x.nc"
+
+
+def fits_without_naxis2(folder: Path) -> str:
+    from astropy.io import fits
+
+    fits.PrimaryHDU(np.zeros((3, 4), ">f4")).writeto(folder / "whole.fits")
+    raw = (folder / "whole.fits").read_bytes()
+    card = raw.index(b"NAXIS2  =")
+    (folder / "f.fits").write_bytes(raw[:card] + b"COMMENT".ljust(80) + raw[card + 80 :])
+    return "f.fits"
+
+
+def imzml_far_pixel(folder: Path) -> str:
+    for suffix in (".imzML", ".ibd"):
+        shutil.copy(IMZML / f"Example_Continuous{suffix}", folder / f"e{suffix}")
+    text = (folder / "e.imzML").read_text(encoding="latin-1")
+    far = text.replace('name="position x" value="1"', 'name="position x" value="2000000000"', 1)
+    (folder / "e.imzML").write_text(far, encoding="latin-1")
+    return "e.imzML"
+
+
+CASES = {
+    "9-D npy": (npy_9d, r"v\.npy: an array of 9 dimensions"),
+    "npy header cut": (npy_broken_header, r"v\.npy: cannot read it"),
+    "float16 HDF5": (hdf5_float16, r"x\.h5: element type float16 is not one cubeslab stores"),
+    "classic NetCDF cut short": (netcdf_classic_cut, r"x\.nc: .* describe 80,000 bytes of variable data"),
+    "FITS without NAXIS2": (fits_without_naxis2, r"f\.fits: cannot read it: KeyError: NAXIS2"),
+    "imzML pixel far away": (imzml_far_pixel, r"e\.imzML: pixel x runs 1\.\.2000000000"),
+    "SEPlib esize not an integer": (lambda f: seplib(f, "esize=4.0"), r"c\.H: esize=4\.0 is not an integer"),
+    "SEPlib origin NaN": (lambda f: seplib(f, "o1=nan"), r"c\.H: o1=nan is not a finite number"),
+    "SEPlib empty axis": (lambda f: seplib(f, "n2=0"), r"c\.H: n2=0: an axis needs at least one sample"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_damaged_source_is_refused_naming_the_file(tmp_path, case):
+    make, message = CASES[case]
+    source = make(tmp_path)
+    for command in (["ingest", source, "out.zarr"], ["info", source]):
+        done = subprocess.run(CLI + command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        if command[0] == "info" and done.returncode == 0:
+            continue  # describing needs less of the file than ingesting it
+        assert done.returncode == 1, (command, done.stdout, done.stderr)
+        assert "Traceback" not in done.stderr and "panicked" not in done.stderr, done.stderr
+        assert re.search(message, " ".join(done.stderr.split())), done.stderr
+    assert not any(p.name.startswith((".out.zarr", "out.zarr")) for p in tmp_path.iterdir())
+
+
+def test_odd_but_valid_files_ingest_with_the_values_their_library_reads(tmp_path):
+    """A dangling link elsewhere in an HDF5 file, text and 2-D dimension scales, and NetCDF text
+    variables (one a coordinate) beside the numeric one: none of them stops the ingest."""
+    import h5py
+    import netCDF4
+
+    values = np.arange(12, dtype="f4").reshape(3, 4)
+    with h5py.File(tmp_path / "x.h5", "w") as f:
+        v = f.create_dataset("v", data=values)
+        f["l"] = h5py.SoftLink("/nowhere")
+        f["names"] = np.array([b"a", b"b", b"c"])
+        f["names"].make_scale("names")
+        v.dims[0].attach_scale(f["names"])
+        f["grid"] = np.zeros((4, 2))
+        f["grid"].make_scale("grid")
+        v.dims[1].attach_scale(f["grid"])
+    with netCDF4.Dataset(tmp_path / "x.nc", "w") as d:
+        d.createDimension("x", 3)
+        d.createVariable("x", str, ("x",))[:] = np.array(["a", "b", "c"], dtype=object)
+        d.createVariable("label", str, ("x",))[:] = np.array(["p", "q", "r"], dtype=object)
+        d.createVariable("v", "f4", ("x",), fill_value=False)[:] = values[:, 0]
+    for source, choice, oracle in (("x.h5", "--dataset", values), ("x.nc", "--variable", values[:, 0])):
+        command = [*CLI, "ingest", source, f"{source}.zarr", choice, "v"]
+        done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        np.testing.assert_array_equal(cubeslab.open(tmp_path / f"{source}.zarr")[...], oracle)
