@@ -79,6 +79,18 @@ def imzml_far_pixel(folder: Path) -> str:
     return "e.imzML"
 
 
+def imzml_arrays_of_two_lengths(folder: Path) -> str:
+    from pyimzml.compression import ZlibCompression
+    from pyimzml.ImzMLWriter import ImzMLWriter
+
+    zlib = ZlibCompression()
+    with ImzMLWriter(
+        str(folder / "e.imzML"), mode="processed", mz_compression=zlib, intensity_compression=zlib
+    ) as w:
+        w.addSpectrum(np.array([100.0, 200.0, 300.0]), np.ones(2, "f4"), (1, 1, 1))
+    return "e.imzML"
+
+
 CASES = {
     "9-D npy": (npy_9d, r"v\.npy: an array of 9 dimensions"),
     "npy header cut": (npy_broken_header, r"v\.npy: cannot read it"),
@@ -86,6 +98,8 @@ CASES = {
     "classic NetCDF cut short": (netcdf_classic_cut, r"x\.nc: .* describe 80,000 bytes of variable data"),
     "FITS without NAXIS2": (fits_without_naxis2, r"f\.fits: cannot read it: KeyError: NAXIS2"),
     "imzML pixel far away": (imzml_far_pixel, r"e\.imzML: pixel x runs 1\.\.2000000000"),
+    # Found only while writing the store: its staging folder goes too.
+    "imzML m/z and intensities of two lengths": (imzml_arrays_of_two_lengths, r"e\.imzML: cannot read it"),
     "SEPlib esize not an integer": (lambda f: seplib(f, "esize=4.0"), r"c\.H: esize=4\.0 is not an integer"),
     "SEPlib origin NaN": (lambda f: seplib(f, "o1=nan"), r"c\.H: o1=nan is not a finite number"),
     "SEPlib empty axis": (lambda f: seplib(f, "n2=0"), r"c\.H: n2=0: an axis needs at least one sample"),

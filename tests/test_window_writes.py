@@ -172,8 +172,17 @@ def files_of(store: Path) -> dict[str, bytes]:
         ((9, 0), 1, cubeslab.SelectionError, "out of bounds"),
         ((slice(0, 4), slice(0, 4)), np.ones((3, 4), np.int32), cubeslab.SelectionError, "do not fit"),
         ((0, 0), 1.5, cubeslab.InvalidInputError, "float64 values into a int32"),
+        ((0, 0), 2**31, cubeslab.InvalidInputError, "2147483648 does not fit a int32"),
+        ((0, slice(0, 2)), [5, -(2**31) - 1], cubeslab.InvalidInputError, "-2147483649 does not fit"),
     ],
-    ids=["index-before-the-start", "index-past-the-end", "wrong-shape", "lossy-cast"],
+    ids=[
+        "index-before-the-start",
+        "index-past-the-end",
+        "wrong-shape",
+        "lossy-cast",
+        "int-too-big",
+        "ints-too-small",
+    ],
 )
 def test_a_bad_write_is_refused_and_changes_nothing(small, key, values, error, words):
     before = files_of(small)
@@ -232,6 +241,12 @@ def test_a_lossy_store_refuses_a_write_to_part_of_a_chunk_it_would_have_to_decod
 def test_create_refuses_an_error_target_that_needs_data_to_tune_on(tmp_path):
     with pytest.raises(cubeslab.InvalidInputError, match="tuned on the data"):
         cubeslab.create(tmp_path / "t.zarr", (8, 8), compress="zfp:snr=40")
+    assert not (tmp_path / "t.zarr").exists()
+
+
+def test_create_refuses_inner_chunks_that_do_not_tile_the_shards(tmp_path):
+    with pytest.raises(cubeslab.InvalidInputError, match=r"inner chunks \[3, 4\] do not divide the shards"):
+        cubeslab.create(tmp_path / "t.zarr", (8, 8), chunks=(3, 4), shards=(8, 8))
     assert not (tmp_path / "t.zarr").exists()
 
 

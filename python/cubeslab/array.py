@@ -119,6 +119,20 @@ def zarr_fill_value(value):
     return value
 
 
+def _check_python_ints(path: str, values: np.ndarray, dtype: np.dtype) -> None:
+    """Python integers that a narrower integer array cannot hold are refused, as numpy refuses them
+    (numpy arrays of a wider type are cast as numpy casts them)."""
+    if values.dtype.kind not in "iu" or dtype.kind not in "iu" or values.size == 0:
+        return
+    limits = np.iinfo(dtype)
+    low, high = int(values.min()), int(values.max())
+    if low < limits.min or high > limits.max:
+        outside = low if low < limits.min else high
+        raise InvalidInputError(
+            f"{path}: {outside} does not fit a {dtype} array ({limits.min}..{limits.max})"
+        )
+
+
 def zarr_json(value) -> str:
     """``value`` (metadata, attributes) as JSON text: non-finite floats named as :func:`zarr_fill_value`
     names them, since JSON has no NaN and the engine takes none."""
@@ -244,12 +258,14 @@ class Array:
         """
         if values is None:
             window, values = (), window
-        values = np.asarray(values)
+        given, values = values, np.asarray(values)
         if not np.can_cast(values.dtype, self.dtype, casting=casting):  # type: ignore[arg-type]
             raise InvalidInputError(
                 f"{self.path}: writing {values.dtype} values into a {self.dtype} array would change "
                 f"them; convert them first, or pass casting='unsafe'"
             )
+        if not isinstance(given, (np.ndarray, np.generic)) and casting != "unsafe":
+            _check_python_ints(self.path, values, self.dtype)
         (starts, stops, steps), drop, reverse = normalize_key(window, self.shape)
         full_shape = tuple(len(range(a, b, s)) for a, b, s in zip(starts, stops, steps, strict=True))
         shape = tuple(n for d, n in enumerate(full_shape) if d not in drop)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +12,7 @@ from .array import Array
 from .cube import Cube
 from .description import create_arguments
 from .errors import InvalidInputError, StoreExistsError
-from .locations import S3Path, begin_store, store_path
+from .locations import S3Path, publishing, store_path
 from .opener import open
 from .plan import plan
 
@@ -59,18 +58,14 @@ def create(
         raise InvalidInputError("create needs a shape (or a description)")
     where = store_path(path, storage_options)
     if isinstance(where, S3Path):
-        publication = begin_store(where, False)
-        try:
+        # Nothing is uploaded before the commit: a create that fails leaves nothing behind.
+        with publishing(where, False) as publication:
             create(
                 publication.staging, shape, dtype, dims=dims, coords=coords, layout=layout, chunks=chunks,
                 shards=shards, access=access, compress=compress, fill_value=fill_value,
                 attributes=attributes,
             ).close()  # fmt: skip
             publication.commit(False)
-        except BaseException:
-            # Nothing was uploaded: the staging folder goes, so that a corrected create can start again.
-            shutil.rmtree(publication.staging, ignore_errors=True)
-            raise
         return open(where, "r+", cache=cache)
     path = where
     if os.path.lexists(path) and not (os.path.isdir(path) and not os.listdir(path)):

@@ -5,6 +5,9 @@ refused, never taken for a folder named ``gs:``."""
 from __future__ import annotations
 
 import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from . import _engine
@@ -80,10 +83,19 @@ def storage_options_of(path) -> dict | None:
     return path.storage_options if isinstance(path, S3Path) else None
 
 
-def begin_store(store, overwrite: bool) -> _engine.Publication:
+@contextmanager
+def publishing(store, overwrite: bool) -> Iterator[_engine.Publication]:
     """A new store for ``store`` (a path, URL or :class:`S3Path`), written in a staging folder and
-    published when complete (``commit``); one there is replaced only with ``overwrite``."""
-    return _engine.Publication(os.fspath(store), overwrite, storage_options_of(store))
+    published when complete (``commit``); one there is replaced only with ``overwrite``. If the block
+    fails before the commit, the staging folder goes: these writers cannot resume, so no partial store is
+    left to look at or to clear by hand."""
+    publication = _engine.Publication(os.fspath(store), overwrite, storage_options_of(store))
+    staging = publication.staging
+    try:
+        yield publication
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)  # gone already if the store was published
+        raise
 
 
 def local_only(path: str | os.PathLike, operation: str) -> Path:

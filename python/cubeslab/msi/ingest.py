@@ -22,7 +22,7 @@ from ..array import Array, zarr_json
 from ..create import MAIN_ARRAY, create
 from ..errors import InvalidInputError
 from ..jobs import run_watched
-from ..locations import begin_store, is_remote, store_size
+from ..locations import is_remote, publishing, store_size
 from ..sources.ingest import Progress, planned, summary
 from .imzml import IbdDigest, Imzml, Spectra, check_ibd, parse
 
@@ -443,40 +443,42 @@ def _ingest_parsed(
     attributes = {"cubeslab": {"kind": MSI_KIND}, "imzml": metadata}
     mask = np.zeros(shape[:2], dtype=bool)
     mask[ix, iy] = True
-    publication = begin_store(store, overwrite)
-    staging = os.fspath(publication.staging)
-    cube = create(
-        staging, shape, dtype, dims=["x", "y", "mz"], coords={"x": xs, "y": ys, "mz": mz}, chunks=chunks,
-        shards=shards, compress=compress, cache=max(limit // 2, 1), attributes=attributes, fill_value=0,
-    )  # fmt: skip
-    with cube:
-        if not (imzml.intensity.zlib or imzml.mz.zlib):
-            cube.close()
-            main = os.path.join(staging, MAIN_ARRAY)
-            if binning is None:
-                tic, total = _fill_in_engine(main, imzml, (ix, iy), shape, limit, progress)
+    with publishing(store, overwrite) as publication:
+        staging = os.fspath(publication.staging)
+        cube = create(
+            staging, shape, dtype, dims=["x", "y", "mz"], coords={"x": xs, "y": ys, "mz": mz}, chunks=chunks,
+            shards=shards, compress=compress, cache=max(limit // 2, 1), attributes=attributes, fill_value=0,
+        )  # fmt: skip
+        with cube:
+            if not (imzml.intensity.zlib or imzml.mz.zlib):
+                cube.close()
+                main = os.path.join(staging, MAIN_ARRAY)
+                if binning is None:
+                    tic, total = _fill_in_engine(main, imzml, (ix, iy), shape, limit, progress)
+                else:
+                    tic, total = _bin_in_engine(
+                        main, imzml, binning, (ix, iy), shape, limit, progress, report
+                    )
             else:
-                tic, total = _bin_in_engine(main, imzml, binning, (ix, iy), shape, limit, progress, report)
-        else:
-            rows = _Rows(spectra, binning, report)
-            tic, total = _fill_in_slabs(cube.amplitude, rows, (ix, iy), shape, shards, limit, progress)
-    for name, values, dims in (
-        ("pixel_mask", mask, ["x", "y"]),
-        ("tic", tic, ["x", "y"]),
-        ("mean_spectrum", total / max(int(mask.sum()), 1), ["mz"]),
-    ):
-        Array.from_numpy(os.path.join(staging, name), values, chunks=values.shape, dimension_names=dims)
-    written_views = _write_views(staging, shape, dtype, views or [], compress, limit)
-    if written_views:
-        report["views"] = written_views
-    # Marked complete (and its views listed) only now; the store is published whole below.
-    record = {
-        "state": "complete",
-        "views": written_views,
-        "stored_bytes": store_size(Path(staging, MAIN_ARRAY)),
-    }
-    _engine.add_group_attributes(staging, zarr_json({"cubeslab": record}))
-    digest.check()  # a checksum that disagrees stops the ingest here: nothing is published
-    report |= summary(path, store, shape, dtype, chunks, shards, layout, access, staging)
-    publication.commit(durable)
-    return report
+                rows = _Rows(spectra, binning, report)
+                tic, total = _fill_in_slabs(cube.amplitude, rows, (ix, iy), shape, shards, limit, progress)
+        for name, values, dims in (
+            ("pixel_mask", mask, ["x", "y"]),
+            ("tic", tic, ["x", "y"]),
+            ("mean_spectrum", total / max(int(mask.sum()), 1), ["mz"]),
+        ):
+            Array.from_numpy(os.path.join(staging, name), values, chunks=values.shape, dimension_names=dims)
+        written_views = _write_views(staging, shape, dtype, views or [], compress, limit)
+        if written_views:
+            report["views"] = written_views
+        # Marked complete (and its views listed) only now; the store is published whole below.
+        record = {
+            "state": "complete",
+            "views": written_views,
+            "stored_bytes": store_size(Path(staging, MAIN_ARRAY)),
+        }
+        _engine.add_group_attributes(staging, zarr_json({"cubeslab": record}))
+        digest.check()  # a checksum that disagrees stops the ingest here: nothing is published
+        report |= summary(path, store, shape, dtype, chunks, shards, layout, access, staging)
+        publication.commit(durable)
+        return report

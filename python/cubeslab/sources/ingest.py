@@ -14,7 +14,7 @@ from .. import defaults
 from ..array import Array
 from ..create import MAIN_ARRAY, create
 from ..description import AXES_ATTR
-from ..locations import begin_store, store_size
+from ..locations import publishing, store_size
 from ..plan import plan
 from .raw import ArraySource
 
@@ -85,27 +85,29 @@ def ingest_array(
     limit = int(memory_limit or defaults.MEMORY_LIMIT)
     access = access or natural_access(source.chunks)
     chunks, shards = planned(shape, dtype, layout, access, compress)
-    publication = begin_store(store, overwrite)
-    attributes: dict = {"source": source.path, **(source.attributes or {})}
-    dims = [f"dim_{d}" for d in range(len(shape))]
-    coords = {}
-    if source.axes is not None:
-        names = [a["name"] for a in source.axes]
-        dims = names if len(set(names)) == len(names) and MAIN_ARRAY not in names else dims
-        recorded = [{k: a[k] for k in ("origin", "step", "unit")} for a in source.axes]
-        attributes["cubeslab"] = {AXES_ATTR: recorded}
-        # Axes the source gives a scale (a SEPlib o/d, a FITS WCS, an HDF5 dimension scale) become
-        # coordinate arrays, as xarray shows them.
-        coords = {
-            dim: a["origin"] + a["step"] * np.arange(n, dtype=np.float64)
-            for dim, a, n in zip(dims, source.axes, shape, strict=True)
-            if (a["origin"], a["step"]) != (0.0, 1.0) or a.get("unit")
-        }
-    with create(
-        os.fspath(publication.staging), shape, dtype, dims=dims, coords=coords, chunks=chunks, shards=shards,
-        compress=compress, cache=max(limit // 2, 1), attributes=attributes,
-    ) as out:  # fmt: skip
-        write_in_slabs(out.amplitude, source.read, shards, limit, progress)
-    report = summary(source.path, store, shape, dtype, chunks, shards, layout, access, publication.staging)
-    publication.commit(durable)
-    return report
+    with publishing(store, overwrite) as publication:
+        attributes: dict = {"source": source.path, **(source.attributes or {})}
+        dims = [f"dim_{d}" for d in range(len(shape))]
+        coords = {}
+        if source.axes is not None:
+            names = [a["name"] for a in source.axes]
+            dims = names if len(set(names)) == len(names) and MAIN_ARRAY not in names else dims
+            recorded = [{k: a[k] for k in ("origin", "step", "unit")} for a in source.axes]
+            attributes["cubeslab"] = {AXES_ATTR: recorded}
+            # Axes the source gives a scale (a SEPlib o/d, a FITS WCS, an HDF5 dimension scale) become
+            # coordinate arrays, as xarray shows them.
+            coords = {
+                dim: a["origin"] + a["step"] * np.arange(n, dtype=np.float64)
+                for dim, a, n in zip(dims, source.axes, shape, strict=True)
+                if (a["origin"], a["step"]) != (0.0, 1.0) or a.get("unit")
+            }
+        with create(
+            os.fspath(publication.staging), shape, dtype, dims=dims, coords=coords, chunks=chunks,
+            shards=shards, compress=compress, cache=max(limit // 2, 1), attributes=attributes,
+        ) as out:  # fmt: skip
+            write_in_slabs(out.amplitude, source.read, shards, limit, progress)
+        report = summary(
+            source.path, store, shape, dtype, chunks, shards, layout, access, publication.staging
+        )
+        publication.commit(durable)
+        return report

@@ -13,7 +13,7 @@ from .. import _engine, defaults
 from ..array import Array, zarr_json
 from ..errors import InvalidInputError
 from ..hdf5_file import is_hdf5_file
-from ..locations import begin_store
+from ..locations import publishing
 from . import fill_attribute
 from .hdf5 import in_place_reader
 from .ingest import Progress, natural_access, planned, summary, write_in_slabs
@@ -165,41 +165,41 @@ def ingest_netcdf(
     chunking = source.chunking() if hasattr(source, "chunking") else "contiguous"
     access = access or natural_access(None if chunking == "contiguous" else chunking)
     chunks, shards = planned(shape, dtype, layout, access, compress)
-    publication = begin_store(store, overwrite)
-    staging = os.fspath(publication.staging)
-    _engine.create_group(
-        staging, name, zarr_json({k: _value(dataset.getncattr(k)) for k in dataset.ncattrs()})
-    )
-    attributes = _attributes(source)
-    extra = [c for c in coordinates if c not in source.dimensions and c not in listed]
-    if extra:
-        # Listed on the variable, as xarray's own writer lists them, so that readers of the store see them.
-        attributes["coordinates"] = " ".join(listed + extra)
-    fill = source.__dict__.get("_FillValue")
-    Array.create(
-        os.path.join(staging, name), shape, dtype, chunks=chunks, shards=shards, compress=compress,
-        dimension_names=list(source.dimensions), attributes=attributes, fill_value=fill,
-    )  # fmt: skip
-    # A NetCDF 4 variable is an HDF5 dataset: read in place by the engine, in parallel, where it can.
-    in_place = in_place_reader(path, source.group().path.rstrip("/") + "/" + name, variable=True) if (
-        is_hdf5_file(path)
-    ) else None  # fmt: skip
-    read = in_place or (lambda start, stop: source[start:stop])
-    with Array(os.path.join(staging, name), cache=max(limit // 2, 1)) as out:
-        write_in_slabs(
-            out, lambda start, stop: np.asarray(read(start, stop), dtype=dtype), shards, limit, progress
+    with publishing(store, overwrite) as publication:
+        staging = os.fspath(publication.staging)
+        _engine.create_group(
+            staging, name, zarr_json({k: _value(dataset.getncattr(k)) for k in dataset.ncattrs()})
         )
-    for coordinate in coordinates:
-        c = dataset.variables[coordinate]
-        if not _numeric(c):
-            continue  # string coordinates: left to the file
-        values = np.asarray(c[...])
-        values = values.astype(values.dtype.newbyteorder("="))
-        Array.from_numpy(
-            os.path.join(staging, coordinate), values, chunks=values.shape,
-            dimension_names=list(c.dimensions), attributes=_attributes(c),
+        attributes = _attributes(source)
+        extra = [c for c in coordinates if c not in source.dimensions and c not in listed]
+        if extra:
+            # Listed on the variable, as xarray's own writer lists them, so that the store's readers see them.
+            attributes["coordinates"] = " ".join(listed + extra)
+        fill = source.__dict__.get("_FillValue")
+        Array.create(
+            os.path.join(staging, name), shape, dtype, chunks=chunks, shards=shards, compress=compress,
+            dimension_names=list(source.dimensions), attributes=attributes, fill_value=fill,
         )  # fmt: skip
-    dataset.close()
-    report = summary(os.fspath(path), store, shape, dtype, chunks, shards, layout, access, staging)
-    publication.commit(durable)
-    return report | {"variable": name}
+        # A NetCDF 4 variable is an HDF5 dataset: read in place by the engine, in parallel, where it can.
+        in_place = in_place_reader(path, source.group().path.rstrip("/") + "/" + name, variable=True) if (
+            is_hdf5_file(path)
+        ) else None  # fmt: skip
+        read = in_place or (lambda start, stop: source[start:stop])
+        with Array(os.path.join(staging, name), cache=max(limit // 2, 1)) as out:
+            write_in_slabs(
+                out, lambda start, stop: np.asarray(read(start, stop), dtype=dtype), shards, limit, progress
+            )
+        for coordinate in coordinates:
+            c = dataset.variables[coordinate]
+            if not _numeric(c):
+                continue  # string coordinates: left to the file
+            values = np.asarray(c[...])
+            values = values.astype(values.dtype.newbyteorder("="))
+            Array.from_numpy(
+                os.path.join(staging, coordinate), values, chunks=values.shape,
+                dimension_names=list(c.dimensions), attributes=_attributes(c),
+            )  # fmt: skip
+        dataset.close()
+        report = summary(os.fspath(path), store, shape, dtype, chunks, shards, layout, access, staging)
+        publication.commit(durable)
+        return report | {"variable": name}

@@ -232,6 +232,8 @@ impl ZarrArray {
     /// Create a new array in `dir` (which must not hold one), writing its metadata.
     pub fn create(dir: impl AsRef<Path>, spec: &ArraySpec) -> Result<Self> {
         let dir = dir.as_ref();
+        spec.check()
+            .map_err(|message| metadata_error(dir, message))?;
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         let metadata = spec.metadata();
         // Let zarrs validate the document before it is written.

@@ -42,6 +42,36 @@ impl ArraySpec {
         (0..ndim).map(|d| format!("dim_{d}")).collect()
     }
 
+    /// Why an array of this spec could not be read or written, if so: a
+    /// chunk or shard shape of another rank than the array, a side of 0, or
+    /// inner chunks that do not tile the shard (zarrs accepts the document,
+    /// then refuses every chunk).
+    pub fn check(&self) -> Result<(), String> {
+        let nd = self.shape.len();
+        let mut shapes = vec![("chunk shape", &self.chunk_shape)];
+        if let Some(inner) = &self.inner_chunks {
+            shapes.push(("inner chunk shape", inner));
+        }
+        for (name, sides) in &shapes {
+            if sides.len() != nd || sides.contains(&0) {
+                return Err(format!(
+                    "{name} {sides:?} does not fit an array of shape {:?}: one positive side per dimension",
+                    self.shape
+                ));
+            }
+        }
+        if let Some(inner) = &self.inner_chunks {
+            if inner.iter().zip(&self.chunk_shape).any(|(i, s)| s % i != 0) {
+                return Err(format!(
+                    "inner chunks {inner:?} do not divide the shards {:?}: each shard side must be a \
+                     whole number of inner chunks",
+                    self.chunk_shape
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The `zarr.json` document of this spec. Every chunk and every shard
     /// index carries a crc32c.
     pub fn metadata(&self) -> Value {
