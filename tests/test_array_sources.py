@@ -14,6 +14,7 @@ import zarr
 from conftest import netcdf_file
 
 import cubeslab
+from cubeslab.store_report import store_report
 
 CLI = [sys.executable, "-m", "cubeslab.cli"]
 
@@ -93,6 +94,7 @@ def test_an_array_ingest_is_published_only_when_complete_and_overwrite_replaces(
     cubeslab.ingest(tmp_path / "b.npy", tmp_path / "s.zarr", overwrite=True)
     assert np.array_equal(cubeslab.open(tmp_path / "s.zarr")[...], second)
     assert not list(Path(tmp_path).glob(".s.zarr.cubeslab-new"))
+    assert store_report(tmp_path / "s.zarr")["state"] == "complete"  # written whole by cubeslab
 
 
 def test_info_describes_an_npy_file_before_ingest(tmp_path):
@@ -316,6 +318,7 @@ def test_a_netcdf_variable_opens_in_xarray_as_the_file_does(tmp_path, fmt):
     expected = xr.open_dataset(tmp_path / "t.nc")
     got = xr.open_zarr(tmp_path / "t.zarr")
     xr.testing.assert_identical(got["temp"].load(), expected["temp"])  # values, NaN fill, CF decoding, coords
+    assert store_report(tmp_path / "t.zarr")["state"] == "complete"
     assert got.attrs["title"] == "a test grid"
     raw = cubeslab.open(tmp_path / "t.zarr")[...]
     assert raw.dtype == np.int16 and raw[0, 0, 0] == -999  # stored raw, decoded by the reader

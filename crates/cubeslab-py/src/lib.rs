@@ -274,6 +274,12 @@ fn add_group_attributes(py: Python<'_>, path: PathBuf, attributes: &str) -> PyRe
     })
 }
 
+/// Mark the store at `path` (a group or a lone array) complete.
+#[pyfunction]
+fn mark_complete(py: Python<'_>, path: PathBuf) -> PyResult<()> {
+    engine(py, || cubeslab_core::store::mark_complete(&path))
+}
+
 /// Fill the (sharded) array `target` with the contents of `source`, of the
 /// same shape and type in another layout (an orientation copy), within
 /// about `memory_limit` bytes of buffers.
@@ -365,6 +371,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compression_name, m)?)?;
     m.add_function(wrap_pyfunction!(create_group, m)?)?;
     m.add_function(wrap_pyfunction!(add_group_attributes, m)?)?;
+    m.add_function(wrap_pyfunction!(mark_complete, m)?)?;
     m.add_function(wrap_pyfunction!(copy_array, m)?)?;
     m.add_function(wrap_pyfunction!(rows::fill_from_rows, m)?)?;
     m.add_function(wrap_pyfunction!(rows::fill_from_binned_rows, m)?)?;

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import defaults
+from .. import _engine, defaults
 from ..array import Array
 from ..create import MAIN_ARRAY, create
 from ..description import AXES_ATTR
@@ -106,6 +106,7 @@ def ingest_array(
             shards=shards, compress=compress, cache=max(limit // 2, 1), attributes=attributes,
         ) as out:  # fmt: skip
             write_in_slabs(out.amplitude, source.read, shards, limit, progress)
+        _engine.mark_complete(publication.staging)
         report = summary(
             source.path, store, shape, dtype, chunks, shards, layout, access, publication.staging
         )

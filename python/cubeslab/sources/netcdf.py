@@ -200,6 +200,7 @@ def ingest_netcdf(
                 dimension_names=list(c.dimensions), attributes=_attributes(c),
             )  # fmt: skip
         dataset.close()
+        _engine.mark_complete(staging)
         report = summary(os.fspath(path), store, shape, dtype, chunks, shards, layout, access, staging)
         publication.commit(durable)
         return report | {"variable": name}

@@ -50,7 +50,10 @@ impl StoreContents {
             return Self {
                 path: path.to_path_buf(),
                 is_group: false,
-                state: StoreState::Foreign,
+                state: node
+                    .get("attributes")
+                    .and_then(Value::as_object)
+                    .map_or(StoreState::Foreign, StoreState::recorded_in),
                 attributes: Map::new(),
                 main: path.to_path_buf(),
                 copies: Vec::new(),

@@ -24,6 +24,46 @@ pub enum StoreState {
     Foreign,
 }
 
+impl StoreState {
+    /// The state recorded in a store's root node's `attributes` (a group's,
+    /// or a lone array's).
+    pub fn recorded_in(attributes: &Map<String, Value>) -> Self {
+        match attributes
+            .get(CUBESLAB_ATTR)
+            .and_then(|c| c.get("state"))
+            .and_then(Value::as_str)
+        {
+            None => Self::Foreign,
+            Some("complete") => Self::Complete,
+            Some(other) => Self::Incomplete(other.to_string()),
+        }
+    }
+}
+
+/// Record in the root node of the store at `path` (a group or a lone
+/// array) that cubeslab wrote it whole: the last step before it is
+/// published.
+pub fn mark_complete(path: &Path) -> Result<()> {
+    let mut node = read_metadata(path)?;
+    let attributes = node
+        .as_object_mut()
+        .ok_or_else(|| StoreError::Metadata {
+            path: path.join("zarr.json"),
+            message: "not a JSON object".into(),
+        })?
+        .entry("attributes")
+        .or_insert_with(|| json!({}));
+    match attributes.get_mut(CUBESLAB_ATTR) {
+        Some(Value::Object(ours)) => {
+            ours.insert("state".into(), json!("complete"));
+        }
+        _ => {
+            attributes[CUBESLAB_ATTR] = json!({"state": "complete"});
+        }
+    }
+    write_json_atomic(&path.join("zarr.json"), &node, Durability::Cached)
+}
+
 /// A Zarr v3 group on disk.
 #[derive(Debug, Clone)]
 pub struct Group {
@@ -103,16 +143,7 @@ impl Group {
 
     /// The completion state recorded by cubeslab.
     pub fn state(&self) -> StoreState {
-        match self
-            .attributes
-            .get(CUBESLAB_ATTR)
-            .and_then(|c| c.get("state"))
-            .and_then(Value::as_str)
-        {
-            None => StoreState::Foreign,
-            Some("complete") => StoreState::Complete,
-            Some(other) => StoreState::Incomplete(other.to_string()),
-        }
+        StoreState::recorded_in(&self.attributes)
     }
 
     /// Fail unless the store may be read.
