@@ -91,6 +91,61 @@ def imzml_arrays_of_two_lengths(folder: Path) -> str:
     return "e.imzML"
 
 
+def imzml_both_modes(folder: Path) -> str:
+    for suffix in (".imzML", ".ibd"):
+        shutil.copy(IMZML / f"Example_Continuous{suffix}", folder / f"e{suffix}")
+    text = (folder / "e.imzML").read_text(encoding="latin-1")
+    both = re.sub(
+        r'(<cvParam[^>]*name="continuous"\s*/>)',
+        r'\1<cvParam cvRef="IMS" accession="IMS:1000031" name="processed"/>',
+        text,
+        count=1,
+    )
+    assert both != text
+    (folder / "e.imzML").write_text(both, encoding="latin-1")
+    return "e.imzML"
+
+
+def imzml_zlib_bomb(folder: Path) -> str:
+    """The last spectrum's intensities point at 64 MiB of zeros packed by zlib; the imzML says 200 values."""
+    import zlib
+
+    from pyimzml.compression import ZlibCompression
+    from pyimzml.ImzMLWriter import ImzMLWriter
+
+    with ImzMLWriter(
+        str(folder / "e.imzML"), mode="continuous", intensity_compression=ZlibCompression()
+    ) as w:
+        for x in (1, 2):
+            w.addSpectrum(np.linspace(100, 500, 200), np.arange(200, dtype="f4"), (x, 1, 1))
+    bomb = zlib.compress(bytes(64 << 20), 9)
+    at = (folder / "e.ibd").stat().st_size
+    with open(folder / "e.ibd", "ab") as f:
+        f.write(bomb)
+    text = (folder / "e.imzML").read_text(encoding="latin-1")
+    text = re.sub(r'<cvParam[^>]*name="ibd SHA-1"[^>]*/>', "", text)  # the .ibd changed
+    last_offset = list(re.finditer(r'name="external offset" value="(\d+)"', text))[-1]
+    last_length = list(re.finditer(r'name="external encoded length" value="(\d+)"', text))[-1]
+    for match, value in sorted([(last_offset, at), (last_length, len(bomb))], key=lambda m: -m[0].start(1)):
+        text = text[: match.start(1)] + str(value) + text[match.end(1) :]
+    (folder / "e.imzML").write_text(text, encoding="latin-1")
+    return "e.imzML"
+
+
+def fits_infinite_step(folder: Path) -> str:
+    from astropy.io import fits
+
+    hdu = fits.PrimaryHDU(np.zeros((3, 4), ">f4"))
+    hdu.header["CDELT1"] = 1.0
+    hdu.writeto(folder / "whole.fits")
+    raw = (folder / "whole.fits").read_bytes()
+    card = raw.index(b"CDELT1  =")
+    (folder / "f.fits").write_bytes(
+        raw[:card] + b"CDELT1  =              1.0E999".ljust(80) + raw[card + 80 :]
+    )
+    return "f.fits"
+
+
 CASES = {
     "9-D npy": (npy_9d, r"v\.npy: an array of 9 dimensions"),
     "npy header cut": (npy_broken_header, r"v\.npy: cannot read it"),
@@ -98,6 +153,15 @@ CASES = {
     "classic NetCDF cut short": (netcdf_classic_cut, r"x\.nc: .* describe 80,000 bytes of variable data"),
     "FITS without NAXIS2": (fits_without_naxis2, r"f\.fits: cannot read it: KeyError: NAXIS2"),
     "imzML pixel far away": (imzml_far_pixel, r"e\.imzML: pixel x runs 1\.\.2000000000"),
+    "imzML in both modes": (imzml_both_modes, r"says both continuous \(IMS:1000030\) and processed"),
+    "imzML zlib bomb": (
+        imzml_zlib_bomb,
+        r"e\.ibd: the zlib array at byte \d+ inflates to more than 800 bytes",
+    ),
+    "FITS step of 1e999": (
+        fits_infinite_step,
+        r"f\.fits: HDU 0 axis 1: CRVAL1, CRPIX1 and CDELT1 give no finite",
+    ),
     # Found only while writing the store: its staging folder goes too.
     "imzML m/z and intensities of two lengths": (imzml_arrays_of_two_lengths, r"e\.imzML: cannot read it"),
     "SEPlib esize not an integer": (lambda f: seplib(f, "esize=4.0"), r"c\.H: esize=4\.0 is not an integer"),

@@ -188,9 +188,17 @@ class Spectra:
         if encoding.zlib:
             import zlib
 
-            values = np.frombuffer(zlib.decompress(bytes(raw)), dtype=encoding.dtype)
-        else:
-            values = np.frombuffer(raw, dtype=encoding.dtype)
+            # Inflated to one byte past what the imzML announces at most: a bomb is caught, not unpacked.
+            expected = length * encoding.dtype.itemsize
+            inflated = zlib.decompressobj().decompress(bytes(raw), expected + 1)
+            if len(inflated) != expected:
+                held = f"more than {expected}" if len(inflated) > expected else f"only {len(inflated)}"
+                raise InvalidInputError(
+                    f"{self.imzml.ibd}: the zlib array at byte {offset} inflates to {held} bytes; the imzML "
+                    f"says {length} values ({expected} bytes)"
+                )
+            return np.frombuffer(inflated, dtype=encoding.dtype)
+        values = np.frombuffer(raw, dtype=encoding.dtype)
         if len(values) != length:
             raise InvalidInputError(
                 f"{self.imzml.ibd}: the array at byte {offset} holds {len(values)} values, the imzML says "

@@ -5,6 +5,7 @@ whole). FITS lists NAXIS1 fastest; the store's axes are numpy's, NAXISn first.""
 
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
@@ -90,6 +91,10 @@ def fits_source(path: str | os.PathLike, hdu: int | None = None) -> ArraySource:
             if linear
             else 0.0
         )
+        if not (math.isfinite(origin) and math.isfinite(step)):
+            raise InvalidInputError(
+                f"{path}: HDU {hdu} axis {i}: CRVAL{i}, CRPIX{i} and CDELT{i} give no finite coordinates"
+            )
         axes.append(
             {
                 "name": ctype.strip() or f"axis{i}",

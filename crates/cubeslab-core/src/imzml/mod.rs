@@ -391,14 +391,17 @@ impl IndexReader<'_> {
                 .find(|p| p.accession == accession)
                 .map(|p| p.value.clone())
         };
-        let continuous = if value(CONTINUOUS).is_some() {
-            true
-        } else if value(PROCESSED).is_some() {
-            false
-        } else {
-            return Err(self.not_imzml(
-                "fileContent says neither continuous (IMS:1000030) nor processed mode",
-            ));
+        let continuous = match (value(CONTINUOUS).is_some(), value(PROCESSED).is_some()) {
+            (true, false) => true,
+            (false, true) => false,
+            (true, true) => return Err(self.not_imzml(
+                "fileContent says both continuous (IMS:1000030) and processed (IMS:1000031) mode",
+            )),
+            (false, false) => {
+                return Err(self.not_imzml(
+                    "fileContent says neither continuous (IMS:1000030) nor processed mode",
+                ))
+            }
         };
         let (Some(mz), Some(intensity)) = (self.mz, self.intensity) else {
             return Err(self.not_imzml("no spectra"));
