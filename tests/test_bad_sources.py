@@ -210,3 +210,12 @@ def test_odd_but_valid_files_ingest_with_the_values_their_library_reads(tmp_path
         done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
         np.testing.assert_array_equal(cubeslab.open(tmp_path / f"{source}.zarr")[...], oracle)
+
+
+def test_raw_byte_options_on_a_file_that_describes_itself_are_refused(tmp_path):
+    np.save(tmp_path / "v.npy", np.zeros((2, 3), "f4"))
+    command = [*CLI, "ingest", "v.npy", "out.zarr", "--shape", "3,2", "--offset", "8"]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert "v.npy: --shape, --offset are for raw bytes" in " ".join(done.stderr.split())
+    assert not (tmp_path / "out.zarr").exists()

@@ -66,9 +66,18 @@ def array_source(
     recognises but does not ingest yet is refused, never read as SEG-Y."""
     if not os.path.isfile(path):
         return None  # the SEG-Y reader says what is wrong with the path
+    head = signature_of(path)
+    described = is_seplib_header(path) or head.startswith((NPY_MAGIC, FITS_MAGIC, HDF5_MAGIC))
+    given = [
+        name for name, value in (("--shape", shape), ("--order", order != "C"), ("--offset", offset)) if value
+    ]
+    if described and given:
+        raise InvalidInputError(
+            f"{path}: {', '.join(given)} {'is' if len(given) == 1 else 'are'} for raw bytes; this file "
+            "describes its own array"
+        )
     if is_seplib_header(path):
         return seplib_source(path)
-    head = signature_of(path)
     if head.startswith(NPY_MAGIC):
         return npy_source(path)
     if head.startswith(FITS_MAGIC):
