@@ -91,6 +91,15 @@ def imzml_arrays_of_two_lengths(folder: Path) -> str:
     return "e.imzML"
 
 
+def imzml_offset_near_the_int64_limit(folder: Path) -> str:
+    for suffix in (".imzML", ".ibd"):
+        shutil.copy(IMZML / f"Example_Continuous{suffix}", folder / f"e{suffix}")
+    text = (folder / "e.imzML").read_text(encoding="latin-1")
+    far = re.sub(r'(name="external offset" value=")\d+', rf"\g<1>{2**63 - 1}", text, count=1)
+    (folder / "e.imzML").write_text(far, encoding="latin-1")
+    return "e.imzML"
+
+
 def imzml_both_modes(folder: Path) -> str:
     for suffix in (".imzML", ".ibd"):
         shutil.copy(IMZML / f"Example_Continuous{suffix}", folder / f"e{suffix}")
@@ -153,6 +162,10 @@ CASES = {
     "classic NetCDF cut short": (netcdf_classic_cut, r"x\.nc: .* describe 80,000 bytes of variable data"),
     "FITS without NAXIS2": (fits_without_naxis2, r"f\.fits: cannot read it: KeyError: NAXIS2"),
     "imzML pixel far away": (imzml_far_pixel, r"e\.imzML: pixel x runs 1\.\.2000000000"),
+    "imzML offset near the int64 limit": (
+        imzml_offset_near_the_int64_limit,
+        r"e\.ibd: (spectrum 0's .* past the end|the array at byte 9223372036854775807)",
+    ),
     "imzML in both modes": (imzml_both_modes, r"says both continuous \(IMS:1000030\) and processed"),
     "imzML zlib bomb": (
         imzml_zlib_bomb,

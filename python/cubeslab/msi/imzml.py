@@ -108,16 +108,17 @@ def check_ibd(imzml: Imzml) -> None:
         ("m/z", imzml.mz_offset, imzml.mz_encoded),
         ("intensity", imzml.intensity_offset, imzml.intensity_encoded),
     ):
-        ends = offsets + encoded
-        worst = int(np.argmax(ends))
-        if ends[worst] > size:
-            raise InvalidInputError(
-                f"{ibd}: spectrum {worst}'s {kind} array runs to byte {int(ends[worst])}, past the end of "
-                "the "
-                f"{size}-byte file"
-            )
         if (offsets < 0).any():
             raise InvalidInputError(f"{ibd}: spectrum {int(np.argmin(offsets))}'s {kind} offset is negative")
+        # Compared without adding offset and length, which could pass the largest int64 and wrap.
+        past = (offsets > size) | (encoded > size - np.minimum(offsets, size))
+        if past.any():
+            worst = int(np.argmax(past))
+            end = int(offsets[worst]) + int(encoded[worst])
+            raise InvalidInputError(
+                f"{ibd}: spectrum {worst}'s {kind} array runs to byte {end}, past the end of the "
+                f"{size}-byte file"
+            )
 
 
 class IbdDigest:
