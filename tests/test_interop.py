@@ -353,3 +353,18 @@ def test_arrays_travel_between_processes_by_path(f3, f3_store):
     lazy = cubeslab.open(f3_store).to_dask(chunks=(8, 9, 25))
     (computed,) = dask.compute(lazy.sum(axis=2), scheduler="processes", num_workers=2)
     assert np.allclose(computed, f3["cube"].astype(np.float32).sum(axis=2, dtype=np.float64), rtol=1e-5)
+
+
+def test_cubeslab_reads_a_zarr_python_array_with_non_finite_attributes(tmp_path):
+    """zarr-python writes NaN and Infinity attributes as bare words, which JSON has not: cubeslab reads
+    them (as the strings Zarr v3 names non-finite fill values by) and the values as zarr-python does."""
+    path = tmp_path / "za.zarr"
+    written = zarr.create_array(
+        path, shape=(4, 5), chunks=(2, 5), dtype="f4", zarr_format=3,
+        attributes={"missing": float("nan"), "range": [float("-inf"), 1.5]},
+    )  # fmt: skip
+    written[...] = np.arange(20, dtype="f4").reshape(4, 5)
+    assert "NaN" in (path / "zarr.json").read_text()  # not JSON: the case this covers
+    cube = cubeslab.open(path)
+    np.testing.assert_array_equal(cube[...], zarr.open_array(path, mode="r")[...])
+    assert cube.amplitude.metadata["attributes"] == {"missing": "NaN", "range": ["-Infinity", 1.5]}

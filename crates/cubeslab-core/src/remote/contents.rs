@@ -30,7 +30,7 @@ pub(super) fn get_json(
             .await
     })
     .map_err(|e| RemoteError::from_client(&url.to_string(), operation, e))?;
-    serde_json::from_slice(&text).map_err(|e| {
+    crate::store::parse_metadata(&text).map_err(|e| {
         StoreError::Metadata {
             path: url.to_string().into(),
             message: format!("not valid JSON: {e}"),

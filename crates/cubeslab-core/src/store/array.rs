@@ -9,7 +9,7 @@ use std::{
 
 use serde_json::Value;
 use zarrs::{
-    array::{Array, ArrayBytes, ArrayMetadata, ArraySubset, CodecOptions},
+    array::{Array, ArrayBytes, ArrayMetadata, ArrayMetadataV3, ArraySubset, CodecOptions},
     filesystem::FilesystemStore,
 };
 
@@ -101,8 +101,11 @@ impl ZarrArray {
             return Err(metadata_error(&dir, "zarr_format is not 3"));
         }
         let store = FilesystemStore::new(&dir).map_err(|e| metadata_error(&dir, e.to_string()))?;
-        let array =
-            Array::open(Arc::new(store), "/").map_err(|e| metadata_error(&dir, e.to_string()))?;
+        // Built from the document as read here, which takes zarr-python's non-finite attribute words.
+        let parsed: ArrayMetadataV3 = serde_json::from_value(metadata.clone())
+            .map_err(|e| metadata_error(&dir, e.to_string()))?;
+        let array = Array::new_with_metadata(Arc::new(store), "/", ArrayMetadata::V3(parsed))
+            .map_err(|e| metadata_error(&dir, e.to_string()))?;
         let dtype_name = metadata
             .get("data_type")
             .and_then(Value::as_str)

@@ -43,7 +43,7 @@ pub use error::StoreError;
 pub use group::{mark_complete, Group, StoreState, CUBESLAB_ATTR, MAIN_ARRAY_ATTR};
 pub use identity::{new_generation, record_generation, recorded_generation};
 pub use lock::{live_holder, process_alive, StoreLock, WRITE_LOCK_FILE};
-pub use metadata::read_metadata;
+pub use metadata::{parse_metadata, read_metadata};
 pub use publish::{first_foreign_entry, staging_path, Publication};
 pub use shard_builder::{Prefill, ShardBuilder};
 pub use sharded::{pieces_per_thread, SERIAL_BYTES};
