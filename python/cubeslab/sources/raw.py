@@ -77,24 +77,12 @@ def check_storable(path, shape: tuple[int, ...], dtype: np.dtype) -> None:
         )
 
 
-def _numeric(path, dtype: np.dtype) -> None:
-    if dtype.kind not in "biuf":
-        raise InvalidInputError(
-            f"{path}: element type {dtype} is not a number cubeslab stores (bool, int, float)"
-        )
-
-
 def npy_source(path: str | os.PathLike) -> ArraySource:
     try:
         data = np.load(path, mmap_mode="r", allow_pickle=False)
     except ValueError as error:  # object arrays, a damaged header
         raise InvalidInputError(f"{path}: not an .npy file cubeslab reads: {error}") from None
-    _numeric(path, data.dtype)
-    if data.ndim == 0:
-        raise InvalidInputError(
-            f"{path}: a 0-dimensional array; cubeslab stores arrays of 1 to {_engine.max_dims()} dimensions"
-        )
-    return ArraySource(os.fspath(path), data, "npy")
+    return ArraySource(os.fspath(path), data, "npy")  # its shape and type are checked there
 
 
 def raw_source(path: str | os.PathLike, *, shape, dtype, order: str, offset: int) -> ArraySource:
@@ -102,10 +90,10 @@ def raw_source(path: str | os.PathLike, *, shape, dtype, order: str, offset: int
         dtype = np.dtype(dtype)
     except TypeError:
         raise InvalidInputError(f"--dtype {dtype!r} is not a numpy type") from None
-    _numeric(path, dtype)
     shape = tuple(int(n) for n in shape)
     if not shape or any(n <= 0 for n in shape):
         raise InvalidInputError(f"--shape {shape}: every side must be a positive integer")
+    check_storable(path, shape, dtype)  # before the map: numpy maps any type
     if order not in ("C", "F"):
         raise InvalidInputError(f"--order {order!r}: C (last axis fastest) or F (first axis fastest)")
     size = os.path.getsize(path)
