@@ -357,7 +357,7 @@ impl Ingest {
             extra.insert("statsV1".into(), stats.to_stats_v1());
             self.arrays.amplitude.add_attributes(&extra)?;
         }
-        c["state"] = json!("complete");
+        c["state"] = json!(crate::store::COMPLETE);
         if self.durability == Durability::Synced {
             sync_tree(&self.store)?;
         }

@@ -135,7 +135,7 @@ impl StoreContents {
     /// `foreign (not written by cubeslab)`.
     pub fn state_name(&self) -> String {
         match &self.state {
-            StoreState::Complete => "complete".into(),
+            StoreState::Complete => super::group::COMPLETE.into(),
             StoreState::Incomplete(state) => state.clone(),
             StoreState::Foreign => "foreign (not written by cubeslab)".into(),
         }

@@ -24,6 +24,9 @@ pub enum StoreState {
     Foreign,
 }
 
+/// The `cubeslab.state` of a store an ingest finished.
+pub const COMPLETE: &str = "complete";
+
 impl StoreState {
     /// The state recorded in a store's root node's `attributes` (a group's,
     /// or a lone array's).
@@ -34,7 +37,7 @@ impl StoreState {
             .and_then(Value::as_str)
         {
             None => Self::Foreign,
-            Some("complete") => Self::Complete,
+            Some(COMPLETE) => Self::Complete,
             Some(other) => Self::Incomplete(other.to_string()),
         }
     }
@@ -55,10 +58,10 @@ pub fn mark_complete(path: &Path) -> Result<()> {
         .or_insert_with(|| json!({}));
     match attributes.get_mut(CUBESLAB_ATTR) {
         Some(Value::Object(ours)) => {
-            ours.insert("state".into(), json!("complete"));
+            ours.insert("state".into(), json!(COMPLETE));
         }
         _ => {
-            attributes[CUBESLAB_ATTR] = json!({"state": "complete"});
+            attributes[CUBESLAB_ATTR] = json!({"state": COMPLETE});
         }
     }
     write_json_atomic(&path.join("zarr.json"), &node, Durability::Cached)

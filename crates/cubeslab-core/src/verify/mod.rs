@@ -199,7 +199,7 @@ impl StoreCheck {
         json!({
             "store": self.path.display().to_string(),
             "state": match &self.state {
-                StoreState::Complete => "complete".to_string(),
+                StoreState::Complete => crate::store::COMPLETE.to_string(),
                 StoreState::Incomplete(s) => format!("incomplete ({s})"),
                 StoreState::Foreign => "foreign".to_string(),
             },
