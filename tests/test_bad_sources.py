@@ -155,6 +155,14 @@ def fits_infinite_step(folder: Path) -> str:
     return "f.fits"
 
 
+def named_but_not(name: str, content: bytes):
+    def make(folder: Path) -> str:
+        (folder / name).write_bytes(content)
+        return name
+
+    return make
+
+
 CASES = {
     "9-D npy": (npy_9d, r"v\.npy: an array of 9 dimensions"),
     "npy header cut": (npy_broken_header, r"v\.npy: cannot read it"),
@@ -180,6 +188,12 @@ CASES = {
     "SEPlib esize not an integer": (lambda f: seplib(f, "esize=4.0"), r"c\.H: esize=4\.0 is not an integer"),
     "SEPlib origin NaN": (lambda f: seplib(f, "o1=nan"), r"c\.H: o1=nan is not a finite number"),
     "SEPlib empty axis": (lambda f: seplib(f, "n2=0"), r"c\.H: n2=0: an axis needs at least one sample"),
+    # Named as an array format but not one: refused, never read as SEG-Y.
+    "empty .npy": (named_but_not("v.npy", b""), r"v\.npy: named as a \.npy file, but its first bytes"),
+    "text named .nc": (
+        named_but_not("v.nc", b"x,y\n1,2\n" * 500),
+        r"v\.nc: named as a NetCDF file, but its first bytes \(b'x,y\\n1,2\\n'\)",
+    ),
 }
 
 
@@ -223,6 +237,29 @@ def test_odd_but_valid_files_ingest_with_the_values_their_library_reads(tmp_path
         done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
         np.testing.assert_array_equal(cubeslab.open(tmp_path / f"{source}.zarr")[...], oracle)
+
+
+def test_an_hdf5_file_with_a_user_block_is_read_as_hdf5(tmp_path):
+    """HDF5 lets a file start with a user block (512, 1024... bytes) before its signature; h5py writes
+    one on request. Ingest, info and the in-place reader all find the signature after it."""
+    import h5py
+
+    values = np.arange(6 * 7 * 5, dtype="<i2").reshape(6, 7, 5)
+    with h5py.File(tmp_path / "u.h5", "w", userblock_size=1024) as f:
+        f.create_dataset("chunked", data=values, chunks=(4, 4, 4))
+        f.create_dataset("contiguous", data=values[::-1])
+    for name in ("chunked", "contiguous"):
+        command = [*CLI, "ingest", "u.h5", f"{name}.zarr", "--dataset", name]
+        done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        with h5py.File(tmp_path / "u.h5", "r") as f:
+            oracle = f[name][()]
+        np.testing.assert_array_equal(cubeslab.open(tmp_path / f"{name}.zarr")[...], oracle)
+        np.testing.assert_array_equal(
+            cubeslab.open(tmp_path / "u.h5", dataset=name)[1:5, ::2, 3], oracle[1:5, ::2, 3]
+        )
+    done = subprocess.run([*CLI, "info", "u.h5"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "/chunked" in done.stdout, done.stderr
 
 
 def test_raw_byte_options_on_a_file_that_describes_itself_are_refused(tmp_path):

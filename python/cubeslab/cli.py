@@ -350,10 +350,10 @@ def export(
     """Write a survey store back to SEG-Y, or any store to .npy, SEPlib (.H and its binary .H@), HDF5,
     NetCDF 4 or FITS."""
     from . import export as run_export
-    from .ingest import ARRAY_EXPORTS
+    from .sources import FORMAT_BY_SUFFIX
 
     n = run_export(store, output, format=format, overwrite=overwrite, compress=compress)
-    what = "elements" if output.suffix in ARRAY_EXPORTS else "traces"
+    what = "elements" if output.suffix in FORMAT_BY_SUFFIX else "traces"
     console.print(f"wrote {n:,} {what} to {escape(str(output))}")
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .hdf5_file import is_hdf5_file
 from .msi import is_imzml
-from .sources import HDF5_MAGIC, array_source, is_netcdf, signature_of
+from .sources import array_source, is_netcdf
 from .sources.unreadable import reading
 
 
@@ -21,7 +22,7 @@ def describe_file(path: Path) -> dict | None:
             from .sources.netcdf import describe_netcdf
 
             return describe_netcdf(path)
-        if signature_of(path).startswith(HDF5_MAGIC):
+        if is_hdf5_file(path):
             from .sources.hdf5 import describe_hdf5
 
             return describe_hdf5(path)

@@ -14,12 +14,20 @@ HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
 
 
 def is_hdf5_file(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is a file that starts with the HDF5 signature (HDF5, or NetCDF 4)."""
+    """Whether ``path`` is an HDF5 file (or NetCDF 4): its signature at byte 0, or after a user block of
+    512, 1024, 2048... bytes, where the HDF5 format lets a superblock start."""
     try:
         with open(path, "rb") as f:
-            return f.read(len(HDF5_MAGIC)) == HDF5_MAGIC
+            size = os.fstat(f.fileno()).st_size
+            at = 0
+            while at + len(HDF5_MAGIC) <= size:
+                f.seek(at)
+                if f.read(len(HDF5_MAGIC)) == HDF5_MAGIC:
+                    return True
+                at = 512 if at == 0 else 2 * at
     except OSError:
-        return False
+        pass
+    return False
 
 
 def h5py_module():

@@ -19,7 +19,7 @@ from .errors import IngestWarning, InvalidInputError
 from .jobs import Phase, ProgressCallback, run_watched
 from .locations import is_remote, local_only, storage_options_of, store_path
 from .msi.ingest import ingest_imzml, is_imzml
-from .sources import array_source, is_netcdf
+from .sources import FORMAT_BY_SUFFIX, array_source, is_netcdf
 from .sources.ingest import ingest_array
 from .sources.netcdf import ingest_netcdf
 from .sources.unreadable import reading
@@ -269,21 +269,6 @@ def ingest(
     return summary
 
 
-# Array-file formats a store exports to, by the output's suffix.
-ARRAY_EXPORTS = {
-    ".npy": "npy",
-    ".H": "seplib",
-    ".h5": "hdf5",
-    ".hdf5": "hdf5",
-    ".he5": "hdf5",
-    ".nc": "netcdf",
-    ".nc4": "netcdf",
-    ".fits": "fits",
-    ".fit": "fits",
-    ".fts": "fits",
-}
-
-
 def export(
     store: str | os.PathLike,
     output: str | os.PathLike,
@@ -309,7 +294,7 @@ def export(
     if is_remote(output):
         raise InvalidInputError(f"{output}: exports are written on this machine, not to object storage")
 
-    kind = ARRAY_EXPORTS.get(os.path.splitext(os.fspath(output))[1])
+    kind = FORMAT_BY_SUFFIX.get(os.path.splitext(os.fspath(output))[1])
     if is_remote(store) and kind != "npy":  # .npy reads the store where it is
         with fetched_store(store, beside=output) as local:
             return export(

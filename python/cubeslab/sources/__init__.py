@@ -7,14 +7,28 @@ import os
 from pathlib import Path
 
 from ..errors import InvalidInputError
+from ..hdf5_file import is_hdf5_file
 from .fits import FITS_MAGIC, fits_source
-from .hdf5 import HDF5_MAGIC, hdf5_source
+from .hdf5 import hdf5_source
 from .netcdf import NETCDF_CLASSIC_MAGICS
 from .raw import NPY_MAGIC, ArraySource, npy_source, raw_source
 from .seplib import is_seplib_header, seplib_source
 
-SIGNATURES: dict[bytes, str] = {}
-"""Formats recognised but not ingested yet, by their first bytes."""
+FORMAT_BY_SUFFIX = {
+    ".npy": "npy",
+    ".H": "seplib",
+    ".h5": "hdf5",
+    ".hdf5": "hdf5",
+    ".he5": "hdf5",
+    ".nc": "netcdf",
+    ".nc4": "netcdf",
+    ".fits": "fits",
+    ".fit": "fits",
+    ".fts": "fits",
+}
+"""The N-D array formats by a file's suffix: what an export writes, and what a source so named must be."""
+
+FORMAT_NAMES = {"npy": ".npy", "seplib": "SEPlib", "hdf5": "HDF5", "netcdf": "NetCDF", "fits": "FITS"}
 
 
 def signature_of(path: str | os.PathLike) -> bytes:
@@ -26,10 +40,9 @@ def is_netcdf(path: str | os.PathLike, dataset: str | None = None) -> bool:
     """Whether ``path`` is a NetCDF file (classic, or NetCDF 4 unless an HDF5 ``dataset`` is asked for)."""
     if not os.path.isfile(path):
         return False
-    head = signature_of(path)
-    if head.startswith(NETCDF_CLASSIC_MAGICS):
+    if signature_of(path).startswith(NETCDF_CLASSIC_MAGICS):
         return True
-    if head.startswith(HDF5_MAGIC) and dataset is None:
+    if dataset is None and is_hdf5_file(path):
         try:
             import h5py
         except ImportError:
@@ -67,7 +80,8 @@ def array_source(
     if not os.path.isfile(path):
         return None  # the SEG-Y reader says what is wrong with the path
     head = signature_of(path)
-    described = is_seplib_header(path) or head.startswith((NPY_MAGIC, FITS_MAGIC, HDF5_MAGIC))
+    hdf5 = is_hdf5_file(path)
+    described = is_seplib_header(path) or hdf5 or head.startswith((NPY_MAGIC, FITS_MAGIC))
     given = [
         name for name, value in (("--shape", shape), ("--order", order != "C"), ("--offset", offset)) if value
     ]
@@ -82,19 +96,19 @@ def array_source(
         return npy_source(path)
     if head.startswith(FITS_MAGIC):
         return fits_source(path, hdu)
-    if head.startswith(HDF5_MAGIC):
+    if hdf5:
         return hdf5_source(path, dataset)
-    for magic, name in SIGNATURES.items():
-        if head.startswith(magic):
-            raise InvalidInputError(
-                f"{path}: a {name} file; cubeslab does not ingest {name} yet (h5py, netCDF4 or astropy "
-                "read it)"
-            )
     if shape is not None:
         return raw_source(path, shape=shape, dtype=dtype or "float32", order=order, offset=offset)
+    named = FORMAT_BY_SUFFIX.get(Path(path).suffix)
+    if named is not None:
+        raise InvalidInputError(
+            f"{path}: named as a {FORMAT_NAMES[named]} file, but its first bytes ({head[:8]!r}) are not a "
+            f"{FORMAT_NAMES[named]} file's signature; it is damaged, or not what its name says"
+        )
     if Path(path).suffix.lower() in (".raw", ".bin", ".dat"):
         raise InvalidInputError(f"{path}: raw bytes need --shape (and --dtype, --order, --offset) to be read")
     return None
 
 
-__all__ = ["HDF5_MAGIC", "ArraySource", "array_source", "is_netcdf", "signature_of"]
+__all__ = ["FORMAT_BY_SUFFIX", "ArraySource", "array_source", "is_netcdf", "signature_of"]

@@ -7,10 +7,10 @@ from __future__ import annotations
 import os
 
 from ..errors import InvalidInputError
-from ..hdf5_file import HDF5_MAGIC, dataset_attributes, dataset_axes, datasets_in, h5py_module, open_dataset
+from ..hdf5_file import dataset_attributes, dataset_axes, datasets_in, h5py_module, open_dataset
 from .raw import ArraySource
 
-__all__ = ["HDF5_MAGIC", "describe_hdf5", "hdf5_source"]
+__all__ = ["describe_hdf5", "hdf5_source"]
 
 
 def describe_hdf5(path: str | os.PathLike) -> dict:
