@@ -209,12 +209,21 @@ def fits_cube(path: Path, data: np.ndarray, **cards) -> None:
         (np.arange(-300, 300, dtype=np.int16).reshape(6, 10, 10), {"BSCALE": 0.5, "BZERO": 10.0, "BLANK": 5}),
         (np.arange(600, dtype=np.int32).reshape(6, 10, 10) - 300, {"BSCALE": 2.5, "BZERO": -1.0}),
         (np.arange(600, dtype=np.int16).reshape(6, 10, 10) - 300, {"BZERO": 32768, "BSCALE": 1}),
+        (np.arange(600, dtype=np.int16).reshape(6, 10, 10), {"BLANK": 1.5}),
+        (np.arange(600, dtype=np.int16).reshape(6, 10, 10), {"BLANK": True}),
         (
             volume((6, 10, 10)),
             {"CTYPE1": "FREQ", "CRVAL1": 1.4e9, "CDELT1": 1e6, "CRPIX1": 1, "CUNIT1": "Hz"},
         ),
     ],
-    ids=["int16-scaled-blank", "int32-scaled", "uint16-convention", "float32-wcs"],
+    ids=[
+        "int16-scaled-blank",
+        "int32-scaled",
+        "uint16-convention",
+        "int16-blank-not-an-integer",
+        "int16-blank-true",
+        "float32-wcs",
+    ],
 )
 def test_a_fits_image_ingests_as_astropy_reads_it(tmp_path, raw, cards):
     from astropy.io import fits

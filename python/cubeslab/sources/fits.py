@@ -30,6 +30,8 @@ def _scaler(header, bitpix: int):
     """The conversion astropy applies to raw values (``ImageHDU._scale_data``), and its result type."""
     bscale, bzero = float(header.get("BSCALE", 1)), float(header.get("BZERO", 0))
     blank = header.get("BLANK") if bitpix > 0 else None
+    if not isinstance(blank, int):  # astropy ignores a BLANK that is not an integer (True counts as 1)
+        blank = None
     raw_type = {8: np.uint8, 16: np.int16, 32: np.int32, 64: np.int64, -32: np.float32, -64: np.float64}[
         bitpix
     ]
