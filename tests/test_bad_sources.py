@@ -188,6 +188,10 @@ CASES = {
     "SEPlib esize not an integer": (lambda f: seplib(f, "esize=4.0"), r"c\.H: esize=4\.0 is not an integer"),
     "SEPlib origin NaN": (lambda f: seplib(f, "o1=nan"), r"c\.H: o1=nan is not a finite number"),
     "SEPlib empty axis": (lambda f: seplib(f, "n2=0"), r"c\.H: n2=0: an axis needs at least one sample"),
+    "SEPlib in= a folder": (
+        lambda f: (f / "d").mkdir() or seplib(f, "in=d"),
+        r"c\.H: in=d: a folder, not a file",
+    ),
     # Named as an array format but not one: refused, never read as SEG-Y.
     "empty .npy": (named_but_not("v.npy", b""), r"v\.npy: named as a \.npy file, but its first bytes"),
     "text named .nc": (

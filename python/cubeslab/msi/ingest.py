@@ -172,7 +172,8 @@ def _sorted(path: str, i: int, mz: np.ndarray) -> None:
     if bad.size:
         raise InvalidInputError(
             f"{path}: spectrum {i}'s m/z array is not sorted (value {bad[0] + 1}: {mz[bad[0] + 1]} after "
-            f"{mz[bad[0]]})"
+            f"{mz[bad[0]]}); m/z arrays are ascending, so its offset, length or encoding in the imzML is "
+            "likely wrong"
         )
 
 

@@ -68,7 +68,8 @@ def seplib_source(path: str | os.PathLike) -> ArraySource:
         raise InvalidInputError(f"{path}: in=stdin: the data came through a pipe; cubeslab reads files")
     binary_path = Path(binary) if Path(binary).is_absolute() else Path(path).parent / binary
     if not binary_path.is_file():
-        raise InvalidInputError(f"{path}: in={binary}: no such file ({binary_path})")
+        what = "a folder, not a file" if binary_path.is_dir() else "no such file"
+        raise InvalidInputError(f"{path}: in={binary}: {what} ({binary_path})")
     esize = _number(path, header, "esize", "4", int)
     data_format = header.get("data_format", "xdr_float").strip('"')
     dtype = FORMATS.get((data_format, esize))
