@@ -275,6 +275,32 @@ def test_cubeslab_opens_a_plain_array_as_a_cube_with_its_dimension_names(tmp_pat
     assert cube.trace_mask.all() and cube.trace_mask.shape == (6, 7)
 
 
+def test_cubeslab_opens_an_xarray_dataset_by_its_one_data_variable(tmp_path):
+    """xarray writes a group of arrays: its data variables, and its coordinates (1-D, named as their
+    dimension). With one data variable, cubeslab reads that one; with several it names them, and each
+    opens by its path. A Zarr v2 store is named as such, not reported missing."""
+    temperature = random_array((4, 5, 6), "float32", seed=3)
+    ds = xr.Dataset(
+        {"temperature": (("t", "y", "x"), temperature)},
+        coords={"t": np.arange(4), "y": np.linspace(0, 1, 5), "x": np.arange(6.0)},
+    )
+    ds.to_zarr(tmp_path / "one.zarr", zarr_format=3, consolidated=False)
+    cube = cubeslab.open(tmp_path / "one.zarr")
+    assert cube.dims == ["t", "y", "x"]
+    assert np.array_equal(cube[1:3, ::2, -1], xr.open_zarr(tmp_path / "one.zarr").temperature[1:3, ::2, -1])
+
+    ds["rain"] = ds.temperature * 2
+    ds.to_zarr(tmp_path / "two.zarr", zarr_format=3, consolidated=False)
+    with pytest.raises(cubeslab.InvalidInputError, match=r"two\.zarr: .* data arrays: rain, temperature; open"):
+        cubeslab.open(tmp_path / "two.zarr")
+    assert np.array_equal(cubeslab.open(tmp_path / "two.zarr" / "rain")[...], 2 * temperature)
+
+    ds.to_zarr(tmp_path / "v2.zarr", zarr_format=2, consolidated=False)
+    for path, node in ((tmp_path / "v2.zarr", "group"), (tmp_path / "v2.zarr" / "rain", "array")):
+        with pytest.raises(cubeslab.InvalidInputError, match=f"a Zarr v2 {node} .* cubeslab reads Zarr v3"):
+            cubeslab.open(path)
+
+
 @pytest.mark.parametrize("compress", [None, "zstd:2", "gzip", "blosc-lz4"])
 def test_zarr_python_reads_arrays_written_by_cubeslab(tmp_path, compress):
     data = random_array((19, 23, 11), "int32", seed=11)

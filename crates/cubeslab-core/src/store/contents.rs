@@ -38,9 +38,20 @@ pub struct StoreContents {
 }
 
 impl StoreContents {
-    /// Read what the store at `path` holds, whatever its state.
+    /// Read what the store at `path` holds, whatever its state. A group of
+    /// another tool that names no main array and has none called
+    /// [`MAIN_ARRAY_FALLBACK`] reads its one data array (xarray's layout:
+    /// the others are coordinates), or is refused naming its arrays.
     pub fn read(path: &Path) -> Result<Self> {
-        Ok(Self::of_node(path, &read_metadata(path)?))
+        let mut contents = Self::of_node(path, &read_metadata(path)?);
+        if contents.is_group
+            && contents.state == StoreState::Foreign
+            && declared_main(&contents.attributes).is_none()
+            && !contents.main.join("zarr.json").is_file()
+        {
+            contents.main = path.join(sole_data_array(path)?);
+        }
+        Ok(contents)
     }
 
     /// What a store holds, from its root node's `zarr.json` (`node`), with
@@ -67,12 +78,7 @@ impl StoreContents {
                 .cloned()
                 .unwrap_or_default(),
         };
-        let main = group
-            .attributes
-            .get("attributes")
-            .and_then(|a| a.get(MAIN_ARRAY_ATTR))
-            .and_then(Value::as_str)
-            .unwrap_or(MAIN_ARRAY_FALLBACK);
+        let main = declared_main(&group.attributes).unwrap_or(MAIN_ARRAY_FALLBACK);
         let copies = group
             .attributes
             .get(CUBESLAB_ATTR)
@@ -151,5 +157,55 @@ impl StoreContents {
             "main": self.main,
             "copies": self.copies,
         })
+    }
+}
+
+/// The main array a group's attributes name (MDIO's `defaultVariableName`).
+fn declared_main(attributes: &Map<String, Value>) -> Option<&str> {
+    attributes
+        .get("attributes")
+        .and_then(|a| a.get(MAIN_ARRAY_ATTR))
+        .and_then(Value::as_str)
+}
+
+/// The one array of the group at `path` that is not a coordinate (a 1-D
+/// array named as its own dimension, as xarray writes them).
+fn sole_data_array(path: &Path) -> Result<String> {
+    let entries = std::fs::read_dir(path).map_err(|e| crate::error::Error::io(path, e))?;
+    let mut arrays: Vec<(String, Value)> = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Ok(node) = read_metadata(&entry.path()) else {
+            continue; // not a node of this group
+        };
+        if node.get("node_type").and_then(Value::as_str) == Some("array") {
+            arrays.push((name, node));
+        }
+    }
+    arrays.sort_by(|a, b| a.0.cmp(&b.0));
+    let is_coordinate = |(name, node): &(String, Value)| {
+        node.get("dimension_names")
+            .and_then(Value::as_array)
+            .is_some_and(|dims| dims.len() == 1 && dims[0].as_str() == Some(name))
+    };
+    let data: Vec<&String> = arrays
+        .iter()
+        .filter(|a| !is_coordinate(a))
+        .map(|(name, _)| name)
+        .collect();
+    match data.as_slice() {
+        [one] => Ok((*one).clone()),
+        _ => Err(StoreError::NoMainArray {
+            path: path.to_path_buf(),
+            arrays: if data.is_empty() {
+                "none".into()
+            } else {
+                data.iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            },
+        }
+        .into()),
     }
 }

@@ -138,6 +138,14 @@ pub enum StoreError {
         /// The codec's message.
         message: String,
     },
+    /// A group of another tool with no one array to read.
+    #[error("{path}: a Zarr group that names no main array, with data arrays: {arrays}; open one of them as {path}/NAME")]
+    NoMainArray {
+        /// The group.
+        path: PathBuf,
+        /// Its arrays that are not coordinates, comma-separated.
+        arrays: String,
+    },
     /// A data type or feature the engine does not handle.
     #[error("{path}: unsupported: {what}")]
     Unsupported {
@@ -165,6 +173,7 @@ impl PartError for StoreError {
             StoreError::Changed { .. } => ErrorKind::Changed,
             StoreError::Busy { .. } | StoreError::Conflict { .. } => ErrorKind::Busy,
             StoreError::Metadata { .. }
+            | StoreError::NoMainArray { .. }
             | StoreError::Unsupported { .. }
             | StoreError::ReadOnly { .. } => ErrorKind::InvalidInput,
             StoreError::Checksum { .. }

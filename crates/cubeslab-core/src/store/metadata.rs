@@ -17,6 +17,7 @@ pub fn read_metadata(dir: &Path) -> Result<Value> {
                 || e.raw_os_error() == Some(libc::ENOTDIR) =>
         {
             return Err(unfinished(dir)
+                .or_else(|| zarr_v2(dir))
                 .unwrap_or_else(|| StoreError::NotFound {
                     path: dir.to_path_buf(),
                 })
@@ -99,6 +100,21 @@ fn unfinished(dir: &Path) -> Option<StoreError> {
     Some(StoreError::Unfinished {
         path: store.to_path_buf(),
         staging: staging_path(store),
+    })
+}
+
+/// A Zarr v2 node at `dir` (its metadata in `.zgroup` or `.zarray`): named
+/// as such, rather than "no store", since it is one in another version.
+fn zarr_v2(dir: &Path) -> Option<StoreError> {
+    let file = [".zarray", ".zgroup"]
+        .into_iter()
+        .find(|name| dir.join(name).is_file())?;
+    Some(StoreError::Unsupported {
+        path: dir.to_path_buf(),
+        what: format!(
+            "a Zarr v2 {} ({file}); cubeslab reads Zarr v3 (xarray writes it with to_zarr(..., zarr_format=3))",
+            if file == ".zarray" { "array" } else { "group" }
+        ),
     })
 }
 
