@@ -291,7 +291,9 @@ def test_cubeslab_opens_an_xarray_dataset_by_its_one_data_variable(tmp_path):
 
     ds["rain"] = ds.temperature * 2
     ds.to_zarr(tmp_path / "two.zarr", zarr_format=3, consolidated=False)
-    with pytest.raises(cubeslab.InvalidInputError, match=r"two\.zarr: .* data arrays: rain, temperature; open"):
+    with pytest.raises(
+        cubeslab.InvalidInputError, match=r"two\.zarr: .* data arrays: rain, temperature; open"
+    ):
         cubeslab.open(tmp_path / "two.zarr")
     assert np.array_equal(cubeslab.open(tmp_path / "two.zarr" / "rain")[...], 2 * temperature)
 

@@ -6,6 +6,7 @@ says so) until they are built again; verify finds a level whose values were chan
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import warnings
@@ -76,10 +77,13 @@ def test_other_tools_find_the_levels_by_the_ome_zarr_multiscales(survey):
     [multiscale] = group.attrs["ome"]["multiscales"]
     assert [axis["name"] for axis in multiscale["axes"]] == ["inline", "crossline", "time"]
     for dataset in multiscale["datasets"]:
-        [transform] = dataset["coordinateTransformations"]
-        scale = transform["scale"]
-        assert group[dataset["path"]].shape == tuple(
-            -(-n // int(s)) for n, s in zip(SHAPE, scale, strict=True)
+        scale, *translation = dataset["coordinateTransformations"]
+        factors = [int(s) for s in scale["scale"]]
+        assert group[dataset["path"]].shape == tuple(-(-n // f) for n, f in zip(SHAPE, factors, strict=True))
+        # A mean's sample i averages the data's samples f*i .. f*i + f - 1: it sits at their centre.
+        centre = [(f - 1) / 2 for f in factors]
+        assert translation == (
+            [] if factors == [1, 1, 1] else [{"type": "translation", "translation": centre}]
         )
 
 
@@ -125,7 +129,10 @@ def test_verify_finds_a_level_whose_values_were_changed(survey):
     report = cubeslab.verify(store)
     assert not report["ok"]
     # The changed level, and the one made from it, which no longer matches it.
-    assert report["pyramid"]["problems"][0] == f"{second}: rows 0:8 differ from the level above, downsampled"
+    assert re.fullmatch(
+        rf"{second}: \[0:\d+, 0:\d+\] differs from the level above, downsampled",
+        report["pyramid"]["problems"][0],
+    )
     assert len(report["pyramid"]["problems"]) == 2
 
 
@@ -147,3 +154,156 @@ def test_ingest_with_pyramid_and_what_is_refused(synthetic_segy, tmp_path):
         cubeslab.build_pyramid(tmp_path / "s.zarr", method="median")
     with pytest.raises(InvalidInputError, match="object storage"):
         cubeslab.build_pyramid("s3://bucket/s.zarr")
+
+
+def whole_block_oracle(values: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    """Each 2x block (along ``axes``) averaged with Python's exact fractions, NaN left out, rounded half
+    to even for integers: element by element, independent of numpy's reductions."""
+    from fractions import Fraction
+    from itertools import product
+
+    shape = tuple((n + 1) // 2 if d in axes else n for d, n in enumerate(values.shape))
+    out = np.empty(shape, values.dtype)
+    for at in product(*map(range, shape)):
+        block = values[tuple(slice(2 * i, 2 * i + 2) if d in axes else i for d, i in enumerate(at))].ravel()
+        if values.dtype.kind == "f":
+            kept = [Fraction(float(v)) for v in block if not np.isnan(v)]
+            out[at] = float(sum(kept) / len(kept)) if kept else np.nan
+        else:
+            out[at] = round(Fraction(sum(int(v) for v in block), len(block)))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("dtype", "axes"),
+    [
+        ("float32", (0, 1, 2)),
+        ("float64", (1, 2)),
+        ("int64", (0, 1, 2)),
+        ("uint64", (0, 2)),
+        ("int16", (0, 1, 2)),
+    ],
+)
+def test_a_level_is_the_mean_of_each_whole_block_nan_left_out_and_exact_for_64_bit_integers(
+    tmp_path, dtype, axes
+):
+    """Missing values (NaN) are left out of the block, not out of each pair first (a mean of means
+    weighs them wrongly), and 64-bit integers near their limits neither wrap nor lose their last digits."""
+    rng = np.random.default_rng(5)
+    shape = (9, 7, 11)
+    if dtype.startswith("float"):
+        values = rng.normal(size=shape).astype(dtype)
+        values[rng.random(shape) < 0.3] = np.nan
+    elif dtype == "uint64":
+        values = rng.integers(2**64 - 9, 2**64 - 1, size=shape, dtype=np.uint64, endpoint=True)
+    else:
+        info = np.iinfo(dtype)
+        values = rng.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
+    coords = {"a": np.arange(shape[0])}  # a group, to hold the levels
+    with cubeslab.create(
+        tmp_path / "a.zarr", shape, dtype, dims=["a", "b", "c"], coords=coords, layout="4x4x4"
+    ) as array:
+        array[...] = values
+    dims = ["a", "b", "c"]
+    described = cubeslab.build_pyramid(tmp_path / "a.zarr", axes=[dims[d] for d in axes], max_side=5)
+    first = described["cubeslab"]["pyramid"]["levels"][0]["array"]
+    got = cubeslab.Array(tmp_path / "a.zarr" / first)[...]
+    expected = whole_block_oracle(values, axes)
+    if dtype.startswith("float"):
+        np.testing.assert_allclose(got, expected, rtol=1e-6 if dtype == "float32" else 1e-12)
+        assert np.array_equal(np.isnan(got), np.isnan(expected))
+    else:
+        assert np.array_equal(got, expected)
+
+
+def test_a_rebuild_that_stops_midway_leaves_no_level_a_reader_uses(survey, monkeypatch):
+    """The record goes before any level is touched and comes back last: a build that fails after
+    rewriting some levels leaves readers on the data, never on half-written levels, and removes what it
+    wrote; the next build replaces every earlier level, however many there were."""
+    import cubeslab.pyramid as pyramid
+
+    store, values = survey
+    cubeslab.build_pyramid(store, max_side=8)  # four levels
+    cube = cubeslab.open(store)
+    assert len(cube.amplitude.overviews) == 4
+    real_fill, filled = pyramid.fill_level, []
+
+    def fill_then_stop(source, target, *args):
+        if filled:
+            raise KeyboardInterrupt  # as Ctrl-C would, after the first level is rewritten
+        filled.append(target.path)
+        real_fill(source, target, *args)
+
+    monkeypatch.setattr(pyramid, "fill_level", fill_then_stop)
+    with pytest.raises(KeyboardInterrupt):
+        cubeslab.build_pyramid(store, max_side=8)
+    assert cube.amplitude.overviews == []  # the open cube sees it too, not only a new one
+    window = (slice(None), 3, slice(None))
+    assert np.array_equal(cube.amplitude.read(window, max_shape=(5, 5)), values[window])
+    assert cubeslab.verify(store)["ok"]
+    assert not [p for p in store.iterdir() if "_level" in p.name]
+    monkeypatch.undo()
+    cubeslab.build_pyramid(store, max_side=32)  # two levels: the other two go
+    levels = sorted(p.name for p in store.iterdir() if "_level" in p.name)
+    assert levels == ["amplitude_level1", "amplitude_level2"]
+
+
+def test_levels_made_stale_elsewhere_are_skipped_by_a_cube_already_open(survey):
+    """Freshness is checked at each read: another process's write makes an open cube's levels stale,
+    and so does a writer that was open across the rebuild and wrote again after it."""
+    store, _ = survey
+    cubeslab.build_pyramid(store, max_side=16)
+    cube = cubeslab.open(store)
+    assert cube.amplitude.overviews
+    write = "import cubeslab, sys\nwith cubeslab.open(sys.argv[1], mode='r+') as c:\n    c[0, 0, 0] = 5.0\n"
+    subprocess.run([sys.executable, "-c", write, str(store)], check=True)
+    assert cube.amplitude.overviews == []
+
+    with cubeslab.open(store, mode="r+", cache="1MiB") as writer:
+        writer[0:20] = 1.0  # beyond the cache: some chunks written back already
+        subprocess.run([str(CLI), "pyramid", str(store), "--max-side", "16"], check=True, capture_output=True)
+        assert cubeslab.open(store).amplitude.overviews  # fresh: made after those write-backs
+        writer[40:60] = 2.0  # written back by this same writer after the rebuild
+    assert cubeslab.open(store).amplitude.overviews == []
+    assert any("stale" in p for p in cubeslab.verify(store)["pyramid"]["problems"])
+
+
+@pytest.mark.parametrize("compress", ["zfp:tolerance=0.01", None])
+def test_a_level_is_written_in_whole_chunks_when_a_row_of_them_is_beyond_the_memory_limit(tmp_path, compress):
+    """A tiny memory limit splits each slab across its second dimension too, in whole chunks, which a
+    lossy codec requires; a lossless level still equals the block mean."""
+    values = np.random.default_rng(2).normal(size=(40, 48, 64)).astype("float32")
+    with cubeslab.create(
+        tmp_path / "a.zarr", values.shape, "float32", dims=["a", "b", "c"], coords={"a": np.arange(40)},
+        layout="8x8x16/16x16x32", compress=compress,
+    ) as array:  # fmt: skip
+        array[...] = values
+        stored = array[...]
+    cubeslab.build_pyramid(tmp_path / "a.zarr", max_side=10, memory_limit=1 << 16)
+    level = cubeslab.Array(tmp_path / "a.zarr" / "data_level1")[...]
+    if compress is None:
+        np.testing.assert_allclose(level, block_mean(stored), rtol=1e-6)
+    else:
+        np.testing.assert_allclose(level, block_mean(stored), atol=0.02)
+    assert cubeslab.verify(tmp_path / "a.zarr")["ok"]
+
+
+def test_bad_axes_and_max_shapes_are_refused_naming_them(survey):
+    store, _ = survey
+    done = subprocess.run(
+        [str(CLI), "pyramid", str(store), "--axes", "nosuch"], capture_output=True, text=True
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "axes: 'nosuch' is not a dimension of" in " ".join(done.stderr.split())
+    done = subprocess.run(
+        [str(CLI), "pyramid", str(store), "--axes", "2", "--max-side", "50"], capture_output=True
+    )
+    assert done.returncode == 0, done.stderr
+    [level] = cubeslab.open(store).amplitude.overviews
+    assert level[0] == (1, 1, 2)
+    array = cubeslab.open(store).amplitude
+    for bad in [("a", 5), (0, 0), (-5, 5), (5,), (2.5, 3)]:
+        with pytest.raises(cubeslab.SelectionError, match="max_shape="):
+            array.read((0,), max_shape=bad)
+    with pytest.raises(cubeslab.SelectionError, match="at least one axis"):
+        array.read((0, 0, 0), max_shape=())

@@ -6,6 +6,7 @@ clients at once get no errors."""
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 import threading
@@ -14,6 +15,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import numpy as np
 import pytest
 from starlette.testclient import TestClient
 
@@ -77,6 +79,9 @@ def test_requests_are_checked_and_capped(client, store_id):
         "h=30&w=40&axis=7": "no plane",
         "h=30&w=40&r0=5&r1=400": "outside",
         "h=30&w=40&index=" + "9" * 40: "is not an integer",
+        "h=30&w=40&r0=--1": "r0='--1' is not an integer",
+        "h=30&w=40&index=%C2%B2": "index='²' is not an integer",  # a digit to str.isdigit, not to int()
+        "h=30&w=40&index=%EF%BC%91": "index='１' is not an integer",  # full-width 1
     }
     for query, message in cases.items():
         query = query if "index=" in query else "index=3&" + query
@@ -84,6 +89,47 @@ def test_requests_are_checked_and_capped(client, store_id):
         response = client.get(f"{base}/plane?{query}")
         assert response.status_code == 400 and message in response.json()["error"], (query, response.text)
     assert client.get(f"{base}/sample?i=99&j=0&k=0").status_code == 400
+
+
+def test_a_plane_within_the_cap_is_read_at_a_step_that_keeps_it_within(tmp_path):
+    """A region wider than twice the asked width is read every n-th sample, at most 4096 a side: a
+    request within the cap is answered, never refused after a read of the whole region."""
+    values = np.arange(2 * 8191 * 3, dtype="float32").reshape(2, 8191, 3)
+    with cubeslab.create(tmp_path / "wide.zarr", values.shape, "float32", dims=["a", "b", "c"]) as array:
+        array[...] = values
+    client = TestClient(make_app([str(tmp_path / "wide.zarr")]), base_url="http://127.0.0.1")
+    [listed] = client.get("/api/stores").json()
+    response = client.get(f"/api/stores/{listed['id']}/plane?axis=2&index=1&h=2&w=2048")
+    assert response.status_code == 200, response.text
+    where = json.loads(response.headers["x-plane"])
+    got = np.frombuffer(response.content, "<f4").reshape(where["shape"])
+    assert where["factors"] == [1, 2] and max(got.shape) <= 4096
+    assert np.array_equal(got, values[:, ::2, 1])
+
+
+def test_an_ipv6_loopback_server_answers_and_prints_a_url_with_brackets(store):
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        pytest.skip("no IPv6 loopback on this machine")
+    client = TestClient(make_app([str(store)], host="::1"), base_url="http://[::1]:8000")
+    assert client.get("/api/stores").status_code == 200
+    assert client.get("/api/stores", headers={"host": "evil.example"}).status_code == 400
+    with viewer_server([store], "--host", "::1", wait=False) as (process, _):
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        url = re.search(r"http://\S+", line)
+        assert url and url.group(0).startswith("http://[::1]:"), line
+        for _ in range(100):
+            try:
+                with urllib.request.urlopen(url.group(0) + "api/stores", timeout=5) as answer:
+                    assert answer.status == 200
+                    break
+            except urllib.error.URLError:
+                time.sleep(0.1)
+        else:
+            raise AssertionError(f"no answer at {url.group(0)}")
 
 
 def test_a_foreign_host_header_is_refused_and_no_cors_is_sent(client, store_id):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -199,8 +199,14 @@ class Array:
         self.shape: tuple[int, ...] = tuple(self._engine.shape)
         self.dtype = np.dtype(self._engine.dtype)
         self.metadata: dict = json.loads(self._engine.metadata_json)
-        # Overview levels (downsampled copies) a covering read may use: (factors, path), finest first.
-        self.overviews: list[tuple[tuple[int, ...], str]] = []
+        # What finds the overview levels (downsampled copies) a covering read may use, as they are now:
+        # (factors, path), finest first. A store's group sets it; a lone array has none.
+        self.find_overviews: Callable[[], list[tuple[tuple[int, ...], str]]] = list
+
+    @property
+    def overviews(self) -> list[tuple[tuple[int, ...], str]]:
+        """The overview levels made from this array's data as it is now: (factors, path), finest first."""
+        return self.find_overviews()
 
     def source_for(self, window=()) -> str:
         """Path of the array (this one or a copy) a read of ``window`` goes to."""
@@ -385,20 +391,28 @@ class Array:
             out = np.flip(out, axis=tuple(kept))
         return out
 
-    def overview_for(self, window, max_shape: Sequence[int]) -> tuple[Array, tuple]:
+    def overview_for(
+        self, window, max_shape: Sequence[int], *, levels: list[tuple[tuple[int, ...], str]] | None = None
+    ) -> tuple[Array, tuple]:
         """The array a read of ``window`` at ``max_shape`` goes to (this one, or an overview level), and
-        the window in its samples."""
+        the window in its samples. ``levels``: those to choose among (default: :attr:`overviews`)."""
         (starts, stops, steps), drop, reverse = normalize_key(window, self.shape)
         kept = [d for d in range(self.ndim) if d not in drop]
-        if len(max_shape) != len(kept):
+        if (
+            isinstance(max_shape, (str, bytes))
+            or len(max_shape) != len(kept)
+            or not all(isinstance(n, (int, np.integer)) and n > 0 for n in max_shape)
+        ):
             raise SelectionError(
-                f"max_shape={tuple(max_shape)}: give a size for each of the {len(kept)} result axes"
+                f"max_shape={max_shape!r}: give a positive whole size for each of the {len(kept)} result axes"
             )
+        if not kept:
+            raise SelectionError("a read at max_shape takes a window with at least one axis left")
         if reverse:
             raise SelectionError("a read at max_shape takes windows with positive steps")
         extent = [stops[d] - starts[d] for d in kept]
         factors, level = (1,) * self.ndim, self
-        for level_factors, path in self.overviews:  # finest first: the last that covers is the coarsest
+        for level_factors, path in self.overviews if levels is None else levels:  # finest first
             if all(e // level_factors[d] >= n for e, d, n in zip(extent, kept, max_shape, strict=True)):
                 factors, level = level_factors, Array(path, self.settings)
         scaled: list[int | slice] = []

@@ -393,10 +393,8 @@ class Cube:
         # The main array as a name of the store's own kind (a folder, or a URL with its connection).
         main = self.path / Path(contents["main"]).name if is_group else self.path
         self.amplitude = Array(main, self.settings, contents["copies"], cache=cache)
-        self.amplitude.overviews = [
-            (level.factors, os.fspath(self.path / level.name))
-            for level in fresh_levels(self.attributes, self.amplitude.metadata)
-        ]
+        if is_group:
+            self.amplitude.find_overviews = self._fresh_overviews
         self._arrays: dict[str, Array] = {Path(contents["main"]).name: self.amplitude} if is_group else {}
         self.dims: list[str] = list(self.amplitude.dimension_names or [f"dim_{i}" for i in range(self.ndim)])
         self.coords: dict[str, np.ndarray] = {}
@@ -409,6 +407,13 @@ class Cube:
                     f"{coord}: coordinate array has shape {self.coords[dim].shape}, "
                     f"but the amplitude array has {n} {dim} values"
                 )
+
+    def _fresh_overviews(self) -> list[tuple[tuple[int, ...], str]]:
+        """The overview levels the group records now, if made from the main array's data as it is now
+        (read again each time: a window write or a rebuild elsewhere changes them)."""
+        main = self.path / Path(self.amplitude.path).name
+        levels = fresh_levels(read_node(self.path).get("attributes", {}), read_node(main))
+        return [(level.factors, os.fspath(self.path / level.name)) for level in levels]
 
     def _array(self, name: str) -> Array:
         if name not in self._arrays:

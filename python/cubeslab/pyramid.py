@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shutil
-import warnings
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
@@ -48,24 +48,44 @@ def level_shapes(shape, axes: tuple[int, ...], max_side: int) -> list[tuple[int,
 
 
 def downsample(block: np.ndarray, axes: tuple[int, ...], method: str) -> np.ndarray:
-    """``block`` halved along ``axes``: each pair averaged (NaN ignored; an odd end kept alone), or every
-    other element kept."""
+    """``block`` halved along ``axes``: each 2x block averaged as a whole (missing values, NaN, left out;
+    a block at an odd end holds fewer elements), or every other element kept."""
     if method == "decimate":
         return block[tuple(slice(None, None, 2) if d in axes else slice(None) for d in range(block.ndim))]
-    values = block.astype(np.float64)
-    for axis in axes:
-        n = values.shape[axis]
-        if n % 2:
-            pad = [(0, 0)] * values.ndim
-            pad[axis] = (0, 1)
-            values = np.pad(values, pad, constant_values=np.nan)
-        shape = (*values.shape[:axis], -(-n // 2), 2, *values.shape[axis + 1 :])
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN pair stays NaN
-            values = np.nanmean(values.reshape(shape), axis=axis + 1)
+    # Each halved axis split in two: (blocks, 2); an odd end is padded, and the pad marked not valid.
+    pad = [(0, n % 2 if d in axes else 0) for d, n in enumerate(block.shape)]
+    split = tuple(
+        size for d, n in enumerate(block.shape) for size in (((n + 1) // 2, 2) if d in axes else (n,))
+    )
+    pairs = tuple(d + sum(1 for a in axes if a <= d) for d in axes)  # the length-2 axes in ``split``
+    valid = np.pad(np.ones(block.shape, bool), pad).reshape(split)
     if np.issubdtype(block.dtype, np.integer):
-        return np.rint(values).astype(block.dtype)
-    return values.astype(block.dtype)
+        return _integer_mean(np.pad(block, pad).reshape(split), valid, pairs).astype(block.dtype)
+    values = np.pad(block.astype(np.float64), pad).reshape(split)
+    if block.dtype.kind == "f":
+        valid &= ~np.isnan(values)
+    count = valid.sum(axis=pairs)
+    total = np.where(valid, values, 0.0).sum(axis=pairs)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = total / count  # a block with no value left stays NaN
+    return (np.rint(mean) if block.dtype == bool else mean).astype(block.dtype)
+
+
+def _integer_mean(values: np.ndarray, valid: np.ndarray, pairs: tuple[int, ...]) -> np.ndarray:
+    """The mean of each block of integers, rounded half to even, exact for every 64-bit value: each
+    element is split as ``q * n + r`` (``n`` the block's count, ``0 <= r < n``), so the sums of ``q``
+    and of ``r`` never overflow, and the mean is ``sum(q) + sum(r) / n``."""
+    wide = np.uint64 if values.dtype == np.uint64 else np.int64
+    count = valid.sum(axis=pairs, keepdims=True).astype(wide)
+    values = np.where(valid, values.astype(wide), 0)
+    q, r = np.divmod(values, count)
+    whole = np.where(valid, q, 0).sum(axis=pairs, dtype=wide)
+    rest = np.where(valid, r, 0).sum(axis=pairs, dtype=wide)
+    count = count.squeeze(axis=pairs)
+    steps, left = np.divmod(rest, count)
+    mean = whole + steps
+    up = (2 * left > count) | ((2 * left == count) & (mean % 2 == 1))
+    return mean + up.astype(wide)
 
 
 def build_pyramid(
@@ -96,25 +116,56 @@ def build_pyramid(
         raise InvalidInputError(
             f"{path}: a lone array has no group to hold overview levels; ingest it, or create it with coords="
         )
-    chosen = tuple(
-        sorted({cube.dims.index(a) if isinstance(a, str) else int(a) for a in (axes or cube.dims)})
-    )
-    if not chosen or any(a < 0 or a >= main.ndim for a in chosen):
-        raise InvalidInputError(f"axes={axes!r}: name dimensions of {path} ({', '.join(cube.dims)})")
+    chosen = chosen_axes(axes, cube.dims, path)
     version = _engine.track_data_version(main.path)  # window writes count it from now on
     limit = int(memory_limit or defaults.MEMORY_LIMIT)
     main_name = os.path.basename(main.path)
+    # Readers stop using the levels before any is touched, so a rebuild that stops midway leaves none
+    # that look current; the levels of an earlier build go, however many it made.
+    _engine.add_group_attributes(os.fspath(path), zarr_json({"ome": None, "cubeslab": {"pyramid": None}}))
+    earlier = re.compile(re.escape(level_name(main_name, 0)).replace("0", r"\d+") + "$")
+    for entry in os.scandir(path):
+        if entry.is_dir() and earlier.match(entry.name):
+            shutil.rmtree(entry.path)
     levels: list[Level] = []
     source = main
-    for number, shape in enumerate(level_shapes(main.shape, chosen, max_side), start=1):
-        target = new_level(path, main, level_name(main_name, number), shape, limit)
-        fill_level(source, target, chosen, method, limit)
-        factors = tuple(2**number if d in chosen else 1 for d in range(main.ndim))
-        levels.append(Level(os.path.basename(target.path), factors))
-        source = Array(target.path)
+    try:
+        for number, shape in enumerate(level_shapes(main.shape, chosen, max_side), start=1):
+            target = new_level(path, main, level_name(main_name, number), shape, limit)
+            levels.append(
+                Level(
+                    os.path.basename(target.path),
+                    tuple(2**number if d in chosen else 1 for d in range(main.ndim)),
+                )
+            )
+            fill_level(source, target, chosen, method, limit)
+            source = Array(target.path)
+    except BaseException:  # an error or Ctrl-C: no level of this build stays (a kill leaves them unrecorded)
+        for level in levels:
+            shutil.rmtree(os.path.join(path, level.name), ignore_errors=True)
+        raise
     description = describe_levels(cube, main_name, levels, method, version)
     _engine.add_group_attributes(os.fspath(path), zarr_json(description))
     return description
+
+
+def chosen_axes(axes, dims: list[str], path) -> tuple[int, ...]:
+    """The dimensions ``axes`` names (names, numbers, or numbers as text), sorted; all if None."""
+    if axes is None:
+        return tuple(range(len(dims)))
+    chosen = set()
+    for axis in axes:
+        if isinstance(axis, str) and axis in dims:
+            chosen.add(dims.index(axis))
+        elif isinstance(axis, (int, str)) and str(axis).isdecimal() and int(axis) < len(dims):
+            chosen.add(int(axis))
+        else:
+            raise InvalidInputError(
+                f"axes: {axis!r} is not a dimension of {path} ({', '.join(dims)}, or 0 to {len(dims) - 1})"
+            )
+    if not chosen:
+        raise InvalidInputError(f"axes: name at least one dimension of {path} ({', '.join(dims)})")
+    return tuple(sorted(chosen))
 
 
 def new_level(store, main: Array, name: str, shape, limit: int) -> Array:
@@ -128,8 +179,6 @@ def new_level(store, main: Array, name: str, shape, limit: int) -> Array:
         shards = tuple(s - s % c for s, c in zip(shards, chunks, strict=True))
     inner = inner_codecs(main)
     level_path = os.path.join(os.fspath(store), name)
-    if os.path.exists(level_path):
-        shutil.rmtree(level_path)
     Array.create(
         level_path, shape, main.dtype, chunks=chunks, shards=shards,
         compress=_engine.compression_name(zarr_json(inner)) or "none",
@@ -144,25 +193,42 @@ SLABS_IN_FLIGHT = 2
 
 
 def slabs(source: Array, target: Array, axes: tuple[int, ...], method: str, limit: int):
-    """``(start, stop, values)``: ``target``'s rows ``start:stop`` along the first dimension computed
-    from ``source``, in slabs of whole shards where the memory bound allows; the next slabs are read
-    and downsampled on other threads meanwhile (the engine's reads and numpy's means release the GIL)."""
-    unit = (target.shards or target.chunks)[0]
-    factor = 2 if 0 in axes else 1
-    plane = math.prod(source.shape[1:]) * source.dtype.itemsize * factor
+    """``(window, values)``: ``target[window]`` computed from ``source``, in slabs of whole shards along
+    the first dimension, as many as the memory bound allows; when one row of shards is beyond it, split
+    along the second dimension too, still in whole shards (the writer's unit: a lossy codec takes
+    nothing less). The next slabs are read and downsampled on other threads meanwhile (the engine's
+    reads and numpy's means release the GIL)."""
+    factors = [2 if d in axes else 1 for d in range(source.ndim)]
+    unit = target.shards or target.chunks
     # Half the bound for the slabs in flight (and their float64 means), half for the write cache.
-    rows = max(1, min(target.shape[0], (limit // (4 * (SLABS_IN_FLIGHT + 1))) // max(plane, 1)))
-    rows = max(unit, rows - rows % unit) if rows >= unit else rows
+    budget = limit // (4 * (SLABS_IN_FLIGHT + 1))
+    row_bytes = math.prod(source.shape[1:]) * source.dtype.itemsize * factors[0]
+    rows = max(unit[0], budget // max(row_bytes, 1) // unit[0] * unit[0])
+    columns = target.shape[1] if target.ndim > 1 else 1
+    if rows == unit[0] and target.ndim > 1:
+        column_bytes = row_bytes // source.shape[1] * factors[1] * rows
+        columns = max(unit[1], budget // max(column_bytes, 1) // unit[1] * unit[1])
 
-    def compute(start: int) -> tuple[int, int, np.ndarray]:
-        stop = min(start + rows, target.shape[0])
-        block = source[start * factor : min(stop * factor, source.shape[0])]
-        return start, stop, downsample(block, axes, method)
+    def compute(window: tuple[slice, ...]) -> tuple[tuple[slice, ...], np.ndarray]:
+        block = source[
+            tuple(
+                slice(w.start * f, min(w.stop * f, n))
+                for w, f, n in zip(window, factors, source.shape, strict=False)
+            )
+        ]
+        return window, downsample(block, axes, method)
 
+    tiles: list[tuple[slice, ...]] = []
+    for r in range(0, target.shape[0], rows):
+        band = slice(r, min(r + rows, target.shape[0]))
+        if target.ndim == 1:
+            tiles.append((band,))
+        for c in range(0, target.shape[1], columns) if target.ndim > 1 else ():
+            tiles.append((band, slice(c, min(c + columns, target.shape[1]))))
     with ThreadPoolExecutor(SLABS_IN_FLIGHT) as pool:
         pending: deque = deque()
-        for start in range(0, target.shape[0], rows):
-            pending.append(pool.submit(compute, start))
+        for window in tiles:
+            pending.append(pool.submit(compute, window))
             if len(pending) > SLABS_IN_FLIGHT:
                 yield pending.popleft().result()
         while pending:
@@ -172,8 +238,8 @@ def slabs(source: Array, target: Array, axes: tuple[int, ...], method: str, limi
 def fill_level(source: Array, target: Array, axes: tuple[int, ...], method: str, limit: int) -> None:
     """Write ``target``: ``source`` halved along ``axes``."""
     with target:
-        for start, stop, values in slabs(source, target, axes, method, limit):
-            target[start:stop] = values
+        for window, values in slabs(source, target, axes, method, limit):
+            target[window] = values
 
 
 def check_pyramid(store: str | os.PathLike, memory_limit: int | None = None) -> dict | None:
@@ -199,11 +265,10 @@ def check_pyramid(store: str | os.PathLike, memory_limit: int | None = None) -> 
         for level in levels:
             target = Array(os.path.join(os.fspath(cube.path), level.name))
             axes = tuple(d for d, f in enumerate(level.factors) if f > 1)
-            for start, stop, values in slabs(source, target, axes, record["method"], limit):
-                if not np.array_equal(target[start:stop], values, equal_nan=True):
-                    problems.append(
-                        f"{level.name}: rows {start}:{stop} differ from the level above, downsampled"
-                    )
+            for window, values in slabs(source, target, axes, record["method"], limit):
+                if not np.array_equal(target[window], values, equal_nan=True):
+                    where = ", ".join(f"{w.start}:{w.stop}" for w in window)
+                    problems.append(f"{level.name}: [{where}] differs from the level above, downsampled")
                     break
             source = target
     return {"levels": [level.name for level in levels], "method": record["method"], "problems": problems}
@@ -228,10 +293,10 @@ def describe_levels(cube, main_name: str, levels: list[Level], method: str, vers
     ndim = cube.amplitude.ndim
     datasets = [{"path": main_name, "coordinateTransformations": [{"type": "scale", "scale": [1.0] * ndim}]}]
     for level in levels:
-        scale = [float(f) for f in level.factors]
-        datasets.append(
-            {"path": level.name, "coordinateTransformations": [{"type": "scale", "scale": scale}]}
-        )
+        transforms: list[dict] = [{"type": "scale", "scale": [float(f) for f in level.factors]}]
+        if method == "mean":  # a mean's sample sits at the centre of the block it averages
+            transforms.append({"type": "translation", "translation": [(f - 1) / 2 for f in level.factors]})
+        datasets.append({"path": level.name, "coordinateTransformations": transforms})
     return {
         "ome": {
             "version": OME_VERSION,

@@ -9,6 +9,7 @@ every request; requests are capped in size; no CORS headers are sent.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import time
 from pathlib import Path
@@ -23,7 +24,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..errors import CubeslabError
-from . import LOOPBACK
+from . import LOOPBACK, url_host
 from .planes import PlaneSource
 
 STATIC = Path(__file__).parent / "static"
@@ -68,7 +69,7 @@ def make_app(stores: list[str], *, host: str = "127.0.0.1", port: int = 8000, to
             if default is None:
                 raise ValueError(f"{name} is required")
             return default
-        if not text.lstrip("-").isdigit() or len(text) > 12:
+        if not re.fullmatch(r"-?[0-9]{1,12}", text):
             raise ValueError(f"{name}={text[:20]!r} is not an integer")
         return int(text)
 
@@ -126,7 +127,7 @@ def make_app(stores: list[str], *, host: str = "127.0.0.1", port: int = 8000, to
     allowed = sorted({host, *LOOPBACK} - {"0.0.0.0", "::"}) if host in LOOPBACK else ["*"]
     if host not in LOOPBACK and host not in ("0.0.0.0", "::"):
         allowed = [host, *LOOPBACK]
-    middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=allowed)]
+    middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=[url_host(h) for h in allowed])]
     if token is not None:
         middleware.append(Middleware(TokenCheck, token=token))
     routes = [

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from . import LOOPBACK
+from . import LOOPBACK, url_host
 
 DEFAULT_PORT = 8000
 
@@ -37,7 +37,7 @@ def view_command(
         local_only(store, "the viewer")
     token = None if host in LOOPBACK else secrets.token_urlsafe(16)
     app = make_app(stores, host=host, port=port, token=token)
-    url = f"http://{host}:{port}/" + (f"?token={token}" if token else "")
+    url = f"http://{url_host(host)}:{port}/" + (f"?token={token}" if token else "")
     typer.echo(f"cubeslab view: {url}  (Ctrl-C stops it)", err=True)
     if open_browser:
         webbrowser.open(url)

@@ -80,7 +80,9 @@ class PlaneSource:
             raise SelectionError(f"region {region} is outside the {rows} x {cols} plane")
         if not (0 < size[0] <= MAX_SIDE and 0 < size[1] <= MAX_SIDE):
             raise SelectionError(f"size {size}: each side must be 1 to {MAX_SIDE} samples")
-        key = (axis, index, region, size)
+        # The levels as they are now: a write elsewhere makes them stale, a rebuild replaces them.
+        levels = self.array.overviews
+        key = (axis, index, region, size, tuple(levels))
         with self._lock:
             if key in self._cache:
                 self._cache.move_to_end(key)
@@ -89,20 +91,16 @@ class PlaneSource:
         window[axis] = index
         others = [d for d in range(3) if d != axis]
         window[others[0]], window[others[1]] = slice(r0, r1), slice(c0, c1)
-        level, scaled = self.array.overview_for(tuple(window), size)
-        # No level covers it more coarsely: every n-th sample, at most about twice the pixels asked for.
+        level, scaled = self.array.overview_for(tuple(window), size, levels=levels)
+        # No level covers it more coarsely: every n-th sample, at most about twice the pixels asked for
+        # and never more than MAX_SIDE (decided before reading).
         picked, steps = list(scaled), [1, 1]
         for n, d in enumerate(others):
             extent = picked[d].stop - picked[d].start
-            steps[n] = max(1, extent // (2 * size[n]))
+            steps[n] = max(1, -(-extent // min(2 * size[n], MAX_SIDE)))
             picked[d] = slice(picked[d].start, picked[d].stop, steps[n])
         values = np.ascontiguousarray(level.read(tuple(picked)), dtype=np.float32)
-        if values.shape[0] > MAX_SIDE or values.shape[1] > MAX_SIDE:
-            raise SelectionError(
-                f"the region {region} has {values.shape} samples at the coarsest level that covers it; "
-                f"zoom in to at most {MAX_SIDE} per side"
-            )
-        level_factors = dict((path, f) for f, path in self.array.overviews).get(level.path, (1, 1, 1))
+        level_factors = dict((path, f) for f, path in levels).get(level.path, (1, 1, 1))
         factors = [level_factors[d] * step for d, step in zip(others, steps, strict=True)]
         where = {
             "shape": list(values.shape),

@@ -116,18 +116,11 @@ impl Group {
     }
 
     /// Merge `extra` into the attributes of the group at `path` (objects
-    /// merged key by key, so `cubeslab` entries add to those there), and
-    /// rewrite its `zarr.json` atomically.
+    /// merged key by key, so `cubeslab` entries add to those there; a null
+    /// removes its key), and rewrite its `zarr.json` atomically.
     pub fn add_attributes(path: &Path, extra: &Map<String, Value>) -> Result<()> {
         let mut group = Self::open(path)?;
-        for (key, value) in extra {
-            match (group.attributes.get_mut(key), value) {
-                (Some(Value::Object(have)), Value::Object(add)) => have.extend(add.clone()),
-                _ => {
-                    group.attributes.insert(key.clone(), value.clone());
-                }
-            }
-        }
+        merge_attributes(&mut group.attributes, extra, 2);
         Self::write(path, &group.attributes, Durability::Cached)
     }
 
@@ -159,5 +152,43 @@ impl Group {
             .into()),
             _ => Ok(()),
         }
+    }
+}
+
+/// Merge `extra` into `attributes`, objects key by key down to `depth`
+/// levels; a null removes its key.
+fn merge_attributes(attributes: &mut Map<String, Value>, extra: &Map<String, Value>, depth: usize) {
+    for (key, value) in extra {
+        match (attributes.get_mut(key), value) {
+            (_, Value::Null) => {
+                attributes.remove(key);
+            }
+            (Some(Value::Object(have)), Value::Object(add)) if depth > 1 => {
+                merge_attributes(have, add, depth - 1)
+            }
+            _ => {
+                attributes.insert(key.clone(), value.clone());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merged_attributes_add_key_by_key_and_a_null_removes() {
+        let mut have =
+            json!({"ome": {"v": 1}, "cubeslab": {"state": "complete", "pyramid": {"a": 1}}})
+                .as_object()
+                .unwrap()
+                .clone();
+        let extra = json!({"ome": null, "cubeslab": {"pyramid": null, "x": {"b": 2}}});
+        merge_attributes(&mut have, extra.as_object().unwrap(), 2);
+        assert_eq!(
+            Value::Object(have),
+            json!({"cubeslab": {"state": "complete", "x": {"b": 2}}})
+        );
     }
 }

@@ -26,7 +26,7 @@ mod write_back;
 use std::{
     collections::HashMap,
     path::{Path, PathBuf},
-    sync::{atomic::AtomicBool, Mutex},
+    sync::Mutex,
 };
 
 use serde::Serialize;
@@ -97,9 +97,6 @@ pub struct ArrayWriter {
     limit: u64,
     /// Chunks are compressed lossily: never decoded to be encoded again.
     lossy: bool,
-    /// Whether the writes since the last flush are counted in the array's
-    /// [`DATA_VERSION`] already.
-    versioned: AtomicBool,
 }
 
 /// Windows of at least this many bytes are copied into their chunks on all threads.
@@ -157,7 +154,6 @@ impl ArrayWriter {
             chunks: Mutex::new(Chunks::default()),
             limit,
             lossy,
-            versioned: AtomicBool::new(false),
         }
     }
 

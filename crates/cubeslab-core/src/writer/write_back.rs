@@ -1,8 +1,6 @@
 //! Getting cached chunks to storage: evicting past the bound, and flushing,
 //! each dirty chunk written back whole and in parallel.
 
-use std::sync::atomic::Ordering;
-
 use rayon::prelude::*;
 
 use super::{merge_rewrites, ArrayWriter, Cached, Chunks, Stamp, DATA_VERSION};
@@ -37,7 +35,7 @@ impl ArrayWriter {
             bytes -= cached.data.len() as u64;
             victims.push((key, cached));
         }
-        let results = self.write_back_all(victims.iter().filter(|(_, c)| c.dirty));
+        let (results, counted) = self.write_back_all(victims.iter().filter(|(_, c)| c.dirty));
         let mut failure = None;
         let mut failed = Vec::new();
         for ((key, _), result) in victims.iter().filter(|(_, c)| c.dirty).zip(results) {
@@ -60,19 +58,22 @@ impl ArrayWriter {
                 chunks.info.dirty_bytes -= cached.data.len() as u64;
             }
         }
-        failure.map_or(Ok(()), Err)
+        failure.map_or(counted, Err)
     }
 
-    /// Write chunks back in parallel; one result per chunk, in order.
+    /// Write chunks back in parallel; one result per chunk, in order, and
+    /// whether the data version was counted after them.
     fn write_back_all<'a>(
         &self,
         dirty: impl Iterator<Item = &'a (Vec<u64>, Cached)>,
-    ) -> Vec<Result<Stamp>> {
+    ) -> (Vec<Result<Stamp>>, Result<()>) {
         let dirty: Vec<&(Vec<u64>, Cached)> = dirty.collect();
         if dirty.is_empty() {
-            return Vec::new();
+            return (Vec::new(), Ok(()));
         }
-        // Counted before any chunk changes, so that a crash midway still shows the change.
+        // Counted before any chunk changes, so that a crash midway still shows
+        // the change, and again after: levels made from the array while these
+        // chunks were being written recorded the first count.
         if let Err(error) = self.count_data_version() {
             let mut results = vec![Err(error)];
             results.extend(dirty[1..].iter().map(|_| {
@@ -82,22 +83,24 @@ impl ArrayWriter {
                 }
                 .into())
             }));
-            return results;
+            return (results, Ok(()));
         }
-        if dirty.len() <= 1 {
-            return dirty.iter().map(|(k, c)| self.write_back(k, c)).collect();
-        }
-        // Write-backs mostly wait on the device: as many at once as a call may
-        // have threads, so that it sees a deep queue (with a thread per core,
-        // chunk-order writes ran 25-35 % slower here).
-        Parallelism::resolve(Some(max_threads()), None)
-            .pool()
-            .install(|| {
-                dirty
-                    .par_iter()
-                    .map(|(k, c)| self.write_back(k, c))
-                    .collect()
-            })
+        let results = if dirty.len() <= 1 {
+            dirty.iter().map(|(k, c)| self.write_back(k, c)).collect()
+        } else {
+            // Write-backs mostly wait on the device: as many at once as a call
+            // may have threads, so that it sees a deep queue (with a thread per
+            // core, chunk-order writes ran 25-35 % slower here).
+            Parallelism::resolve(Some(max_threads()), None)
+                .pool()
+                .install(|| {
+                    dirty
+                        .par_iter()
+                        .map(|(k, c)| self.write_back(k, c))
+                        .collect()
+                })
+        };
+        (results, self.count_data_version())
     }
 
     /// Write one chunk back, only over the version it was read from; the
@@ -115,23 +118,16 @@ impl ArrayWriter {
         Ok(stamp)
     }
 
-    /// Add one to the array's [`DATA_VERSION`], once per flush that writes.
+    /// Add one to the array's [`DATA_VERSION`] (for a batch of write-backs).
     fn count_data_version(&self) -> Result<()> {
-        if self.versioned.swap(true, Ordering::SeqCst) {
-            return Ok(());
-        }
-        let counted = self.storage.update_metadata(&mut |metadata| {
+        self.storage.update_metadata(&mut |metadata| {
             // Counted only for an array something was derived from (track_data_version).
             let Some(version) = metadata["attributes"]["cubeslab"][DATA_VERSION].as_u64() else {
                 return false;
             };
             metadata["attributes"]["cubeslab"][DATA_VERSION] = serde_json::json!(version + 1);
             true
-        });
-        if counted.is_err() {
-            self.versioned.store(false, Ordering::SeqCst);
-        }
-        counted
+        })
     }
 
     /// Record in the array's attributes (`cubeslab.rewrites`) the error of
@@ -163,7 +159,7 @@ impl ArrayWriter {
             dirty.push((key, cached));
         }
         dirty.sort_by(|a, b| a.0.cmp(&b.0));
-        let results = self.write_back_all(dirty.iter());
+        let (results, counted) = self.write_back_all(dirty.iter());
         let mut failure = None;
         let results_ok = results.iter().all(Result::is_ok);
         for ((key, mut cached), result) in dirty.into_iter().zip(results) {
@@ -182,8 +178,7 @@ impl ArrayWriter {
         }
         if results_ok {
             self.record_rewrites()?;
-            self.versioned.store(false, Ordering::SeqCst);
         }
-        failure.map_or(Ok(()), Err)
+        failure.map_or(counted, Err)
     }
 }
