@@ -251,13 +251,19 @@ def test_a_rebuild_that_stops_midway_leaves_no_level_a_reader_uses(survey, monke
 def test_levels_made_stale_elsewhere_are_skipped_by_a_cube_already_open(survey):
     """Freshness is checked at each read: another process's write makes an open cube's levels stale,
     and so does a writer that was open across the rebuild and wrote again after it."""
-    store, _ = survey
+    from cubeslab.viewer.planes import PlaneSource
+
+    store, values = survey
     cubeslab.build_pyramid(store, max_side=16)
-    cube = cubeslab.open(store)
-    assert cube.amplitude.overviews
+    cube, viewer = cubeslab.open(store), PlaneSource(store)
+    assert cube.amplitude.overviews and viewer.description["levels"]
+    region = (0, SHAPE[1], 0, SHAPE[2])
+    assert viewer.plane(0, 7, region, (10, 10))[1]["factors"] == [4, 8]  # level 2, every 2nd sample
     write = "import cubeslab, sys\nwith cubeslab.open(sys.argv[1], mode='r+') as c:\n    c[0, 0, 0] = 5.0\n"
     subprocess.run([sys.executable, "-c", write, str(store)], check=True)
-    assert cube.amplitude.overviews == []
+    assert cube.amplitude.overviews == [] and viewer.description["levels"] == []
+    plane, where = viewer.plane(0, 7, region, (10, 10))  # from the data now, every 3rd and 5th sample
+    assert where["factors"] == [3, 5] and np.array_equal(plane, values[7, ::3, ::5])
 
     with cubeslab.open(store, mode="r+", cache="1MiB") as writer:
         writer[0:20] = 1.0  # beyond the cache: some chunks written back already

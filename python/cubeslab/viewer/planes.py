@@ -39,10 +39,16 @@ class PlaneSource:
         self._cached_bytes = 0
         self._lock = threading.Lock()
 
-    @functools.cached_property
+    @property
     def description(self) -> dict:
-        """Axes with their labels, and the store's geometry, layout, codec and error (as ``info``):
-        made once, since ``info`` walks the store's files and a page load asks for it."""
+        """Axes with their labels, the overview levels in use now, and the store's geometry, layout,
+        codec and error (as ``info``)."""
+        return self._fixed_description | {"levels": [list(factors) for factors, _ in self.array.overviews]}
+
+    @functools.cached_property
+    def _fixed_description(self) -> dict:
+        """What of the description a write cannot change: made once, since ``info`` walks the store's
+        files and a page load asks for it."""
         report = store_report(self.cube.path)
         shown = (
             "dims",
@@ -63,7 +69,6 @@ class PlaneSource:
             "dims": self.cube.dims,
             "shape": list(self.array.shape),
             "labels": {dim: self.cube.coords[dim].tolist() for dim in self.cube.dims},
-            "levels": [list(factors) for factors, _ in self.array.overviews],
             "info": {key: report[key] for key in shown if key in report},
         }
 
