@@ -313,3 +313,30 @@ def test_bad_axes_and_max_shapes_are_refused_naming_them(survey):
             array.read((0,), max_shape=bad)
     with pytest.raises(cubeslab.SelectionError, match="at least one axis"):
         array.read((0, 0, 0), max_shape=())
+
+
+def test_verify_names_the_levels_a_killed_build_left(survey):
+    """A build killed midway leaves level arrays the group no longer records: readers skip them, and
+    verify says where they came from and what to run."""
+    store, _ = survey
+    build = (
+        "import sys, cubeslab.pyramid as p\n"
+        "real = p.fill_level\n"
+        "def fill(source, target, *a):\n"
+        "    real(source, target, *a)\n"
+        "    if target.path.endswith('level2'):\n"
+        "        import os, signal; os.kill(os.getpid(), signal.SIGKILL)\n"
+        "p.fill_level = fill\n"
+        "p.build_pyramid(sys.argv[1], max_side=8)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", build, str(store)], capture_output=True)
+    assert done.returncode == -9
+    assert cubeslab.open(store).amplitude.overviews == []
+    report = cubeslab.verify(store)
+    assert not report["ok"]
+    [problem] = report["pyramid"]["problems"]
+    assert problem.startswith("amplitude_level1, amplitude_level2: left by a build that did not finish")
+    done = subprocess.run([str(CLI), "verify", str(store)], capture_output=True, text=True)
+    assert done.returncode == 1 and "run `cubeslab pyramid` again" in " ".join(done.stdout.split())
+    cubeslab.build_pyramid(store, max_side=8)
+    assert cubeslab.verify(store)["ok"]

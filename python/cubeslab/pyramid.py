@@ -123,10 +123,8 @@ def build_pyramid(
     # Readers stop using the levels before any is touched, so a rebuild that stops midway leaves none
     # that look current; the levels of an earlier build go, however many it made.
     _engine.add_group_attributes(os.fspath(path), zarr_json({"ome": None, "cubeslab": {"pyramid": None}}))
-    earlier = re.compile(re.escape(level_name(main_name, 0)).replace("0", r"\d+") + "$")
-    for entry in os.scandir(path):
-        if entry.is_dir() and earlier.match(entry.name):
-            shutil.rmtree(entry.path)
+    for name in level_arrays(path, main_name):
+        shutil.rmtree(os.path.join(path, name))
     levels: list[Level] = []
     source = main
     try:
@@ -242,23 +240,27 @@ def fill_level(source: Array, target: Array, axes: tuple[int, ...], method: str,
             target[window] = values
 
 
-def check_pyramid(store: str | os.PathLike, memory_limit: int | None = None) -> dict | None:
+def check_pyramid(
+    store: str | os.PathLike, memory_limit: int | None = None, *, compare: bool = True
+) -> dict | None:
     """Whether ``store``'s overview levels hold what its data makes now (``None``: it has none): stale
-    ones (the data written since), and, for lossless codecs, each level computed again from the one
-    before and compared. ``problems`` lists what is wrong."""
+    ones (the data written since), levels a killed build left, and, for lossless codecs and with
+    ``compare``, each level computed again from the one before and compared. ``problems`` lists what
+    is wrong."""
     from .opener import open as open_store
 
     cube = open_store(local_only(store, "checking overview levels"))
     record = cube.attributes.get("cubeslab", {}).get("pyramid")
     if not record:
-        return None
+        leftover = unrecorded_levels(cube)
+        return {"levels": [], "method": "none", "problems": [leftover]} if leftover else None
     main, problems = cube.amplitude, []
     levels = recorded_levels(record)
     if record.get("made_from_data_version") != data_version(main.metadata):
         problems.append(
             "stale: the data was written after the levels were made; run `cubeslab pyramid` again"
         )
-    elif is_lossy(main):
+    elif is_lossy(main) or not compare:
         pass  # a lossy level differs from the mean of its decoded parent by the codec's error
     else:
         limit, source = int(memory_limit or defaults.MEMORY_LIMIT), main
@@ -272,6 +274,23 @@ def check_pyramid(store: str | os.PathLike, memory_limit: int | None = None) -> 
                     break
             source = target
     return {"levels": [level.name for level in levels], "method": record["method"], "problems": problems}
+
+
+def level_arrays(store, main_name: str) -> list[str]:
+    """The folders of ``store`` named as overview levels of ``main_name``, recorded or not."""
+    pattern = re.compile(re.escape(level_name(main_name, 0)).replace("0", r"\d+") + "$")
+    return sorted(e.name for e in os.scandir(store) if e.is_dir() and pattern.match(e.name))
+
+
+def unrecorded_levels(cube) -> str | None:
+    """What to say of overview level arrays the group does not record (a build killed midway), if any."""
+    names = level_arrays(cube.path, os.path.basename(cube.amplitude.path))
+    if not names:
+        return None
+    return (
+        f"{', '.join(names)}: left by a build that did not finish (readers do not use them); run "
+        "`cubeslab pyramid` again to replace them"
+    )
 
 
 def inner_codecs(array: Array) -> list:
