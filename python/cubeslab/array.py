@@ -92,6 +92,8 @@ def normalize_key(key, shape: Sequence[int]) -> tuple[Window, list[int], list[in
             steps.append(1)
             drop.append(dim)
         elif isinstance(k, slice):
+            if k.step == 0:
+                raise SelectionError(f"slice step cannot be zero (dimension {dim})")
             start, stop, step = k.indices(n)
             count = len(range(start, stop, step))
             if step < 0:

@@ -92,6 +92,11 @@ def parse_shape(text: str) -> tuple[int, ...]:
         ) from None
 
 
+def header_byte(help: str):
+    """A trace header byte position option: the first of a 4-byte field, 1 to 237."""
+    return typer.Option(min=defaults.HEADER_BYTES[0], max=defaults.HEADER_BYTES[1], help=help)
+
+
 @app.command()
 def ingest(
     source: Annotated[str, typer.Argument(help="SEG-Y file, .npy file, or raw bytes (with --shape)")],
@@ -118,11 +123,11 @@ def ingest(
     memory_limit: Annotated[
         int, typer.Option(parser=size_option, metavar="SIZE", help=HELP["memory_limit"])
     ] = size_text(defaults.MEMORY_LIMIT),  # type: ignore[assignment]
-    threads: Annotated[int | None, typer.Option(help=HELP["threads"])] = None,
+    threads: Annotated[int | None, typer.Option(min=1, help=HELP["threads"])] = None,
     endian: Annotated[Endian, typer.Option(help=HELP["endian"])] = DEFAULT_ENDIAN,
-    inline_byte: Annotated[int, typer.Option(help=HELP["inline_byte"])] = defaults.INLINE_BYTE,
-    crossline_byte: Annotated[int, typer.Option(help=HELP["crossline_byte"])] = defaults.CROSSLINE_BYTE,
-    offset_byte: Annotated[int, typer.Option(help=HELP["offset_byte"])] = defaults.OFFSET_BYTE,
+    inline_byte: Annotated[int, header_byte(HELP["inline_byte"])] = defaults.INLINE_BYTE,
+    crossline_byte: Annotated[int, header_byte(HELP["crossline_byte"])] = defaults.CROSSLINE_BYTE,
+    offset_byte: Annotated[int, header_byte(HELP["offset_byte"])] = defaults.OFFSET_BYTE,
     allow_truncated: Annotated[bool, typer.Option(help=HELP["allow_truncated"])] = False,
     sample_interval: Annotated[float | None, typer.Option(help=HELP["sample_interval_us"])] = None,
     depth: Annotated[bool, typer.Option(help="The vertical axis is depth, not time")] = False,
@@ -200,9 +205,9 @@ def info(
     path: Annotated[str, typer.Argument(help="Store (a folder or s3:// URL), or a file to describe")],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
     endian: Annotated[Endian, typer.Option(help=HELP["endian"])] = DEFAULT_ENDIAN,
-    inline_byte: Annotated[int, typer.Option(help=HELP["inline_byte"])] = defaults.INLINE_BYTE,
-    crossline_byte: Annotated[int, typer.Option(help=HELP["crossline_byte"])] = defaults.CROSSLINE_BYTE,
-    offset_byte: Annotated[int, typer.Option(help=HELP["offset_byte"])] = defaults.OFFSET_BYTE,
+    inline_byte: Annotated[int, header_byte(HELP["inline_byte"])] = defaults.INLINE_BYTE,
+    crossline_byte: Annotated[int, header_byte(HELP["crossline_byte"])] = defaults.CROSSLINE_BYTE,
+    offset_byte: Annotated[int, header_byte(HELP["offset_byte"])] = defaults.OFFSET_BYTE,
 ) -> None:
     """Geometry, layout, size, compression ratio and completeness of a store (or what a SEG-Y file holds)."""
     from .file_report import describe_file
@@ -374,7 +379,7 @@ def verify(
     store: Annotated[str, typer.Argument(help="Store (or array) to check")],
     against: Annotated[Path | None, typer.Option(help="SEG-Y source to compare the amplitudes with")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
-    threads: Annotated[int | None, typer.Option(help="Worker threads (default: all cores)")] = None,
+    threads: Annotated[int | None, typer.Option(min=1, help="Worker threads (default: all cores)")] = None,
 ) -> None:
     """Re-read every chunk with checksums; report damaged, missing or unfinished parts, and the error
     against the source. Exits 1 if anything is wrong."""
@@ -536,6 +541,13 @@ def run(args: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         code = INTERRUPTED
+    except OSError as error:
+        if error.filename is None:
+            raise
+        # The system's refusal of a file the user named (a folder that does not exist, a folder
+        # where a file goes): said as such, not as a traceback.
+        errors.print(f"[red]error:[/] {escape(str(error.filename))}: {escape(error.strerror or str(error))}")
+        return 1
     except typer.Exit as exit_:
         code = exit_.exit_code
     except typer.Abort:

@@ -20,6 +20,8 @@ DTYPE: str = INGEST.dtype
 VERTICAL: str = INGEST.vertical
 ENDIAN: str = INGEST.endian
 MEMORY_LIMIT: int = INGEST.memory_limit
+HEADER_BYTES = (1, 237)
+"""Where a 4-byte trace header field (inline, crossline, offset) may start: inside the 240 bytes."""
 
 WRITE_CACHE: int = _engine.write_cache_default()
 """Bytes of decoded chunks an array open for writing holds, unless told."""

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import _engine, cluster_ingest, defaults
 from .compression import with_max_error
-from .errors import IngestWarning, InvalidInputError
+from .errors import GeometryError, IngestWarning, InvalidInputError
 from .jobs import Phase, ProgressCallback, run_watched
 from .locations import is_remote, local_only, storage_options_of, store_path
 from .msi.ingest import ingest_imzml, is_imzml
@@ -187,6 +187,12 @@ def ingest(
         with fetched_source(source, storage_options) as local:
             rest = {k: v for k, v in arguments.items() if k not in ("source", "store", "storage_options")}
             return ingest(local, store, storage_options=storage_options_of(store), **rest)
+
+    for name, byte in (("inline", inline_byte), ("crossline", crossline_byte), ("offset", offset_byte)):
+        if byte is not None and byte < 0:  # the engine checks the rest, but takes no negative number
+            raise GeometryError(f"{source}: {name} byte position {byte} is outside the 240-byte trace header")
+    if threads is not None and threads < 1:
+        raise InvalidInputError(f"threads={threads}: give at least 1")
 
     def refuse_segy_options(kind: str) -> None:
         for name, given in (("views", views), ("resume", resume), ("client", client)):

@@ -93,12 +93,19 @@ def rewrite_summary(rewrites: dict) -> str:
 def error_summary(errors: dict) -> str:
     """One line from recorded error statistics (see compress/metrics.rs)."""
 
+    # Non-finite figures are recorded as null: a ratio is infinite for exact data, an error for an
+    # infinity lost (or a NaN made from a number).
+    exact = errors["rms_error"] == 0
+
     def db(x):
-        return "exact" if x is None else f"{x:.1f} dB"
+        return ("exact" if exact else "-inf dB") if x is None else f"{x:.1f} dB"
+
+    def size(x):
+        return "inf" if x is None else f"{x:.4g}"
 
     text = (
-        f"max |error| {errors['max_abs_error']:.4g}, RMS error {errors['rms_error']:.4g} "
-        f"(signal RMS {errors['rms_signal']:.4g}), SNR {db(errors['snr_db'])}, PSNR {db(errors['psnr_db'])}"
+        f"max |error| {size(errors['max_abs_error'])}, RMS error {size(errors['rms_error'])} "
+        f"(signal RMS {size(errors['rms_signal'])}), SNR {db(errors['snr_db'])}, PSNR {db(errors['psnr_db'])}"
     )
     worst = errors.get("worst_chunk_snr")
     if worst:

@@ -44,8 +44,14 @@ def verify(
         source_options = _engine.IngestOptions(
             **{
                 key: fingerprint[key]
-                for key in ("inline_byte", "crossline_byte", "offset_byte")
-                if key in fingerprint
+                for key in (
+                    "inline_byte",
+                    "crossline_byte",
+                    "offset_byte",
+                    "allow_truncated",
+                    "sample_interval_us",
+                )
+                if fingerprint.get(key) is not None
             },
             endian=fingerprint.get("endianness", "auto"),
             threads=threads,
@@ -58,7 +64,10 @@ def verify(
         report["against"] = errors
         if not lossy and errors["max_abs_error"] != 0:
             report["ok"] = False
-            report["against"]["problem"] = "lossless store differs from its source"
+            rounded = any(str(w).startswith("samples of format") for w in recorded.get("warnings", []))
+            report["against"]["problem"] = "lossless store differs from its source" + (
+                ": float32 rounds its samples (ingest with --dtype native to keep them)" if rounded else ""
+            )
     if not isinstance(where, S3Path):
         # Levels are compared only in a store whose arrays all read back; leftovers are named either way,
         # where the store still opens.

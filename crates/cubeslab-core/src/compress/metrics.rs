@@ -50,6 +50,28 @@ impl ErrorStats {
         s
     }
 
+    /// Compare `original` elements of `original_type` with `decoded` ones of
+    /// `decoded_type` (native endian, as many of each), as f64.
+    pub fn of_mixed(
+        original: &[u8],
+        original_type: DType,
+        decoded: &[u8],
+        decoded_type: DType,
+    ) -> Self {
+        if original_type == decoded_type {
+            return Self::of_bytes(original, decoded, original_type);
+        }
+        let (a, b) = (
+            values(original, original_type),
+            values(decoded, decoded_type),
+        );
+        let mut s = Self::default();
+        for (a, b) in a.into_iter().zip(b) {
+            s.add(a, b);
+        }
+        s
+    }
+
     /// Compare two C-order chunks of shape `inner` over their leading corner
     /// of shape `sides` only (the part inside the array: the rest is padding).
     pub fn of_chunk_corner(
@@ -79,10 +101,15 @@ impl ErrorStats {
         s
     }
 
-    /// Count one value. NaN in both (a cell without a trace) is not a value.
+    /// Count one value. NaN in both (a cell without a trace) is not a value;
+    /// the same infinity in both is one kept exactly (its error would be NaN).
     #[inline]
     pub fn add(&mut self, original: f64, decoded: f64) {
         if original.is_nan() && decoded.is_nan() {
+            return;
+        }
+        if original.is_infinite() && original == decoded {
+            self.count += 1;
             return;
         }
         let e = decoded - original;
@@ -153,6 +180,16 @@ impl ErrorStats {
     }
 }
 
+/// Elements of `dtype` (native endian) as f64.
+fn values(bytes: &[u8], dtype: DType) -> Vec<f64> {
+    with_element_type!(dtype, T => {
+        bytes
+            .chunks_exact(std::mem::size_of::<T>())
+            .map(|b| T::from_ne_bytes(b.try_into().expect("element")) as f64)
+            .collect()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -185,6 +222,12 @@ mod tests {
         assert_eq!(
             ErrorStats::of_bytes(&bytes(&original), &bytes(&original), DType::Float32).snr_db(),
             f64::INFINITY
+        );
+        let infinities = [f32::INFINITY, 2.0, f32::NEG_INFINITY];
+        let kept = ErrorStats::of_bytes(&bytes(&infinities), &bytes(&infinities), DType::Float32);
+        assert_eq!(
+            (kept.count, kept.max_abs_error, kept.snr_db()),
+            (3, 0.0, f64::INFINITY)
         );
     }
 }

@@ -1,11 +1,14 @@
 //! A store's amplitudes against the SEG-Y samples they were made from:
-//! every shard rebuilt from the source as the ingest built it, read back,
-//! and compared chunk by chunk (for `verify --against`, and for a resumed
-//! lossy ingest, whose errors must cover the chunks an earlier run wrote).
+//! every shard rebuilt from the source, read back, and compared chunk by
+//! chunk: at the samples' own precision for `verify --against` (float32
+//! rounds 32-bit integers and float64), and as the ingest built them for a
+//! resumed lossy ingest, whose codec errors must cover the chunks an
+//! earlier run wrote.
 
 use crate::{
     compress::{ChunkErrors, ErrorStats},
     config::Parallelism,
+    dtype::DType,
     error::Result,
     segy::{Geometry, SegyFile},
     store::{ReadOptions, ShardBuilder, ZarrArray},
@@ -13,6 +16,15 @@ use crate::{
 };
 
 use super::{rebuild_shards, Layout};
+
+/// What the stored values are compared with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reference {
+    /// The source's samples at their own precision (float64 for a float32 store).
+    Samples,
+    /// The values the ingest made of them, in the stored type (the codec's error alone).
+    Stored,
+}
 
 /// The errors of every chunk of `amplitude` against `source` (scanned as
 /// `geometry`), rebuilt a task at a time within `memory_limit`.
@@ -22,6 +34,7 @@ pub fn compare_with_source(
     geometry: &Geometry,
     parallelism: Parallelism,
     memory_limit: u64,
+    reference: Reference,
 ) -> Result<ChunkErrors> {
     let shape = amplitude.shape().to_vec();
     let shard = amplitude.chunk_shape().to_vec();
@@ -35,16 +48,25 @@ pub fn compare_with_source(
         parallelism: Parallelism::resolve(Some(1), Some(parallelism.in_flight)),
         verify: true,
     };
+    let stored = amplitude.dtype();
+    let (dtype, fill) = match reference {
+        Reference::Samples if stored == DType::Float32 => {
+            let fill =
+                f32::from_ne_bytes(amplitude.fill_bytes().try_into().expect("a float32 fill"));
+            (DType::Float64, (fill as f64).to_ne_bytes().to_vec())
+        }
+        _ => (stored, amplitude.fill_bytes().to_vec()),
+    };
     let per_shard = rebuild_shards(
         source,
         geometry,
         &shape,
         &layout,
-        amplitude.dtype(),
-        amplitude.fill_bytes(),
+        dtype,
+        &fill,
         memory_limit,
         parallelism,
-        |built| compare_shard(amplitude, &layout, built, &one),
+        |built| compare_shard(amplitude, &layout, built, dtype, &one),
     )?;
     let mut errors = ChunkErrors::default();
     for e in &per_shard {
@@ -58,6 +80,7 @@ fn compare_shard(
     array: &ZarrArray,
     layout: &Layout,
     built: &ShardBuilder,
+    built_type: DType,
     options: &ReadOptions,
 ) -> Result<ChunkErrors> {
     let shape = array.shape();
@@ -91,7 +114,10 @@ fn compare_shard(
         if sides.contains(&0) {
             continue;
         }
-        let row = sides[nd - 1] as usize * elem;
+        let (row, built_row) = (
+            sides[nd - 1] as usize * elem,
+            sides[nd - 1] as usize * built_type.size(),
+        );
         let rows: u64 = sides[..nd - 1].iter().product();
         let mut stats = ErrorStats::default();
         for r in 0..rows {
@@ -102,9 +128,13 @@ fn compare_shard(
                 from_store += (origin[d] + at[d]) * stored_strides[d];
             }
             from_store += origin[nd - 1];
-            let (c, s) = (from_chunk as usize * elem, from_store as usize * elem);
-            stats.merge(&ErrorStats::of_bytes(
-                &chunk[c..c + row],
+            let (c, s) = (
+                from_chunk as usize * built_type.size(),
+                from_store as usize * elem,
+            );
+            stats.merge(&ErrorStats::of_mixed(
+                &chunk[c..c + built_row],
+                built_type,
                 &stored[s..s + row],
                 array.dtype(),
             ));

@@ -12,7 +12,7 @@ use super::{
     plan_ahead::PlanAhead,
     rebuild, survey,
     survey::{RecordedLayouts, SurveyNames, AMPLITUDE},
-    IngestOptions,
+    AmplitudeType, IngestOptions,
 };
 use crate::{
     compress::tune,
@@ -21,7 +21,7 @@ use crate::{
     plan::{Evaluated, Layout},
     progress::{Progress, Unit},
     rows::tasks::{self, TaskPlan},
-    segy::{Geometry, SegyFile},
+    segy::{Geometry, SampleFormat, SegyFile},
     store::{ArraySpec, StoreError, CUBESLAB_ATTR, VIEWS_ATTR, VIEW_ARRAY_KEY},
 };
 
@@ -126,6 +126,17 @@ impl Design {
         amplitude.validate(&store.join(AMPLITUDE))?;
 
         let mut attributes = survey::group_attributes(source, geometry, &names, &layout, dtype);
+        if options.dtype == AmplitudeType::Float32 && !float32_holds(source.format) {
+            if let Some(warnings) = attributes["cubeslab"]["warnings"].as_array_mut() {
+                warnings.push(json!(format!(
+                    "samples of format {} ({}) stored as float32, the default: values past 2^24 in size \
+                     (or past float32's range) are rounded; pass dtype=\"native\" (--dtype native) to keep \
+                     them exactly",
+                    source.format.code(),
+                    source.format.native_dtype().name()
+                )));
+            }
+        }
         attributes["cubeslab"]["memory_limit"] = json!(options.memory_limit);
         attributes["cubeslab"]["source_passes"] = json!(work.passes);
         attributes["cubeslab"]["plan"] = json!({
@@ -183,6 +194,13 @@ fn predicted_ms(plan: &Evaluated) -> Value {
         })
         .collect::<Map<String, Value>>()
         .into()
+}
+
+/// Whether float32 holds every sample of `format` exactly (IBM floats as
+/// segyio reads them): not 32- and 64-bit integers, nor float64.
+fn float32_holds(format: SampleFormat) -> bool {
+    use SampleFormat::*;
+    !matches!(format, Int32 | UInt32 | Int64 | UInt64 | IeeeFloat64)
 }
 
 /// Whether `dtype` holds every value of `format` exactly: floats hold what

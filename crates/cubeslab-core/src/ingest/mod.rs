@@ -29,7 +29,7 @@ mod target;
 mod task;
 
 pub use crate::plan::Layout;
-pub use compare::compare_with_source;
+pub use compare::{compare_with_source, Reference};
 pub use distributed::{run_task, TaskError};
 pub use options::option_help;
 pub use options::{AmplitudeType, IngestOptions, DEFAULT_MEMORY_LIMIT};
@@ -324,6 +324,7 @@ impl Ingest {
                 &self.geometry,
                 self.parallelism,
                 self.memory_limit,
+                Reference::Stored,
             )?);
             self.progress.add(1);
         }

@@ -174,6 +174,8 @@ pub(super) fn fingerprint(
         "inline_byte": options.scan.inline_byte,
         "crossline_byte": options.scan.crossline_byte,
         "offset_byte": options.scan.offset_byte,
+        "allow_truncated": options.segy.allow_truncated,
+        "sample_interval_us": options.segy.sample_interval_us,
         "amplitude": amplitude.metadata(),
         "views": options.views,
     }))

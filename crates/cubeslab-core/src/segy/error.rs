@@ -62,6 +62,14 @@ pub enum SegyError {
         /// What is wrong and how to fix it.
         message: String,
     },
+    /// An option given for reading the file cannot be right.
+    #[error("{path}: {message}")]
+    Option {
+        /// The file.
+        path: PathBuf,
+        /// Which option, its value, and what it must be.
+        message: String,
+    },
     /// A sample format or layout the reader does not handle.
     #[error("{path}: unsupported: {what}")]
     Unsupported {

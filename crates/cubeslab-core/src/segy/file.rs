@@ -69,6 +69,18 @@ impl SegyFile {
     /// traces start, how many samples each holds, and the sample interval.
     pub fn open(path: impl AsRef<Path>, options: &SegyOptions) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
+        // Checked before opening: opening a named pipe waits for a writer.
+        let kind = std::fs::metadata(&path).map_err(|e| Error::io(&path, e))?;
+        if !kind.is_file() {
+            return Err(SegyError::Unsupported {
+                path,
+                what:
+                    "not a regular file (a pipe, a device or a folder); SEG-Y is read from files, \
+                       in parallel and more than once"
+                        .into(),
+            }
+            .into());
+        }
         let file = File::open(&path).map_err(|e| Error::io(&path, e))?;
         let len = file.metadata().map_err(|e| Error::io(&path, e))?.len();
         if len < FILE_HEADER_LEN {
@@ -83,6 +95,17 @@ impl SegyFile {
         file.read_exact_at(&mut head, 0)
             .map_err(|e| Error::io(&path, e))?;
         let (binary, format) = opening.binary_header(&head, options)?;
+        let extensions = binary.int(3507, 2);
+        if binary.revision().0 >= 2 && extensions != 0 {
+            return Err(SegyError::Unsupported {
+                path,
+                what: format!(
+                    "{extensions} extended trace headers per trace (byte 3507, SEG-Y revision 2); cubeslab \
+                     reads traces with the standard 240-byte header only"
+                ),
+            }
+            .into());
+        }
         let mut warnings = Vec::new();
         if format == SampleFormat::FixedPointGain {
             warnings.push("sample format 4 (obsolete fixed point with gain) is read as 4-byte IEEE float, as segyio does".into());
@@ -449,10 +472,23 @@ impl Opening<'_> {
         first_header: &[u8; TRACE_HEADER_LEN],
         options: &SegyOptions,
     ) -> Result<f64> {
-        let bin_interval = binary.int(3217, 2);
-        let trace_interval = header_field(first_header, 117, 2, binary.endian);
+        // Revision 2 makes both fields unsigned (intervals of 32768 us and
+        // more); before it they are two's complement, and negative is wrong.
+        let mut bin_interval = binary.int(3217, 2);
+        let mut trace_interval = header_field(first_header, 117, 2, binary.endian);
+        if binary.revision().0 >= 2 {
+            bin_interval = bin_interval as u16 as i64;
+            trace_interval = trace_interval as u16 as i64;
+        }
         match options.sample_interval_us {
-            Some(v) => Ok(v),
+            Some(v) if v.is_finite() && v > 0.0 => Ok(v),
+            Some(v) => Err(SegyError::Option {
+                path: self.path.to_path_buf(),
+                message: format!(
+                    "sample_interval_us (--sample-interval) is {v}; it must be a positive number of microseconds"
+                ),
+            }
+            .into()),
             None if bin_interval > 0 => Ok(bin_interval as f64),
             None if trace_interval > 0 => Ok(trace_interval as f64),
             None => Err(self.invalid(

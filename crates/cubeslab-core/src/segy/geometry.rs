@@ -220,6 +220,9 @@ impl Geometry {
             0 => None, // nothing to map (and a mapping cannot be empty)
             _ => Some(file.map_traces()?),
         };
+        let first_count = mapped
+            .as_ref()
+            .map_or(0, |m| sample_count(file, m.traces(0, 1)));
         let per_block = (SCAN_BLOCK_BYTES / file.trace_len).clamp(1, file.traces.max(1));
         let blocks = file.traces.div_ceil(per_block);
         let keyed: Vec<Vec<[i64; 3]>> = parallelism.pool().install(|| {
@@ -229,13 +232,15 @@ impl Geometry {
                     progress.check()?;
                     let first = b * per_block;
                     let count = per_block.min(file.traces - first);
-                    let keys = mapped
+                    let block = mapped
                         .as_ref()
                         .expect("blocks exist only where traces do")
-                        .traces(first, count)
-                        .chunks_exact(file.trace_len as usize)
-                        .map(|trace| positions.map(|p| header_field(trace, p, 4, endian)))
-                        .collect();
+                        .traces(first, count);
+                    let mut keys = Vec::with_capacity(count as usize);
+                    for (i, trace) in block.chunks_exact(file.trace_len as usize).enumerate() {
+                        check_sample_count(file, first + i as u64, trace, first_count)?;
+                        keys.push(positions.map(|p| header_field(trace, p, 4, endian)));
+                    }
                     progress.add(count);
                     Ok(keys)
                 })
@@ -358,6 +363,33 @@ impl Geometry {
             warnings,
         })
     }
+}
+
+/// A trace's sample count as its header gives it (byte 115).
+fn sample_count(file: &SegyFile, trace: &[u8]) -> u64 {
+    (header_field(trace, 115, 2, file.binary.endian) as u16) as u64
+}
+
+/// Refuse a trace whose header gives another sample count (byte 115) than
+/// the first trace's and the file's traces hold: traces of varying length
+/// would be read shifted, every one after it garbage. A count the same in
+/// every trace is not checked against the file (cut-down surveys keep their
+/// original headers), and zero (unset) agrees.
+fn check_sample_count(file: &SegyFile, index: u64, trace: &[u8], first: u64) -> Result<()> {
+    let said = sample_count(file, trace);
+    if said == 0 || said == first || said == file.samples as u64 {
+        return Ok(());
+    }
+    Err(SegyError::Geometry {
+        path: file.path().to_path_buf(),
+        message: format!(
+            "trace {index} (at byte {}) says it holds {said} samples (trace header byte 115); the file's \
+             traces hold {}: traces of varying length are not supported (or that header is damaged)",
+            file.data_start + index * file.trace_len,
+            file.samples
+        ),
+    }
+    .into())
 }
 
 #[cfg(test)]

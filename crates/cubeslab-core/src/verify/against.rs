@@ -11,7 +11,7 @@ use crate::{
     compress::ChunkErrors,
     config::Parallelism,
     error::Result,
-    ingest::{compare_with_source, AMPLITUDE},
+    ingest::{compare_with_source, Reference, AMPLITUDE},
     progress::Progress,
     segy::{Geometry, ScanOptions, SegyFile, SegyOptions},
     store::{StoreError, ZarrArray},
@@ -61,7 +61,14 @@ pub fn compare_with_segy(
         }
         .into());
     }
-    let errors = compare_with_source(&amplitude, &source, &geometry, parallelism, memory_limit)?;
+    let errors = compare_with_source(
+        &amplitude,
+        &source,
+        &geometry,
+        parallelism,
+        memory_limit,
+        Reference::Samples,
+    )?;
     Ok(Comparison {
         errors,
         traces: geometry.live,
