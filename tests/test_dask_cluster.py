@@ -116,3 +116,18 @@ def test_the_graph_of_a_million_shard_array_builds_in_seconds(tmp_path):
     lazy = cube.to_dask()
     assert lazy.numblocks == (1000, 1000, 1)
     assert time.monotonic() - started < 10
+
+
+def test_store_refuses_values_the_existing_array_would_change(tmp_path):
+    """As a window write: float64 values (NaN, 1e6, 1.7) into an int16 store would become 0, 16960 and
+    1; refused, and the store keeps what it held."""
+    import dask.array as da
+
+    with cubeslab.create(tmp_path / "i.zarr", (4, 4, 4), "int16", fill_value=3) as array:
+        array[...] = 3
+    values = da.from_array(np.full((4, 4, 4), 1.7), chunks=2)
+    with pytest.raises(cubeslab.InvalidInputError, match="storing float64 values into a int16 array"):
+        cubeslab.store(values, tmp_path / "i.zarr")
+    assert (cubeslab.open(tmp_path / "i.zarr")[...] == 3).all()
+    cubeslab.store(values.astype("int16"), tmp_path / "i.zarr")  # converted by the caller: written
+    assert (cubeslab.open(tmp_path / "i.zarr")[...] == 1).all()

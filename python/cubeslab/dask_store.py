@@ -47,6 +47,11 @@ def store(source, target, *, compute: bool = True, storage_options: dict | None 
     existing = open_store(path)
     if tuple(existing.shape) != tuple(source.shape):
         raise InvalidInputError(f"{path}: shape {existing.shape}, but the dask array's is {source.shape}")
+    if not np.can_cast(source.dtype, existing.dtype, casting="same_kind"):
+        raise InvalidInputError(  # as a window write refuses it: the values would change
+            f"{path}: storing {source.dtype} values into a {existing.dtype} array would change them; "
+            f"convert them first (source.astype(...))"
+        )
     shards = existing.amplitude.shards or existing.amplitude.chunks
     aligned = source.astype(existing.dtype).rechunk(shards)
     block_bytes = int(np.prod(shards)) * existing.dtype.itemsize
