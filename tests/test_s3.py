@@ -127,6 +127,28 @@ def test_a_store_is_replaced_only_with_overwrite(server, tmp_path):
     np.testing.assert_array_equal(cubeslab.open(url).amplitude[...], second)
 
 
+def test_overwrite_never_replaces_a_prefix_of_other_stores(server, tmp_path):
+    """--overwrite to a prefix that holds stores (each key a Zarr key, but no zarr.json at the prefix's
+    root) is refused, and every store under it stays."""
+    server.bucket("proj")
+    values = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    np.save(tmp_path / "v.npy", values)
+    for name in ("a", "b"):
+        assert cli("ingest", tmp_path / "v.npy", f"s3://proj/surveys/{name}.zarr").returncode == 0
+    refused = cli("ingest", "--overwrite", tmp_path / "v.npy", "s3://proj/surveys")
+    assert refused.returncode == 1, refused.stdout
+    assert "holds objects that are not a Zarr store" in " ".join(refused.stderr.split())
+    for name in ("a", "b"):
+        np.testing.assert_array_equal(cubeslab.open(f"s3://proj/surveys/{name}.zarr").amplitude[...], values)
+
+
+def test_credentials_in_an_endpoint_never_reach_a_message(server, tmp_path):
+    endpoint = server.storage_options()["endpoint_url"].replace("://", "://admin:S3CR3T-PW@")
+    result = cli("info", "s3://a_b/x.zarr", env={**os.environ, "AWS_ENDPOINT_URL": endpoint})
+    said = result.stdout + result.stderr
+    assert result.returncode != 0 and "S3CR3T-PW" not in said and "http://***@" in said, said
+
+
 @pytest.mark.parametrize("url", ["gs://bucket/x.zarr", "https://host/x.zarr", "az://c/x.zarr"])
 def test_unsupported_schemes_are_refused_not_taken_for_folders(tmp_path, segy_dir, url):
     commands = (

@@ -92,17 +92,17 @@ pub enum RemoteError {
 impl RemoteError {
     /// From an object_store error on `url` during `operation`.
     pub fn from_client(url: &str, operation: &str, error: object_store::Error) -> Self {
-        let (url, operation) = (url.to_string(), operation.to_string());
+        let (url, operation) = (without_userinfo(url), operation.to_string());
         match error {
             object_store::Error::NotFound { .. } => Self::NotFound { url, operation },
             object_store::Error::PermissionDenied { source, .. }
             | object_store::Error::Unauthenticated { source, .. } => Self::Denied {
                 url,
                 operation,
-                message: source.to_string(),
+                message: without_userinfo(&source.to_string()),
             },
             other => {
-                let message = other.to_string();
+                let message = without_userinfo(&other.to_string());
                 // Some servers answer a missing bucket with a plain 404 body.
                 if message.contains("NoSuchBucket") {
                     Self::NotFound { url, operation }
@@ -127,6 +127,30 @@ impl RemoteError {
     }
 }
 
+/// `text` with the user and password of every URL in it (`scheme://user:password@host`)
+/// replaced by `***`: the client's messages repeat the endpoint as given.
+pub fn without_userinfo(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        let (head, tail) = rest.split_at(at + 3);
+        out.push_str(head);
+        let authority = tail
+            .find(|c: char| c == '/' || c.is_whitespace())
+            .unwrap_or(tail.len());
+        match tail[..authority].rfind('@') {
+            Some(user_end) => {
+                out.push_str("***");
+                out.push_str(&tail[user_end..authority]);
+            }
+            None => out.push_str(&tail[..authority]),
+        }
+        rest = &tail[authority..];
+    }
+    out.push_str(rest);
+    out
+}
+
 impl PartError for RemoteError {
     fn kind(&self) -> ErrorKind {
         match self {
@@ -144,5 +168,21 @@ impl PartError for RemoteError {
 impl From<RemoteError> for Error {
     fn from(error: RemoteError) -> Self {
         Error::Part(Box::new(error))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_in_urls_are_hidden() {
+        assert_eq!(
+            without_userinfo(
+                "GET http://admin:S3CR3T@127.0.0.1:9000/b/k failed; s3://AK:PW@bucket/x"
+            ),
+            "GET http://***@127.0.0.1:9000/b/k failed; s3://***@bucket/x"
+        );
+        assert_eq!(without_userinfo("s3://bucket/a@b"), "s3://bucket/a@b");
     }
 }

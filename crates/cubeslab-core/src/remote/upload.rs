@@ -181,6 +181,16 @@ fn check_target(url: &S3Url, options: &StorageOptions, overwrite: bool) -> Resul
         }
         .into());
     }
+    // Zarr keys without a root document: a prefix of other stores (all
+    // would go), unless an upload of this store from here stopped before
+    // writing its root last.
+    if !keys.iter().any(|k| k == "zarr.json") && !Upload::staging_for(url).exists() {
+        return Err(RemoteError::NotAStore {
+            url: url.to_string(),
+            key: format!("{}, and no zarr.json at its root", keys[0]),
+        }
+        .into());
+    }
     Ok(true)
 }
 
