@@ -237,3 +237,38 @@ def test_readers_during_overwrites_get_the_old_survey_the_new_one_or_store_chang
     assert others == [], others[:5]
     assert total["old"] + total["new"] + total["changed"] == 100_000
     assert overwrites >= 3 and total["old"] > 0 and total["new"] > 0, (overwrites, total)
+
+
+def test_a_running_array_ingest_is_never_cleared_by_a_second_one_with_overwrite(tmp_path):
+    """Array sources are staged as SEG-Y is, and hold the staging folder's lock: a second ingest to the
+    same store, even with --overwrite, is refused while the first runs, and the store is the first's."""
+    first = np.random.default_rng(3).normal(size=(64, 64, 512)).astype(np.float32)
+    np.save(tmp_path / "first.npy", first)
+    np.save(tmp_path / "second.npy", np.zeros((4, 5, 6), np.float32))
+    store = tmp_path / "arr.zarr"
+    lock = tmp_path / ".arr.zarr.cubeslab-new" / ".cubeslab.lock"
+    running = subprocess.Popen(
+        [str(CLI), "ingest", "--layout", "8x8x64/8x8x64", str(tmp_path / "first.npy"), str(store)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not lock.exists():
+        assert running.poll() is None, (
+            f"the ingest ended before its staging lock was seen: {running.communicate()}"
+        )
+        assert time.monotonic() < deadline
+        time.sleep(0.002)
+    os.kill(running.pid, signal.SIGSTOP)
+    try:
+        refused = subprocess.run(
+            [str(CLI), "ingest", "--overwrite", str(tmp_path / "second.npy"), str(store)],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+    finally:
+        os.kill(running.pid, signal.SIGCONT)
+    _, stderr = running.communicate(timeout=300)
+    assert running.returncode == 0, stderr
+    said = " ".join(refused.stderr.split())
+    assert refused.returncode == 1 and f"being written by process {running.pid}" in said, said
+    np.testing.assert_array_equal(cubeslab.open(store).amplitude[...], first)
+    assert not (store / ".cubeslab.lock").exists(), "the staging lock was published with the store"

@@ -359,3 +359,82 @@ def test_reads_of_a_store_on_s3_with_views_go_to_the_view_and_equal_segyio(serve
     np.testing.assert_array_equal(amplitude[:, :, 30], expected[:, :, 30])
     np.testing.assert_array_equal(amplitude[3], expected[3])
     np.testing.assert_array_equal(amplitude[...], expected)
+
+
+def cli_background(*args, env) -> subprocess.Popen:
+    return subprocess.Popen(
+        [str(CLI), *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+
+
+def wait_for(condition, process: subprocess.Popen, what: str) -> None:
+    """Poll ``condition`` every 2 ms until it holds; fail if ``process`` ends first."""
+    deadline = time.monotonic() + 120
+    while not condition():
+        assert process.poll() is None, f"the ingest ended before {what}: {process.communicate()}"
+        assert time.monotonic() < deadline, f"no {what} within 120 s"
+        time.sleep(0.002)
+
+
+def test_an_ingest_whose_upload_stopped_resumes_by_uploading_and_never_mixes_sources(
+    tmp_path, synthetic_segy
+):
+    """The store is staged whole, then the server goes midway through the upload: a plain ingest is
+    told to resume, a resume from another source is refused, and one from the same source uploads the
+    staged store, which then equals segyio and verifies."""
+    segy = synthetic_segy(64, 64, 512, name="cut.sgy")
+    other = synthetic_segy(64, 64, 512, name="other.sgy")
+    other.path.write_bytes(other.path.read_bytes()[:-4] + b"\x3f\x80\x00\x00")  # its last sample differs
+    lone = S3Server(tmp_path / "root", free_port()).start()
+    try:
+        lone.bucket("lone")
+        (tmp_path / "tmp").mkdir()
+        env = os.environ | lone.env() | {"AWS_MAX_ATTEMPTS": "1", "TMPDIR": str(tmp_path / "tmp")}
+        url, layout = "s3://lone/cut.zarr", ("--layout", "8x8x64/8x8x64")
+        ingest = cli_background("ingest", *layout, segy.path, url, env=env)
+        wait_for(lambda: len(list(lone.root.glob("*.bucket-*"))) >= 20, ingest, "the upload began")
+        lone.stop()
+        _, stderr = ingest.communicate(timeout=120)
+        assert ingest.returncode == 1, stderr
+        lone.start()
+        plain = cli("ingest", *layout, segy.path, url, env=env)
+        assert plain.returncode == 1 and "--resume" in plain.stderr, plain.stderr
+        mixed = cli("ingest", "--resume", *layout, other.path, url, env=env)
+        assert mixed.returncode == 1 and "another source" in " ".join(mixed.stderr.split()), mixed.stderr
+        resumed = cli("ingest", "--resume", *layout, segy.path, url, env=env)
+        assert resumed.returncode == 0, resumed.stderr
+        cube = cubeslab.open(url, storage_options=lone.storage_options())
+        np.testing.assert_array_equal(cube.amplitude[...], segy_cube(segy.path))
+        verified = cli("verify", url, env=env)
+        assert verified.returncode == 0, verified.stdout + verified.stderr
+        assert not list((tmp_path / "tmp" / "cubeslab-upload").rglob("zarr.json")), "the staging was kept"
+    finally:
+        lone.stop()
+
+
+def test_a_second_ingest_to_a_url_is_refused_while_the_first_runs(server, tmp_path, synthetic_segy):
+    """Two runs on one machine share the staging folder of a URL: one that holds it is never cleared by
+    another, even with --overwrite, and its store is the first source's alone."""
+    import signal
+
+    server.bucket("busy")
+    first = synthetic_segy(64, 64, 512, name="first.sgy")
+    second = synthetic_segy(6, 5, 20, name="second.sgy")
+    (tmp_path / "tmp").mkdir()
+    env = os.environ | {"TMPDIR": str(tmp_path / "tmp")}
+    url = "s3://busy/x.zarr"
+    lock = tmp_path / "tmp" / "cubeslab-upload" / "busy" / "x.zarr.cubeslab-new" / ".cubeslab.lock"
+    running = cli_background("ingest", "--layout", "8x8x64/8x8x64", first.path, url, env=env)
+    wait_for(lock.exists, running, "its staging lock was taken")
+    os.kill(running.pid, signal.SIGSTOP)
+    try:
+        refused = cli("ingest", "--overwrite", second.path, url, env=env)
+    finally:
+        os.kill(running.pid, signal.SIGCONT)
+    _, stderr = running.communicate(timeout=300)
+    assert running.returncode == 0, stderr
+    said = " ".join(refused.stderr.split())
+    assert refused.returncode == 1 and f"{url} is being written by process {running.pid}" in said, said
+    np.testing.assert_array_equal(cubeslab.open(url).amplitude[...], segy_cube(first.path))
+    verified = cli("verify", url, env=env)
+    assert verified.returncode == 0, verified.stdout + verified.stderr

@@ -68,7 +68,10 @@ def create(
             publication.commit(False)
         return open(where, "r+", cache=cache)
     path = where
-    if os.path.lexists(path) and not (os.path.isdir(path) and not os.listdir(path)):
+    # A staging folder holds its writer's lock from the start.
+    if os.path.lexists(path) and not (
+        os.path.isdir(path) and set(os.listdir(path)) <= {_engine.store_lock_file()}
+    ):
         raise StoreExistsError(f"{path} already exists; create makes a new store (an empty folder, or none)")
     shape = tuple(int(n) for n in shape)
     dtype = np.dtype(dtype)

@@ -346,6 +346,12 @@ fn max_dims() -> usize {
     cubeslab_core::window::MAX_DIMS
 }
 
+/// The file a store's writer holds, in the store or its staging folder.
+#[pyfunction]
+fn store_lock_file() -> &'static str {
+    cubeslab_core::store::LOCK_FILE
+}
+
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<array::ZarrArray>()?;
@@ -381,6 +387,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parallelism_limits, m)?)?;
     m.add_function(wrap_pyfunction!(dtypes, m)?)?;
     m.add_function(wrap_pyfunction!(max_dims, m)?)?;
+    m.add_function(wrap_pyfunction!(store_lock_file, m)?)?;
     m.add_class::<plan::CostModel>()?;
     m.add_function(wrap_pyfunction!(plan::measure_profile, m)?)?;
     m.add_function(wrap_pyfunction!(plan::plan_layout, m)?)?;

@@ -278,7 +278,7 @@ impl Ingest {
         let lossy = self.attributes["cubeslab"]["compression"]["lossy"].as_bool() == Some(true);
         let unsupported = if !self.views.is_empty() {
             Some("orientation views")
-        } else if lossy && self.stats.is_none() {
+        } else if lossy && self.stats.is_none() && !self.uploading_only {
             Some("resuming a lossy ingest")
         } else {
             None

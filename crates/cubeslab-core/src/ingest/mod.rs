@@ -90,12 +90,15 @@ pub struct Ingest {
     stats: Option<AmplitudeStats>,
     /// Errors of the lossy chunks written by this run.
     errors: Option<ChunkErrors>,
-    /// Held until the store is complete, or the ingest is dropped.
-    lock: Option<StoreLock>,
+    /// The lock of a store resumed in place: held until it is complete,
+    /// or the ingest is dropped.
+    _lock: Option<StoreLock>,
     /// Where the store goes when complete (none for a store resumed in place).
     publication: Option<Destination>,
     /// Whether handed-out tasks upload their files to the store's location.
     tasks_upload: bool,
+    /// Whether a staged, complete store is only uploaded again.
+    uploading_only: bool,
 }
 
 /// The key of `file`, in the store at `store`, relative to it.
@@ -160,30 +163,39 @@ impl Ingest {
         let generation = opened.generation;
         amplitude.generation = generation;
         let store = target.write_to.clone();
-        Group::write(&store, &attributes, Durability::Cached)?;
-        // Idempotent: on a resume it rewrites the same metadata and coordinates.
-        let arrays =
-            survey::create_arrays(&store, &source, &geometry, &names, &layout, &amplitude)?;
-        // A task's shards go to the next task: never more than were held at once.
-        arrays
-            .amplitude
-            .recycle_buffers(options.memory_limit as usize);
-        let view_arrays = views
-            .iter()
-            .map(|v| {
-                let mut spec = survey::amplitude_spec(
-                    shape.clone(),
-                    &names,
-                    &v.plan.layout,
-                    dtype,
-                    &codecs,
-                    fill_value.clone(),
-                );
-                spec.attributes.insert("view_of".into(), json!(AMPLITUDE));
-                spec.generation = generation;
-                ZarrArray::create(store.join(&v.array), &spec)
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let uploading_only = target.stopped_uploading();
+        let (arrays, view_arrays, attributes) = if uploading_only {
+            // Staged whole, and checked against this source: only its
+            // upload is left, and its recorded summary stands.
+            let recorded = Group::open(&store)?.attributes;
+            (survey::open_arrays(&store)?, Vec::new(), recorded)
+        } else {
+            Group::write(&store, &attributes, Durability::Cached)?;
+            // Idempotent: on a resume it rewrites the same metadata and coordinates.
+            let arrays =
+                survey::create_arrays(&store, &source, &geometry, &names, &layout, &amplitude)?;
+            // A task's shards go to the next task: never more than were held at once.
+            arrays
+                .amplitude
+                .recycle_buffers(options.memory_limit as usize);
+            let view_arrays = views
+                .iter()
+                .map(|v| {
+                    let mut spec = survey::amplitude_spec(
+                        shape.clone(),
+                        &names,
+                        &v.plan.layout,
+                        dtype,
+                        &codecs,
+                        fill_value.clone(),
+                    );
+                    spec.attributes.insert("view_of".into(), json!(AMPLITUDE));
+                    spec.generation = generation;
+                    ZarrArray::create(store.join(&v.array), &spec)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            (arrays, view_arrays, attributes)
+        };
         let (mut total, mut done) = (0, 0);
         let mut tasks = Vec::with_capacity(work.tasks.len());
         let mut publication = opened.publication;
@@ -235,9 +247,10 @@ impl Ingest {
             progress: progress.clone(),
             stats: (done == 0).then(AmplitudeStats::default),
             errors: None,
-            lock: Some(opened.lock),
+            _lock: opened.lock,
             publication,
             tasks_upload: false,
+            uploading_only,
         })
     }
 
@@ -286,6 +299,12 @@ impl Ingest {
 
     /// Mark the store complete (atomically, last) and return its summary.
     pub fn finish(mut self) -> Result<Value> {
+        if self.uploading_only {
+            if let Some(publication) = self.publication.take() {
+                publication.commit(self.durability)?;
+            }
+            return Ok(self.summary());
+        }
         while self.step(usize::MAX)? > 0 {}
         self.check_handed_out()?;
         let mut view_bytes = Map::new();
@@ -364,7 +383,6 @@ impl Ingest {
         }
         Group::write(&self.store, &self.attributes, self.durability)?;
         if let Some(publication) = self.publication.take() {
-            self.lock = None; // the staging lock: an old store's is held until the swap
             publication.commit(self.durability)?;
         }
         Ok(self.summary())

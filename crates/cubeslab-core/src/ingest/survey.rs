@@ -13,9 +13,7 @@ use crate::{
     error::Result,
     plan::Strategy,
     segy::{binary_header_fields, Endian, Geometry, SegyFile, TextEncoding},
-    store::{
-        ArraySpec, Group, StoreError, StoreLock, StoreState, ZarrArray, MAIN_ARRAY_ATTR, VIEWS_ATTR,
-    },
+    store::{ArraySpec, Group, StoreError, StoreState, ZarrArray, MAIN_ARRAY_ATTR, VIEWS_ATTR},
 };
 
 /// The seismic data.
@@ -224,8 +222,9 @@ pub(super) fn recorded_layouts(store: &Path) -> Result<RecordedLayouts> {
 }
 
 /// Check that the store at `store` is an unfinished ingest of the same
-/// source with the same options, and take its lock.
-pub(super) fn check_resumable(store: &Path, fingerprint: &Value) -> Result<StoreLock> {
+/// source with the same options (or, `uploading`, a complete one whose
+/// upload stopped).
+pub(super) fn check_resumable(store: &Path, fingerprint: &Value, uploading: bool) -> Result<()> {
     let group = Group::open(store)?;
     let refuse = |what: String| -> crate::Error {
         StoreError::Unsupported {
@@ -235,9 +234,10 @@ pub(super) fn check_resumable(store: &Path, fingerprint: &Value) -> Result<Store
         .into()
     };
     match group.state() {
-        StoreState::Complete => {
+        StoreState::Complete if !uploading => {
             return Err(refuse("the store is complete: nothing to resume".into()))
         }
+        StoreState::Complete => {}
         StoreState::Foreign => {
             return Err(refuse(
                 "the store was not written by a cubeslab ingest: cannot resume it".into(),
@@ -256,7 +256,7 @@ pub(super) fn check_resumable(store: &Path, fingerprint: &Value) -> Result<Store
                 .into(),
         ));
     }
-    StoreLock::acquire(store)
+    Ok(())
 }
 
 /// Delete the temporary files a stopped writer left (`*.tmp`): whole files

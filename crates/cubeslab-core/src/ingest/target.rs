@@ -33,7 +33,9 @@ pub(super) struct Target {
 
 /// The opened target: its lock, and where it goes when complete.
 pub(super) struct Opened {
-    pub lock: StoreLock,
+    /// The lock of a store resumed in place (a publication holds its
+    /// staging folder's own).
+    pub lock: Option<StoreLock>,
     pub publication: Option<Destination>,
     /// The store's generation (see `store/identity.rs`); a store resumed
     /// from before generations existed has none.
@@ -95,6 +97,15 @@ impl Target {
         })
     }
 
+    /// Whether the store was staged whole by a run that stopped while
+    /// uploading it to object storage: resuming only uploads it again.
+    pub fn stopped_uploading(&self) -> bool {
+        match &self.location {
+            Location::S3(url) => self.resuming && Upload::stopped_uploading(url),
+            Location::Local(_) => false,
+        }
+    }
+
     /// Take the locks and prepare the folder, once everything that can be
     /// checked has been; a resume must match the stopped ingest's
     /// `fingerprint`. Records the generation in `attributes`.
@@ -106,19 +117,18 @@ impl Target {
         attributes: &mut Map<String, Value>,
     ) -> Result<Opened> {
         let (lock, publication) = if self.resuming {
-            let publication = if self.in_place {
-                None
+            survey::check_resumable(&self.write_to, fingerprint, self.stopped_uploading())?;
+            let held = if self.in_place {
+                (Some(StoreLock::acquire(&self.write_to)?), None)
             } else {
-                Some(Destination::resume(&self.location, storage)?)
+                (None, Some(Destination::resume(&self.location, storage)?))
             };
-            let lock = survey::check_resumable(&self.write_to, fingerprint)?;
             survey::remove_temporary_files(&self.write_to)?;
-            (lock, publication)
+            held
         } else {
-            let publication = Destination::begin(&self.location, storage, overwrite)?;
             (
-                StoreLock::acquire(publication.staging())?,
-                Some(publication),
+                None,
+                Some(Destination::begin(&self.location, storage, overwrite)?),
             )
         };
         // A resume keeps the generation the stopped ingest chose.

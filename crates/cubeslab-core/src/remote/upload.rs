@@ -23,7 +23,7 @@ use super::{
 };
 use crate::{
     error::Result,
-    store::{StoreError, WRITE_LOCK_FILE},
+    store::{live_holder, Group, StoreError, StoreLock, StoreState, LOCK_FILE, WRITE_LOCK_FILE},
     Error,
 };
 
@@ -50,6 +50,9 @@ pub struct Upload {
     /// a cluster), with their sizes: part of the new store, though not in
     /// the staging folder.
     adopted: HashMap<String, u64>,
+    /// The staging folder's lock, held until the upload is done: another
+    /// run for the same URL on this machine cannot clear or mix into it.
+    _lock: StoreLock,
 }
 
 impl Upload {
@@ -58,7 +61,6 @@ impl Upload {
     /// A staging folder a stopped run left is kept for `--resume` unless
     /// `overwrite`.
     pub fn begin(url: &S3Url, options: &StorageOptions, overwrite: bool) -> Result<Self> {
-        let replacing = check_target(url, options, overwrite)?;
         let staging = Self::staging_for(url);
         if staging.exists() {
             if !overwrite {
@@ -68,11 +70,16 @@ impl Upload {
                 }
                 .into());
             }
+            refuse_if_busy(url, &staging)?;
+        }
+        let replacing = check_target(url, options, overwrite)?;
+        if staging.exists() {
             std::fs::remove_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
         }
         std::fs::create_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
         Ok(Self {
             url: url.clone(),
+            _lock: StoreLock::acquire(&staging)?,
             staging,
             options: options.clone(),
             replacing,
@@ -82,13 +89,22 @@ impl Upload {
 
     /// Continue a stopped run for `url`: its staging folder is kept.
     pub fn resume(url: &S3Url, options: &StorageOptions) -> Result<Self> {
+        let staging = Self::staging_for(url);
+        refuse_if_busy(url, &staging)?;
         Ok(Self {
             url: url.clone(),
-            staging: Self::staging_for(url),
+            _lock: StoreLock::acquire(&staging)?,
+            staging,
             options: options.clone(),
             replacing: check_target(url, options, true)?,
             adopted: HashMap::new(),
         })
+    }
+
+    /// Whether a run for `url` on this machine staged a complete store and
+    /// stopped while uploading it: a resume only uploads it again.
+    pub fn stopped_uploading(url: &S3Url) -> bool {
+        Group::open(Self::staging_for(url)).is_ok_and(|g| g.state() == StoreState::Complete)
     }
 
     /// Before other processes upload parts of the store to their final
@@ -158,6 +174,19 @@ impl Upload {
             .join("cubeslab-upload")
             .join(&url.bucket)
             .join(format!("{}.cubeslab-new", url.key.replace('/', "%2F")))
+    }
+}
+
+/// Refuse to touch the staging folder of `url` while another run on this
+/// machine writes or uploads it.
+fn refuse_if_busy(url: &S3Url, staging: &Path) -> Result<()> {
+    match live_holder(staging) {
+        Some(pid) => Err(StoreError::Busy {
+            path: url.to_string().into(),
+            pid,
+        }
+        .into()),
+        None => Ok(()),
     }
 }
 
@@ -354,7 +383,7 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>) -> Result<()>
         let name = entry.file_name().to_string_lossy().into_owned();
         if entry.file_type().map_err(|e| Error::io(&path, e))?.is_dir() {
             walk(root, &path, out)?;
-        } else if name != ".cubeslab.lock" && name != WRITE_LOCK_FILE && !name.ends_with(".tmp") {
+        } else if name != LOCK_FILE && name != WRITE_LOCK_FILE && !name.ends_with(".tmp") {
             let key = path
                 .strip_prefix(root)
                 .expect("walked under root")

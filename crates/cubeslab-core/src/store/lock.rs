@@ -14,7 +14,8 @@ use serde_json::{json, Value};
 use super::StoreError;
 use crate::{error::Result, Error};
 
-const LOCK_FILE: &str = ".cubeslab.lock";
+/// The file in a store (or its staging folder) that its writer holds.
+pub const LOCK_FILE: &str = ".cubeslab.lock";
 /// The file in an array whose byte ranges lock its chunks while window
 /// writers replace them (see the `writer` module).
 pub const WRITE_LOCK_FILE: &str = ".cubeslab-write.lock";

@@ -42,7 +42,7 @@ pub use decoded::{decoded_cache_bytes, DEFAULT_DECODED_CACHE_BYTES};
 pub use error::StoreError;
 pub use group::{mark_complete, Group, StoreState, COMPLETE, CUBESLAB_ATTR, MAIN_ARRAY_ATTR};
 pub use identity::{new_generation, record_generation, recorded_generation};
-pub use lock::{live_holder, process_alive, StoreLock, WRITE_LOCK_FILE};
+pub use lock::{live_holder, process_alive, StoreLock, LOCK_FILE, WRITE_LOCK_FILE};
 pub use metadata::{parse_metadata, read_metadata};
 pub use publish::{first_foreign_entry, staging_path, Publication};
 pub use shard_builder::{Prefill, ShardBuilder};

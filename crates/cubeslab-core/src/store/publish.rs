@@ -18,7 +18,7 @@ use std::{
 };
 
 use super::{
-    lock::{live_holder, WRITE_LOCK_FILE},
+    lock::{live_holder, LOCK_FILE, WRITE_LOCK_FILE},
     Durability, StoreError, StoreLock,
 };
 use crate::{error::Result, Error};
@@ -33,6 +33,9 @@ pub struct Publication {
     /// The lock of the store it replaces, if any: no other writer replaces
     /// that one meanwhile.
     old: Option<StoreLock>,
+    /// The staging folder's lock: another run for the same target cannot
+    /// clear or mix into it. Released just before the move into place.
+    staging_lock: Option<StoreLock>,
 }
 
 /// The staging folder of the store at `target`: a hidden sibling.
@@ -97,6 +100,7 @@ impl Publication {
         fs::create_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
         Ok(Self {
             target: target.to_path_buf(),
+            staging_lock: Some(StoreLock::acquire(&staging)?),
             staging,
             old,
         })
@@ -109,9 +113,11 @@ impl Publication {
         } else {
             None
         };
+        let staging = staging_path(target);
         Ok(Self {
             target: target.to_path_buf(),
-            staging: staging_path(target),
+            staging_lock: Some(StoreLock::acquire(&staging)?),
+            staging,
             old,
         })
     }
@@ -140,7 +146,9 @@ impl Publication {
     /// Move the complete store into place: renamed, or swapped with the
     /// store it replaces, which is then deleted. With `Synced`, the folder
     /// holding both is flushed after the move, so it survives a power cut.
-    pub fn commit(self, durability: Durability) -> Result<()> {
+    pub fn commit(mut self, durability: Durability) -> Result<()> {
+        // Its file would otherwise be published inside the store.
+        self.staging_lock = None;
         let replacing = self.old.is_some();
         if replacing {
             exchange(&self.staging, &self.target)?;
@@ -245,7 +253,7 @@ pub fn first_foreign_entry(dir: &Path) -> Result<Option<PathBuf>> {
             name == "c" || chunk_key || path.join("zarr.json").is_file()
         } else {
             name == "zarr.json"
-                || name == ".cubeslab.lock"
+                || name == LOCK_FILE
                 || name == WRITE_LOCK_FILE
                 || chunk_key
                 || name.ends_with(".tmp")
