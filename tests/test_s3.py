@@ -6,6 +6,7 @@ a server gone are clear errors naming the URL; credentials can come from an AWS 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -438,3 +439,36 @@ def test_a_second_ingest_to_a_url_is_refused_while_the_first_runs(server, tmp_pa
     np.testing.assert_array_equal(cubeslab.open(url).amplitude[...], segy_cube(first.path))
     verified = cli("verify", url, env=env)
     assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+def test_an_ingest_from_s3_records_the_url_and_resumes_after_a_kill(server, tmp_path, synthetic_segy):
+    """The store records the object, not the temporary copy, as its source, so a killed ingest resumes
+    (each run downloads afresh, to a new path with a new time) to the values segyio reads."""
+    segy = synthetic_segy(64, 64, 512, name="remote.sgy")
+    server.bucket("src")
+    put_object(server, "src", "raw/remote.sgy", segy.path.read_bytes())
+    url, store = "s3://src/raw/remote.sgy", tmp_path / "r.zarr"
+    options = ("--threads", "1", "--layout", "8x8x64/8x8x64")
+    running = cli_background("ingest", *options, url, store, env=os.environ.copy())
+    shards = tmp_path / ".r.zarr.cubeslab-new" / "amplitude" / "c"
+    wait_for(lambda: shards.is_dir() and any(p.is_file() for p in shards.rglob("*")), running, "a shard")
+    running.kill()
+    running.wait()
+    resumed = cli("ingest", "--resume", *options, url, store)
+    assert resumed.returncode == 0, resumed.stderr
+    np.testing.assert_array_equal(cubeslab.open(store).amplitude[...], segy_cube(segy.path))
+    recorded = json.loads((store / "zarr.json").read_text())["attributes"]["cubeslab"]
+    assert recorded["source"] == url and recorded["fingerprint"]["source"] == url
+
+
+def test_errors_about_an_s3_source_name_its_url_not_a_temporary_copy(server, tmp_path):
+    server.bucket("junk")
+    put_object(server, "junk", "raw/bad.sgy", b"\x00" * 5000)
+    bad = cli("ingest", "s3://junk/raw/bad.sgy", tmp_path / "bad.zarr")
+    assert bad.returncode == 1 and "s3://junk/raw/bad.sgy" in bad.stderr, bad.stderr
+    assert "cubeslab-source-" not in bad.stderr, bad.stderr
+    for url in ("s3://junk/", "s3://junk", "s3://junk/raw/"):
+        refused = cli("ingest", url, tmp_path / "x.zarr")
+        said = " ".join(refused.stderr.split())
+        assert refused.returncode == 1 and "names a bucket or a folder, not a file" in said, said
+    assert not (tmp_path / "x.zarr").exists()

@@ -17,7 +17,15 @@ from . import _engine, cluster_ingest, defaults
 from .compression import with_max_error
 from .errors import GeometryError, IngestWarning, InvalidInputError
 from .jobs import Phase, ProgressCallback, run_watched
-from .locations import is_remote, local_only, storage_options_of, store_path
+from .locations import (
+    FetchedSource,
+    is_remote,
+    local_only,
+    named_by_url,
+    source_origin,
+    storage_options_of,
+    store_path,
+)
 from .msi.ingest import ingest_imzml, is_imzml
 from .sources import FORMAT_BY_SUFFIX, array_source, is_netcdf
 from .sources.ingest import ingest_array
@@ -51,20 +59,20 @@ def measure_first(
 
 
 @contextmanager
-def fetched_source(url: str | os.PathLike, storage_options: dict | None = None) -> Iterator[str]:
+def fetched_source(url: str | os.PathLike, storage_options: dict | None = None) -> Iterator[FetchedSource]:
     """A source file on object storage, downloaded to a temporary folder for the ingest (an imzML file
     with the ``.ibd`` beside it), removed afterwards."""
     url = os.fspath(url)
-    name = url.rstrip("/").rsplit("/", 1)[-1]
+    name = url.rsplit("/", 1)[-1]
     if name.lower().endswith(".h"):
         raise InvalidInputError(f"{url}: a SEPlib header names its binary by path; copy both here first")
     with tempfile.TemporaryDirectory(prefix="cubeslab-source-") as folder:
-        local = os.path.join(folder, name)
-        _engine.download(url, local, storage_options)
+        local = os.path.join(folder, name or "source")
+        _, version = _engine.download(url, local, storage_options)
         if is_imzml(name):
             stem = url[: -len(".imzML")]
             _engine.download(stem + ".ibd", local[: -len(".imzML")] + ".ibd", storage_options)
-        yield local
+        yield FetchedSource(url, local, version)
 
 
 @contextmanager
@@ -184,9 +192,9 @@ def ingest(
     # Also refuses a scheme cubeslab does not support; the options are the store's only if it is remote.
     store = store_path(store, storage_options if is_remote(store) else None)
     if is_remote(source):
-        with fetched_source(source, storage_options) as local:
+        with fetched_source(source, storage_options) as copy, named_by_url(copy):
             rest = {k: v for k, v in arguments.items() if k not in ("source", "store", "storage_options")}
-            return ingest(local, store, storage_options=storage_options_of(store), **rest)
+            return ingest(copy.path, store, storage_options=storage_options_of(store), **rest)
 
     for name, byte in (("inline", inline_byte), ("crossline", crossline_byte), ("offset", offset_byte)):
         if byte is not None and byte < 0:  # the engine checks the rest, but takes no negative number
@@ -247,6 +255,7 @@ def ingest(
         # A store on object storage is planned for the built-in typical machine unless a profile is given.
         profile=None if remote and profile is None else measure_first(store, profile, source_bytes, progress),
         storage_options=storage_options_of(store),
+        origin=None if (origin := source_origin(source)) is None else (origin.url, origin.version),
     )  # fmt: skip
     if client is not None and remote and views:
         # Refused before anything is written; the engine would refuse it after the scan.

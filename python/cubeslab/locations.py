@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import os
 import shutil
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import _engine
-from .errors import InvalidInputError, StoreNotFoundError
+from .errors import CubeslabError, InvalidInputError, StoreNotFoundError
 
 
 class S3Path:
@@ -96,6 +99,54 @@ def publishing(store, overwrite: bool) -> Iterator[_engine.Publication]:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)  # gone already if the store was published
         raise
+
+
+@dataclass(frozen=True)
+class FetchedSource:
+    """A source file on object storage, and the local copy an ingest reads."""
+
+    url: str
+    path: str
+    version: str
+    """The object's version as the server tells it (its ETag, else its time and size)."""
+
+    def renamed(self, text: str) -> str:
+        """``text`` naming the objects where it named their local copies (an imzML's ``.ibd`` too)."""
+        return text.replace(os.path.dirname(self.path) + os.sep, self.url.rsplit("/", 1)[0] + "/")
+
+
+_FETCHED: ContextVar[FetchedSource | None] = ContextVar("cubeslab_fetched_source", default=None)
+
+
+@contextmanager
+def named_by_url(fetched: FetchedSource) -> Iterator[None]:
+    """While an ingest reads ``fetched``'s local copy: the store records the URL as its source
+    (:func:`recorded_source`), and errors and warnings name the URL, not a temporary path."""
+    token = _FETCHED.set(fetched)
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                yield
+            except CubeslabError as error:
+                raise type(error)(fetched.renamed(str(error))) from None
+    finally:
+        _FETCHED.reset(token)
+        for warning in caught:
+            warnings.warn(fetched.renamed(str(warning.message)), warning.category, stacklevel=3)
+
+
+def source_origin(path: str | os.PathLike) -> FetchedSource | None:
+    """The object ``path`` was downloaded from, while an ingest reads it (see :func:`named_by_url`)."""
+    fetched = _FETCHED.get()
+    return fetched if fetched is not None and os.fspath(path) == fetched.path else None
+
+
+def recorded_source(path: str | os.PathLike) -> str:
+    """How a store records its source: the URL a downloaded copy came from, else the path."""
+    fetched = source_origin(path)
+    return fetched.url if fetched is not None else os.fspath(path)
 
 
 def local_only(path: str | os.PathLike, operation: str) -> Path:

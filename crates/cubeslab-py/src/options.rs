@@ -8,7 +8,7 @@ use cubeslab_core::{
     config::Parallelism,
     dtype::DType,
     export::ExportOptions as CoreExportOptions,
-    ingest::{option_help, AmplitudeType, IngestOptions as CoreIngestOptions},
+    ingest::{option_help, AmplitudeType, IngestOptions as CoreIngestOptions, SourceOrigin},
     plan::{chunk_codec, DeviceProfile, Strategy},
     segy::{Endian, SampleFormat, ScanOptions, SegyOptions},
     store::ArraySpec,
@@ -171,6 +171,7 @@ impl IngestOptions {
         crossline_byte=None, offset_byte=None, dtype=None, layout=None, access=None, profile=None,
         compress=None, views=Vec::new(), memory_limit=None, threads=None, in_flight=None,
         overwrite=false, durable=false, resume=false, vertical=None, storage_options=None,
+        origin=None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -194,6 +195,7 @@ impl IngestOptions {
         resume: bool,
         vertical: Option<String>,
         storage_options: Option<std::collections::BTreeMap<String, String>>,
+        origin: Option<(String, String)>,
     ) -> PyResult<Self> {
         let defaults = CoreIngestOptions::default();
         let endian = endian.unwrap_or_else(|| "auto".into());
@@ -243,6 +245,7 @@ impl IngestOptions {
             resume,
             vertical: vertical.clone().unwrap_or(defaults.vertical),
             storage: storage_options.unwrap_or_default(),
+            origin: origin.map(|(url, version)| SourceOrigin { url, version }),
         };
         Ok(Self {
             endian,

@@ -105,7 +105,8 @@ pub fn stored_bytes(
     on_s3(py, url, storage_options, core_stored_bytes)
 }
 
-/// Copy the object at `url` to the local file `to`; its size in bytes.
+/// Copy the object at `url` to the local file `to`; its size in bytes and
+/// its version (the ETag, else its time and size).
 #[pyfunction]
 #[pyo3(signature = (url, to, storage_options=None))]
 pub fn download(
@@ -113,9 +114,10 @@ pub fn download(
     url: &str,
     to: PathBuf,
     storage_options: Option<BTreeMap<String, String>>,
-) -> PyResult<u64> {
-    on_s3(py, url, storage_options, |url, options| {
-        core_download(url, options, &to)
+) -> PyResult<(u64, String)> {
+    on_s3(py, url, storage_options, |parsed, options| {
+        parsed.file_only(url)?;
+        core_download(parsed, options, &to).map(|d| (d.bytes, d.version))
     })
 }
 

@@ -22,7 +22,7 @@ from ..array import Array, zarr_json
 from ..create import MAIN_ARRAY, create
 from ..errors import InvalidInputError
 from ..jobs import run_watched
-from ..locations import is_remote, publishing, store_size
+from ..locations import is_remote, publishing, recorded_source, store_size
 from ..sources.ingest import Progress, planned, summary
 from .imzml import IbdDigest, Imzml, Spectra, check_ibd, parse
 
@@ -438,7 +438,7 @@ def _ingest_parsed(
         mz = binning.centres()
     access = access or DEFAULT_ACCESS
     chunks, shards = planned(shape, dtype, layout, access, compress)
-    metadata = {"mode": report["mode"], "source": imzml.path, **imzml.metadata}
+    metadata = {"mode": report["mode"], "source": recorded_source(imzml.path), **imzml.metadata}
     if binning is not None:
         metadata.update(mz_bin=binning.describe(), mz_range=[binning.low, binning.high])
     attributes = {"cubeslab": {"kind": MSI_KIND}, "imzml": metadata}

@@ -14,7 +14,7 @@ from .. import _engine, defaults
 from ..array import Array
 from ..create import MAIN_ARRAY, create
 from ..description import AXES_ATTR
-from ..locations import publishing, store_size
+from ..locations import publishing, recorded_source, store_size
 from ..plan import plan
 from .raw import ArraySource
 
@@ -55,7 +55,7 @@ def summary(
     """What an ingest reports; ``staging``: the store's folder before it is published (a store on
     object storage is measured there)."""
     return {
-        "source": source,
+        "source": recorded_source(source),
         "shape": list(shape),
         "dtype": dtype.name,
         "plan": {
@@ -86,7 +86,7 @@ def ingest_array(
     access = access or natural_access(source.chunks)
     chunks, shards = planned(shape, dtype, layout, access, compress)
     with publishing(store, overwrite) as publication:
-        attributes: dict = {"source": source.path, **(source.attributes or {})}
+        attributes: dict = {"source": recorded_source(source.path), **(source.attributes or {})}
         dims = [f"dim_{d}" for d in range(len(shape))]
         coords = {}
         if source.axes is not None:

@@ -125,7 +125,12 @@ impl Design {
         );
         amplitude.validate(&store.join(AMPLITUDE))?;
 
-        let mut attributes = survey::group_attributes(source, geometry, &names, &layout, dtype);
+        let source_name = match &options.origin {
+            Some(origin) => origin.url.clone(),
+            None => source.path().display().to_string(),
+        };
+        let mut attributes =
+            survey::group_attributes(source, &source_name, geometry, &names, &layout, dtype);
         if options.dtype == AmplitudeType::Float32 && !float32_holds(source.format) {
             if let Some(warnings) = attributes["cubeslab"]["warnings"].as_array_mut() {
                 warnings.push(json!(format!(

@@ -32,7 +32,7 @@ pub use crate::plan::Layout;
 pub use compare::{compare_with_source, Reference};
 pub use distributed::{run_task, TaskError};
 pub use options::option_help;
-pub use options::{AmplitudeType, IngestOptions, DEFAULT_MEMORY_LIMIT};
+pub use options::{AmplitudeType, IngestOptions, SourceOrigin, DEFAULT_MEMORY_LIMIT};
 pub use planning::{plan_layout, PlanRequest};
 pub(crate) use rebuild::rebuild_shards;
 pub use stats::AmplitudeStats;

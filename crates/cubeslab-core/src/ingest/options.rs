@@ -69,6 +69,20 @@ pub struct IngestOptions {
     /// How to reach a store on object storage, besides the `AWS_*`
     /// variables and profiles (never recorded in the store).
     pub storage: StorageOptions,
+    /// For a source downloaded from object storage, the object it came
+    /// from.
+    pub origin: Option<SourceOrigin>,
+}
+
+/// The object a source downloaded from object storage came from. The store
+/// records it as the source, and a resume must match it: the local copy's
+/// path and time change with each download.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceOrigin {
+    /// The object's URL.
+    pub url: String,
+    /// Its version as the server tells it (ETag, else time and size).
+    pub version: String,
 }
 
 impl Default for IngestOptions {
@@ -90,6 +104,7 @@ impl Default for IngestOptions {
             resume: false,
             vertical: "time".into(),
             storage: StorageOptions::new(),
+            origin: None,
         }
     }
 }

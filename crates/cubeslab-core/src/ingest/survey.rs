@@ -76,6 +76,7 @@ fn hex(bytes: &[u8]) -> String {
 /// The group's attributes, with cubeslab's state set to "incomplete".
 pub(super) fn group_attributes(
     source: &SegyFile,
+    source_name: &str,
     geometry: &Geometry,
     names: &SurveyNames,
     layout: &Layout,
@@ -107,7 +108,7 @@ pub(super) fn group_attributes(
         json!({
             "state": "incomplete",
             "format_version": 1,
-            "source": source.path().display().to_string(),
+            "source": source_name,
             "source_bytes": source.len,
             "traces": source.traces,
             "live_traces": geometry.live,
@@ -154,18 +155,29 @@ pub(super) fn fingerprint(
     amplitude: &ArraySpec,
     options: &IngestOptions,
 ) -> Result<Value> {
-    let path = std::fs::canonicalize(source.path()).unwrap_or_else(|_| source.path().to_path_buf());
-    let modified = std::fs::metadata(source.path())
-        .and_then(|m| m.modified())
-        .map_err(|e| crate::Error::io(source.path(), e))?
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    Ok(json!({
-        "source": path.display().to_string(),
+    let (name, version) = match &options.origin {
+        Some(origin) => (
+            origin.url.clone(),
+            ("source_version", origin.version.clone()),
+        ),
+        None => {
+            let path = std::fs::canonicalize(source.path())
+                .unwrap_or_else(|_| source.path().to_path_buf());
+            let modified = std::fs::metadata(source.path())
+                .and_then(|m| m.modified())
+                .map_err(|e| crate::Error::io(source.path(), e))?
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
+            let name = path.display().to_string();
+            (name, ("source_modified_ns", modified.to_string()))
+        }
+    };
+    let mut fingerprint = json!({
+        "source": name,
         "source_bytes": source.len,
         // A file rewritten in place keeps its path and maybe its size: its
-        // time and a checksum of its headers and sampled traces tell.
-        "source_modified_ns": modified.to_string(),
+        // time (or the object's version) and a checksum of its headers and
+        // sampled traces tell.
         "source_sample_crc32c": content_sample(source)?,
         "endianness": if source.endian() == Endian::Big { "big" } else { "little" },
         "sample_format": source.format.code(),
@@ -176,7 +188,9 @@ pub(super) fn fingerprint(
         "sample_interval_us": options.segy.sample_interval_us,
         "amplitude": amplitude.metadata(),
         "views": options.views,
-    }))
+    });
+    fingerprint[version.0] = json!(version.1);
+    Ok(fingerprint)
 }
 
 /// Traces whose bytes the fingerprint checksums, spread evenly over the file.

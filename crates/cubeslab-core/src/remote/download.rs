@@ -16,9 +16,19 @@ use super::{
 const OBJECTS_IN_FLIGHT: usize = 16;
 use crate::{error::Result, Error};
 
-/// Copy the object at `url` to the file `to` (created or replaced); its
-/// size in bytes.
-pub fn download(url: &S3Url, options: &StorageOptions, to: &Path) -> Result<u64> {
+/// An object copied to a local file.
+#[derive(Debug, Clone)]
+pub struct Downloaded {
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// Its version as the server tells it: the ETag, else its time and size.
+    pub version: String,
+}
+
+/// Copy the object at `url` to the file `to` (created or replaced); a
+/// bucket or a folder is refused ([`S3Url::file_only`]).
+pub fn download(url: &S3Url, options: &StorageOptions, to: &Path) -> Result<Downloaded> {
+    url.file_only(&url.to_string())?;
     let client = connect(url, options)?;
     block_on(fetch(&client, url, to))
 }
@@ -35,7 +45,7 @@ pub fn download_store(url: &S3Url, options: &StorageOptions, to: &Path) -> Resul
                 if let Some(folder) = path.parent() {
                     std::fs::create_dir_all(folder).map_err(|e| Error::io(folder, e))?;
                 }
-                fetch(&client, &object, &path).await
+                fetch(&client, &object, &path).await.map(|d| d.bytes)
             }
         }))
         .buffer_unordered(OBJECTS_IN_FLIGHT)
@@ -45,19 +55,26 @@ pub fn download_store(url: &S3Url, options: &StorageOptions, to: &Path) -> Resul
 }
 
 /// Stream the object at `url` into the file `to`.
-async fn fetch(client: &Arc<dyn ObjectStore>, url: &S3Url, to: &Path) -> Result<u64> {
+async fn fetch(client: &Arc<dyn ObjectStore>, url: &S3Url, to: &Path) -> Result<Downloaded> {
     let failed = |e| Error::from(RemoteError::from_client(&url.to_string(), "download", e));
     let mut file = std::fs::File::create(to).map_err(|e| Error::io(to, e))?;
-    let mut stream = client
+    let got = client
         .get(&Key::from(url.key.as_str()))
         .await
-        .map_err(failed)?
-        .into_stream();
+        .map_err(failed)?;
+    let version = match &got.meta.e_tag {
+        Some(tag) => tag.clone(),
+        None => format!("{} {}", got.meta.last_modified.to_rfc3339(), got.meta.size),
+    };
+    let mut stream = got.into_stream();
     let mut size = 0u64;
     while let Some(piece) = stream.next().await {
         let piece = piece.map_err(failed)?;
         file.write_all(&piece).map_err(|e| Error::io(to, e))?;
         size += piece.len() as u64;
     }
-    Ok(size)
+    Ok(Downloaded {
+        bytes: size,
+        version,
+    })
 }

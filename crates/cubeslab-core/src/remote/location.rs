@@ -65,6 +65,18 @@ impl Location {
 }
 
 impl S3Url {
+    /// Refuse this URL (`text` as given) where a file is wanted: a bucket
+    /// or a folder (a key ending in `/`) is answered with a listing.
+    pub fn file_only(&self, text: &str) -> Result<(), RemoteError> {
+        if self.key.is_empty() || text.ends_with('/') {
+            return Err(RemoteError::BadUrl {
+                url: text.into(),
+                why: "names a bucket or a folder, not a file".into(),
+            });
+        }
+        Ok(())
+    }
+
     /// The URL of `name` under this one.
     pub fn join(&self, name: &str) -> Self {
         let name = name.trim_matches('/');

@@ -23,7 +23,7 @@ mod writable;
 pub use array::RemoteArray;
 pub use client::{connect, StorageOptions, MAX_ATTEMPTS_DEFAULT};
 pub use contents::{remote_contents, remote_node, store_keys, store_objects};
-pub use download::{download, download_store};
+pub use download::{download, download_store, Downloaded};
 pub use error::RemoteError;
 pub use location::{Location, S3Url};
 pub use upload::{stored_bytes, upload_folder, Upload};
