@@ -472,3 +472,67 @@ def test_errors_about_an_s3_source_name_its_url_not_a_temporary_copy(server, tmp
         said = " ".join(refused.stderr.split())
         assert refused.returncode == 1 and "names a bucket or a folder, not a file" in said, said
     assert not (tmp_path / "x.zarr").exists()
+
+
+def test_keys_are_written_as_given_so_other_tools_find_the_store(server, tmp_path):
+    """object_store would percent-encode ``ü``, ``#`` or ``%`` in a key; the store must be where
+    zarr-python (through obstore) and the AWS tools look for the URL as written."""
+    server.bucket("names")
+    values = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
+    np.save(tmp_path / "v.npy", values)
+    url = "s3://names/proj/ü #1%.zarr"
+    assert cli("ingest", tmp_path / "v.npy", url).returncode == 0
+    np.testing.assert_array_equal(cubeslab.open(url).amplitude[...], values)
+    import zarr
+
+    array = zarr.open_array(zarr_store(server, "names", "proj/ü #1%.zarr"), mode="r")
+    np.testing.assert_array_equal(array[...], values)
+
+
+@pytest.mark.parametrize(
+    "url, why",
+    [
+        ("s3://names/a//x.zarr", "empty path segment"),
+        ("s3://names/a/../x.zarr", "cannot name an object"),
+        ("s3://my bucket/x.zarr", "a bucket name holds only"),
+    ],
+)
+def test_urls_that_cannot_name_an_object_are_refused_before_anything_is_written(tmp_path, url, why):
+    np.save(tmp_path / "v.npy", np.zeros((2, 3, 4), np.float32))
+    result = cli("ingest", tmp_path / "v.npy", url)
+    assert result.returncode == 1 and why in " ".join(result.stderr.split()), result.stderr
+    assert "internal error" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "setting, why",
+    [
+        ({"AWS_ENDPOINT_URL": "localhost:9000"}, "is not an http:// or https:// URL"),
+        ({"AWS_ENDPOINT_URL": "http://admin:S3CR3T@"}, "is not an http:// or https:// URL"),
+        ({"AWS_REGION": "us east"}, "is not a region name"),
+    ],
+)
+def test_a_malformed_endpoint_or_region_is_a_clear_error_not_a_crash(server, setting, why):
+    result = cli("info", "s3://names/x.zarr", env=os.environ | setting)
+    said = " ".join(result.stderr.split())
+    assert result.returncode == 1 and why in said and "internal error" not in said, said
+    assert "S3CR3T" not in said
+
+
+def test_outputs_named_by_url_are_refused_and_file_urls_are_local_paths(f3_on_s3, tmp_path):
+    for args in (
+        ["read", f3_on_s3, "--inline", "111", "-o", "s3://survey/il.npy"],
+        ["export", f3_on_s3, "s3://survey/f3.npy"],
+    ):
+        result = subprocess.run([str(CLI), *args], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        said = " ".join(result.stderr.split())
+        assert result.returncode == 1 and "written on this machine, not to object storage" in said, said
+    assert list(tmp_path.iterdir()) == []  # no folder named s3:
+    wrote = cli("read", f3_on_s3, "--inline", "111", "-o", f"file://{tmp_path}/il.npy")
+    assert wrote.returncode == 0, wrote.stderr
+    assert np.load(tmp_path / "il.npy").shape == cubeslab.open(f3_on_s3).inline[111].shape
+    exported = cli("export", f3_on_s3, f"file://localhost{tmp_path}/f3.npy")
+    assert exported.returncode == 0, exported.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "f3.npy"), cubeslab.open(f3_on_s3).amplitude[...])
+    remote_host = cli("export", f3_on_s3, "file://server/f3.npy")
+    assert remote_host.returncode == 1 and "names a path on this machine" in remote_host.stderr

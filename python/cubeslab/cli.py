@@ -250,7 +250,7 @@ def show_report(report: dict, as_json: bool) -> None:
 @app.command()
 def read(
     store: Annotated[str, typer.Argument(help="Cube store: a folder, or s3://bucket/key")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="Output .npy or .png")],
+    output_name: Annotated[str, typer.Option("--output", "-o", help="Output .npy or .png")],
     inline: Annotated[float | None, typer.Option(help="Inline number")] = None,
     crossline: Annotated[float | None, typer.Option(help="Crossline number")] = None,
     time: Annotated[float | None, typer.Option("--time", "--depth", help="Sample time (ms) or depth")] = None,
@@ -265,6 +265,7 @@ def read(
     ion image or a spectrum (a plot with an m/z axis)."""
     from . import open as open_cube
 
+    output = local_output(output_name)
     chosen = [x is not None for x in (inline, crossline, time, window, ion_image, spectrum)]
     if sum(chosen) != 1:
         raise typer.BadParameter(
@@ -297,6 +298,15 @@ def read(
     else:
         np.save(output, data)
     console.print(f"wrote {data.shape} {data.dtype} to {escape(str(output))}")
+
+
+def local_output(text: str) -> Path:
+    """A file a command writes: on this machine (a file:// URL too). An object storage URL is refused,
+    never taken for a folder named ``s3:``."""
+    where = store_path(text)
+    if isinstance(where, S3Path):
+        raise InvalidInputError(f"{text}: the output is written on this machine, not to object storage")
+    return where
 
 
 def read_msi(cube, output: Path, mz: float | None, tol: str, pixel: str | None) -> None:
@@ -343,9 +353,7 @@ def parse_window(text: str) -> tuple:
 @app.command()
 def export(
     store: Annotated[str, typer.Argument(help="Cube store: a folder, or s3://bucket/key")],
-    output: Annotated[
-        Path, typer.Argument(help="SEG-Y file to write, or .npy, SEPlib .H, .h5, .nc or .fits")
-    ],
+    output: Annotated[str, typer.Argument(help="SEG-Y file to write, or .npy, SEPlib .H, .h5, .nc or .fits")],
     format: Annotated[int | None, typer.Option(help="Sample format code (default: the source's)")] = None,
     overwrite: Annotated[bool, typer.Option(help="Replace an existing file")] = False,
     compress: Annotated[
@@ -358,7 +366,7 @@ def export(
     from .sources import FORMAT_BY_SUFFIX
 
     n = run_export(store, output, format=format, overwrite=overwrite, compress=compress)
-    what = "elements" if output.suffix in FORMAT_BY_SUFFIX else "traces"
+    what = "elements" if Path(output).suffix in FORMAT_BY_SUFFIX else "traces"
     console.print(f"wrote {n:,} {what} to {escape(str(output))}")
 
 

@@ -308,6 +308,7 @@ def export(
 
     if is_remote(output):
         raise InvalidInputError(f"{output}: exports are written on this machine, not to object storage")
+    output = store_path(output)  # file:// URLs too
 
     kind = FORMAT_BY_SUFFIX.get(os.path.splitext(os.fspath(output))[1])
     if is_remote(store) and kind != "npy":  # .npy reads the store where it is

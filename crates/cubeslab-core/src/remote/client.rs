@@ -23,7 +23,7 @@ use object_store::{
     BackoffConfig, ObjectStore, RetryConfig,
 };
 
-use super::{profile::profile_settings, RemoteError, S3Url};
+use super::{error::without_userinfo, profile::profile_settings, RemoteError, S3Url};
 
 /// Options of a connection, by name (see the module's documentation).
 pub type StorageOptions = BTreeMap<String, String>;
@@ -84,6 +84,29 @@ pub fn connect(url: &S3Url, options: &StorageOptions) -> Result<Arc<dyn ObjectSt
     Ok(client)
 }
 
+/// `http[s]://[user@]host[:port][/path]`: what object_store can send a
+/// request to.
+fn is_http_url(text: &str) -> bool {
+    let Some(rest) = text
+        .strip_prefix("http://")
+        .or_else(|| text.strip_prefix("https://"))
+    else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host_port = authority.rsplit('@').next().unwrap_or_default();
+    let (host, port) = match host_port.rfind(':') {
+        Some(i) if !host_port[i..].contains(']') => (&host_port[..i], Some(&host_port[i + 1..])),
+        _ => (host_port, None),
+    };
+    !host.is_empty()
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || ".-_[]:".contains(c))
+        && port.is_none_or(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+        && !text.chars().any(|c| c.is_whitespace() || c.is_control())
+}
+
 fn build(
     url: &S3Url,
     options: &StorageOptions,
@@ -112,14 +135,27 @@ fn build(
     let endpoint = builder
         .get_config_value(&AmazonS3ConfigKey::Endpoint)
         .unwrap_or_default();
+    // object_store panics on a request to a malformed endpoint or region.
+    if !endpoint.is_empty() && !is_http_url(&endpoint) {
+        return Err(bad(format!(
+            "the endpoint {:?} is not an http:// or https:// URL with a host",
+            without_userinfo(&endpoint)
+        )));
+    }
     if endpoint.starts_with("http://") {
         builder = builder.with_allow_http(true);
     }
-    if builder
-        .get_config_value(&AmazonS3ConfigKey::Region)
-        .is_none()
-    {
-        builder = builder.with_region("us-east-1");
+    match builder.get_config_value(&AmazonS3ConfigKey::Region) {
+        None => builder = builder.with_region("us-east-1"),
+        Some(region)
+            if region.is_empty()
+                || !region
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-') =>
+        {
+            return Err(bad(format!("the region {region:?} is not a region name")));
+        }
+        Some(_) => {}
     }
     let attempts = std::env::var("AWS_MAX_ATTEMPTS")
         .ok()
@@ -136,4 +172,32 @@ fn build(
         retry_timeout: RETRY_TIMEOUT,
     });
     builder.build().map_err(|e| bad(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_object_store_can_reach_are_told_apart() {
+        for good in [
+            "http://127.0.0.1:9000",
+            "https://s3.example.org/base",
+            "http://[::1]:9000",
+            "http://user:pw@host:1",
+        ] {
+            assert!(is_http_url(good), "{good}");
+        }
+        for bad in [
+            "localhost:9000",
+            "http://",
+            "http://a b",
+            "http://u:pw@",
+            "http://host:",
+            "http://host:x1",
+            "ftp://host",
+        ] {
+            assert!(!is_http_url(bad), "{bad}");
+        }
+    }
 }

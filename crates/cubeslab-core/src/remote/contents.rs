@@ -4,7 +4,7 @@
 use std::{path::Path, sync::Arc};
 
 use futures::TryStreamExt;
-use object_store::{path::Path as Key, ObjectStore, ObjectStoreExt};
+use object_store::{ObjectStore, ObjectStoreExt};
 use serde_json::Value;
 
 use super::{
@@ -22,14 +22,9 @@ pub(super) fn get_json(
     url: &S3Url,
     operation: &str,
 ) -> Result<Value> {
-    let text = block_on(async {
-        client
-            .get(&Key::from(url.key.as_str()))
-            .await?
-            .bytes()
-            .await
-    })
-    .map_err(|e| RemoteError::from_client(&url.to_string(), operation, e))?;
+    let key = url.object_key()?;
+    let text = block_on(async { client.get(&key).await?.bytes().await })
+        .map_err(|e| RemoteError::from_client(&url.to_string(), operation, e))?;
     crate::store::parse_metadata(&text).map_err(|e| {
         StoreError::Metadata {
             path: url.to_string().into(),
@@ -93,7 +88,7 @@ pub fn store_keys(url: &S3Url, options: &StorageOptions) -> Result<Vec<String>> 
 /// Every object under `url`: its key, relative to `url`, and its size.
 pub fn store_objects(url: &S3Url, options: &StorageOptions) -> Result<Vec<(String, u64)>> {
     let client = connect(url, options)?;
-    let prefix = Key::from(url.key.as_str());
+    let prefix = url.object_key()?;
     let found = block_on(client.list(Some(&prefix)).try_collect::<Vec<_>>())
         .map_err(|e| RemoteError::from_client(&url.to_string(), "list", e))?;
     Ok(found

@@ -5,7 +5,7 @@
 use std::{io::Write, path::Path, sync::Arc};
 
 use futures::{StreamExt, TryStreamExt};
-use object_store::{path::Path as Key, ObjectStore, ObjectStoreExt};
+use object_store::{ObjectStore, ObjectStoreExt};
 
 use super::{
     client::{block_on, connect},
@@ -58,10 +58,7 @@ pub fn download_store(url: &S3Url, options: &StorageOptions, to: &Path) -> Resul
 async fn fetch(client: &Arc<dyn ObjectStore>, url: &S3Url, to: &Path) -> Result<Downloaded> {
     let failed = |e| Error::from(RemoteError::from_client(&url.to_string(), "download", e));
     let mut file = std::fs::File::create(to).map_err(|e| Error::io(to, e))?;
-    let got = client
-        .get(&Key::from(url.key.as_str()))
-        .await
-        .map_err(failed)?;
+    let got = client.get(&url.object_key()?).await.map_err(failed)?;
     let version = match &got.meta.e_tag {
         Some(tag) => tag.clone(),
         None => format!("{} {}", got.meta.last_modified.to_rfc3339(), got.meta.size),

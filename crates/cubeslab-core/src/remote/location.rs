@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use object_store::path::Path as Key;
+
 use super::RemoteError;
 
 /// A store's or a source's place.
@@ -42,7 +44,14 @@ impl Location {
             return Ok(Self::Local(PathBuf::from(text)));
         }
         match scheme.to_ascii_lowercase().as_str() {
-            "file" => Ok(Self::Local(PathBuf::from(rest))),
+            // file:///path and file://localhost/path; another host's file is not ours to read.
+            "file" => match rest.strip_prefix("localhost").unwrap_or(rest) {
+                path if path.starts_with('/') => Ok(Self::Local(PathBuf::from(path))),
+                _ => Err(RemoteError::BadUrl {
+                    url: text.into(),
+                    why: "a file URL names a path on this machine: file:///path".into(),
+                }),
+            },
             "s3" => {
                 let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
                 if bucket.is_empty() {
@@ -51,10 +60,21 @@ impl Location {
                         why: "no bucket".into(),
                     });
                 }
-                Ok(Self::S3(S3Url {
+                if !bucket
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || ".-_".contains(c))
+                {
+                    return Err(RemoteError::BadUrl {
+                        url: text.into(),
+                        why: "a bucket name holds only letters, digits, '.', '-' and '_'".into(),
+                    });
+                }
+                let url = S3Url {
                     bucket: bucket.into(),
                     key: key.trim_matches('/').into(),
-                }))
+                };
+                url.object_key()?;
+                Ok(Self::S3(url))
             }
             _ => Err(RemoteError::UnsupportedScheme {
                 url: text.into(),
@@ -75,6 +95,17 @@ impl S3Url {
             });
         }
         Ok(())
+    }
+
+    /// The key as object storage names it, exactly as written. (object_store's
+    /// `From` would percent-encode `ü`, `%` or `#` and drop empty segments:
+    /// another object than zarr-python or the AWS CLI would name.) A key
+    /// with an empty, `.` or `..` segment, or a control character, is refused.
+    pub fn object_key(&self) -> Result<Key, RemoteError> {
+        Key::parse(&self.key).map_err(|e| RemoteError::BadUrl {
+            url: self.to_string(),
+            why: format!("its key cannot name an object ({e})"),
+        })
     }
 
     /// The URL of `name` under this one.
@@ -134,6 +165,39 @@ mod tests {
             Location::parse("s3:///key"),
             Err(RemoteError::BadUrl { .. })
         ));
+    }
+
+    #[test]
+    fn keys_are_kept_as_written_and_unnameable_ones_refused() {
+        let Location::S3(url) = Location::parse("s3://b/proj/ü #1%.zarr").unwrap() else {
+            panic!("not an S3 URL");
+        };
+        assert_eq!(url.object_key().unwrap().as_ref(), "proj/ü #1%.zarr");
+        for text in [
+            "s3://b/a//x.zarr",
+            "s3://b/a/../x.zarr",
+            "s3://b/./x",
+            "s3://b/x\ty",
+        ] {
+            assert!(
+                matches!(Location::parse(text), Err(RemoteError::BadUrl { .. })),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn file_urls_name_this_machine_only() {
+        assert_eq!(
+            Location::parse("file://localhost/data/a.zarr").unwrap(),
+            Location::Local(PathBuf::from("/data/a.zarr"))
+        );
+        for text in ["file://server/data/a.zarr", "file://a.zarr"] {
+            assert!(matches!(
+                Location::parse(text),
+                Err(RemoteError::BadUrl { .. })
+            ));
+        }
     }
 
     #[test]

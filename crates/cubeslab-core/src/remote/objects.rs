@@ -84,21 +84,22 @@ impl StoreObjects {
         }
     }
 
-    fn path(&self, key: &StoreKey) -> Key {
-        self.path_of(key.as_str())
+    fn path(&self, key: &StoreKey) -> Result<Key, StorageError> {
+        Key::parse(self.key_of(key.as_str())).map_err(|e| StorageError::Other(e.to_string()))
     }
 
-    fn path_of(&self, key: &str) -> Key {
+    /// The object's key, exactly as written (see [`S3Url::object_key`]).
+    fn key_of(&self, key: &str) -> String {
         if self.prefix.is_empty() {
-            Key::from(key)
+            key.to_string()
         } else {
-            Key::from(format!("{}/{key}", self.prefix))
+            format!("{}/{key}", self.prefix)
         }
     }
 
     /// Drop the kept index of the object at `key` (relative to the array).
     pub fn forget(&self, key: &str) {
-        let path = self.path_of(key).to_string();
+        let path = self.key_of(key);
         let mut indexes = self.indexes.lock().expect("no panic holds it");
         let kept: Vec<(String, u64)> = indexes
             .iter()
@@ -361,7 +362,7 @@ impl AsyncReadableStorageTraits for StoreObjects {
         key: &StoreKey,
         byte_ranges: ByteRangeIterator<'a>,
     ) -> Result<AsyncMaybeBytesIterator<'a>, StorageError> {
-        let path = self.path(key);
+        let path = self.path(key)?;
         let mut out = Vec::new();
         for range in byte_ranges {
             let bytes = match range {
@@ -382,7 +383,7 @@ impl AsyncReadableStorageTraits for StoreObjects {
     }
 
     async fn size_key(&self, key: &StoreKey) -> Result<Option<u64>, StorageError> {
-        match self.client.head(&self.path(key)).await {
+        match self.client.head(&self.path(key)?).await {
             Ok(meta) => Ok(Some(meta.size)),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(storage_error(e)),

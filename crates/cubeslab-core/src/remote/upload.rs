@@ -225,7 +225,7 @@ fn check_target(url: &S3Url, options: &StorageOptions, overwrite: bool) -> Resul
 
 /// Delete the root document of the store at `url`, if it has one.
 fn delete_root(client: &Arc<dyn ObjectStore>, url: &S3Url) -> Result<()> {
-    match block_on(client.delete(&key_of(url, "zarr.json"))) {
+    match block_on(client.delete(&key_of(url, "zarr.json")?)) {
         Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
         Err(e) => {
             Err(
@@ -242,10 +242,13 @@ fn put_all(
     url: &S3Url,
     files: Vec<(String, PathBuf)>,
 ) -> Result<()> {
+    let keyed = files
+        .into_iter()
+        .map(|(name, path)| Ok((key_of(url, &name)?, name, path)))
+        .collect::<Result<Vec<_>>>()?;
     block_on(
-        futures::stream::iter(files.into_iter().map(|(name, path)| {
+        futures::stream::iter(keyed.into_iter().map(|(key, name, path)| {
             let client = client.clone();
-            let key = key_of(url, &name);
             async move { put_file(&client, &key, &path).await.map_err(|e| (name, e)) }
         }))
         .buffer_unordered(FILES_IN_FLIGHT)
@@ -276,27 +279,29 @@ fn upload_store(
     let failed = |operation: &str, e: object_store::Error| {
         Error::from(RemoteError::from_client(&url.to_string(), operation, e))
     };
-    let root = key_of(url, "zarr.json");
+    let root = key_of(url, "zarr.json")?;
     if replacing {
         delete_root(&client, url)?;
     }
     let (root_file, others): (Vec<_>, Vec<_>) =
         files.into_iter().partition(|(name, _)| name == "zarr.json");
-    let names: HashSet<String> = others
+    let names: HashSet<&String> = others
         .iter()
         .map(|(n, _)| n)
         .chain(adopted.keys())
-        .map(|n| key_of(url, n).to_string())
         .collect();
+    let stale: Vec<String> = if replacing {
+        store_keys(url, options)?
+            .into_iter()
+            .filter(|k| !names.contains(k) && k != "zarr.json")
+            .collect()
+    } else {
+        Vec::new()
+    };
     put_all(&client, url, others)?;
     if replacing {
-        let stale: Vec<String> = store_keys(url, options)?
-            .into_iter()
-            .map(|k| key_of(url, &k).to_string())
-            .filter(|k| !names.contains(k) && *k != root.to_string())
-            .collect();
-        for key in stale {
-            match block_on(client.delete(&Key::from(key.as_str()))) {
+        for name in stale {
+            match block_on(client.delete(&key_of(url, &name)?)) {
                 Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
                 Err(e) => return Err(failed("delete the old store's objects", e)),
             }
@@ -364,8 +369,8 @@ async fn put_file(client: &Arc<dyn ObjectStore>, key: &Key, path: &Path) -> Resu
     Ok(())
 }
 
-fn key_of(url: &S3Url, name: &str) -> Key {
-    Key::from(url.join(name).key.as_str())
+fn key_of(url: &S3Url, name: &str) -> Result<Key> {
+    Ok(url.join(name).object_key()?)
 }
 
 /// A key a Zarr store holds: node documents and chunk keys.
@@ -398,7 +403,7 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>) -> Result<()>
 /// Bytes of every object under `url` (a store or one of its arrays).
 pub fn stored_bytes(url: &S3Url, options: &StorageOptions) -> Result<u64> {
     let client = connect(url, options)?;
-    let prefix = Key::from(url.key.as_str());
+    let prefix = url.object_key()?;
     let found: Vec<_> = block_on(client.list(Some(&prefix)).try_collect::<Vec<_>>())
         .map_err(|e| RemoteError::from_client(&url.to_string(), "list", e))?;
     Ok(found.iter().map(|meta| meta.size).sum())

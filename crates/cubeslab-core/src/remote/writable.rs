@@ -14,9 +14,7 @@ use std::{
     },
 };
 
-use object_store::{
-    path::Path as Key, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion,
-};
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
 use serde_json::Value;
 
 use super::{
@@ -148,7 +146,7 @@ impl ChunkStorage for ObjectChunks {
         // The read that follows must use this version's index, not one kept
         // from before another writer replaced the shard.
         self.remote.forget_object(&self.remote.chunk_key(indices));
-        match block_on(self.client.head(&Key::from(url.key.as_str()))) {
+        match block_on(self.client.head(&url.object_key()?)) {
             Ok(meta) => Ok(Stamp::Object {
                 e_tag: entity_tag(&url, meta.e_tag)?,
             }),
@@ -180,7 +178,7 @@ impl ChunkStorage for ObjectChunks {
         };
         let (bytes, errors) = self.encoder.encode_chunk(indices, data)?;
         let put = block_on(self.client.put_opts(
-            &Key::from(url.key.as_str()),
+            &url.object_key()?,
             PutPayload::from(bytes.to_vec()),
             PutOptions {
                 mode,
@@ -209,7 +207,7 @@ impl ChunkStorage for ObjectChunks {
 
     fn update_metadata(&self, change: &mut dyn FnMut(&mut Value) -> bool) -> Result<()> {
         let url = self.url.join("zarr.json");
-        let key = Key::from(url.key.as_str());
+        let key = url.object_key()?;
         let failed = |e| -> Error {
             RemoteError::from_client(&url.to_string(), "update the metadata", e).into()
         };
