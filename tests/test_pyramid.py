@@ -340,3 +340,24 @@ def test_verify_names_the_levels_a_killed_build_left(survey):
     assert done.returncode == 1 and "run `cubeslab pyramid` again" in " ".join(done.stdout.split())
     cubeslab.build_pyramid(store, max_side=8)
     assert cubeslab.verify(store)["ok"]
+
+
+@pytest.mark.parametrize("shape, ome", [((40, 30), True), ((12, 10, 8, 30), False), ((600,), False)])
+def test_ome_multiscales_are_written_only_where_the_array_fits_ome_zarr(tmp_path, shape, ome):
+    """OME-Zarr allows 2 or 3 space axes: a 4-D or 1-D array gets cubeslab's record alone, and its
+    levels are used all the same."""
+    import zarr
+
+    values = np.random.default_rng(5).normal(size=shape).astype(np.float32)
+    store, dims = tmp_path / "v.zarr", [f"d{i}" for i in range(len(shape))]
+    with cubeslab.create(store, shape, "float32", dims=dims, coords={"d0": np.arange(shape[0])}) as written:
+        written.amplitude[...] = values
+    described = cubeslab.build_pyramid(store, max_side=8)
+    levels = described["cubeslab"]["pyramid"]["levels"]
+    assert levels
+    attrs = zarr.open_group(store, mode="r").attrs
+    assert ("ome" in attrs) == ome
+    if ome:
+        axes = attrs["ome"]["multiscales"][0]["axes"]
+        assert [axis["type"] for axis in axes] == ["space"] * len(shape)
+    assert cubeslab.open(store).amplitude.overviews

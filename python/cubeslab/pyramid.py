@@ -34,6 +34,8 @@ from .overviews import Level, data_version, level_name, recorded_levels
 
 METHODS = ("mean", "decimate")
 OME_VERSION = "0.5"
+OME_SPACE_AXES = (2, 3)
+"""How many space axes OME-Zarr multiscales allow."""
 
 
 def level_shapes(shape, axes: tuple[int, ...], max_side: int) -> list[tuple[int, ...]]:
@@ -308,7 +310,10 @@ def is_lossy(array: Array) -> bool:
 
 
 def describe_levels(cube, main_name: str, levels: list[Level], method: str, version: int) -> dict:
-    """The group attributes: OME-Zarr ``multiscales`` and cubeslab's own record."""
+    """The group attributes: cubeslab's own record, and OME-Zarr ``multiscales`` where the array fits
+    them. OME-Zarr wants 2 or 3 space axes, last, after any time or channel axis; cubeslab cannot tell
+    those apart, so a 2-D or 3-D array's axes are all space, and other arrays get no ``ome`` (a 4-D
+    survey's offset axis sits between its space axes)."""
     ndim = cube.amplitude.ndim
     datasets = [{"path": main_name, "coordinateTransformations": [{"type": "scale", "scale": [1.0] * ndim}]}]
     for level in levels:
@@ -316,7 +321,7 @@ def describe_levels(cube, main_name: str, levels: list[Level], method: str, vers
         if method == "mean":  # a mean's sample sits at the centre of the block it averages
             transforms.append({"type": "translation", "translation": [(f - 1) / 2 for f in level.factors]})
         datasets.append({"path": level.name, "coordinateTransformations": transforms})
-    return {
+    ome = {
         "ome": {
             "version": OME_VERSION,
             "multiscales": [
@@ -328,6 +333,8 @@ def describe_levels(cube, main_name: str, levels: list[Level], method: str, vers
                 }
             ],
         },
+    }
+    return (ome if ndim in OME_SPACE_AXES else {}) | {
         "cubeslab": {
             "pyramid": {
                 "method": method,
