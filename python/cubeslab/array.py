@@ -210,6 +210,12 @@ class Array:
         """The overview levels made from this array's data as it is now: (factors, path), finest first."""
         return self.find_overviews()
 
+    def refresh(self) -> bool:
+        """See the shards another process has replaced since this handle read them (window writes,
+        an overwrite): a handle keeps each shard it read mapped, and reads that version until this
+        is called. Whether any was replaced. (An array on object storage fetches its shards afresh.)"""
+        return self._engine.forget_replaced_shards()
+
     def source_for(self, window=()) -> str:
         """Path of the array (this one or a copy) a read of ``window`` goes to."""
         (starts, stops, steps), _, _ = normalize_key(window, self.shape)

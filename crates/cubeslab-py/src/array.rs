@@ -253,6 +253,24 @@ impl ZarrArray {
         engine(py, || self.inner.writer()?.flush())
     }
 
+    /// Drop the shards another process replaced since this handle read them
+    /// (of an array in a folder); whether any was.
+    fn forget_replaced_shards(&self, py: Python<'_>) -> bool {
+        py.detach(|| match &self.inner {
+            // Every copy is checked: no short cut after the first replaced.
+            Opened::Local(handle) => {
+                handle
+                    .arrays()
+                    .iter()
+                    .map(|a| a.forget_replaced_shards())
+                    .filter(|&replaced| replaced)
+                    .count()
+                    > 0
+            }
+            Opened::Remote(_) => false,
+        })
+    }
+
     /// The write-back cache's counts as JSON (`hits`, `misses`,
     /// `evictions`, `flushes`, `bytes`, `dirty_bytes`, `limit`).
     fn cache_info(&self, py: Python<'_>) -> PyResult<String> {

@@ -7,15 +7,21 @@ import functools
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
 from ..array import Array
-from ..errors import SelectionError
+from ..cube import read_node
+from ..errors import SelectionError, StoreChangedError
 from ..msi.cube import MsiCube
 from ..opener import open as open_store
+from ..overviews import data_version
 from ..store_report import store_report
+
+T = TypeVar("T")
 
 MAX_SIDE = 4096
 """The largest plane side sent: a request for more is refused (400), not read."""
@@ -25,19 +31,32 @@ CACHE_BYTES = 256 << 20
 
 
 class PlaneSource:
-    """One store, opened once to read."""
+    """One store, opened to read, and again when another process replaced it (``--overwrite``)."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = os.fspath(path)
-        self.cube = open_store(path)
+        self._lock = threading.Lock()
+        self._open()
+
+    def _open(self) -> None:
+        self.cube = open_store(self.path)
         self.array = self.cube.amplitude
         if self.array.ndim != 3:
             raise SelectionError(
                 f"{self.path}: the viewer shows 3-D stores; this one has {self.array.ndim} axes"
             )
-        self._cache: OrderedDict[tuple, tuple[np.ndarray, dict]] = OrderedDict()
-        self._cached_bytes = 0
-        self._lock = threading.Lock()
+        with self._lock:
+            self._cache: OrderedDict[tuple, tuple[np.ndarray, dict]] = OrderedDict()
+            self._cached_bytes = 0
+        self.__dict__.pop("_fixed_description", None)
+
+    def _keep_up(self) -> None:
+        """Planes as the store is now: shards that window writes elsewhere replaced are read again
+        (and no plane cached before is served), and a store an overwrite replaced is opened again."""
+        if self.array.refresh():
+            with self._lock:
+                self._cache.clear()
+                self._cached_bytes = 0
 
     @property
     def description(self) -> dict:
@@ -76,6 +95,18 @@ class PlaneSource:
         """The plane at ``index`` along ``axis``, rows ``region[0]:region[1]`` and columns
         ``region[2]:region[3]`` of it (in samples), read from the coarsest level with at least ``size``
         samples across it; returns the values (float32, C order) and where they are."""
+        return self._fresh(lambda: self._plane(axis, index, region, size))
+
+    def _fresh(self, read: Callable[[], T]) -> T:
+        """``read()`` of the store as it is now (see :meth:`_keep_up`)."""
+        self._keep_up()
+        try:
+            return read()
+        except StoreChangedError:
+            self._open()
+            return read()
+
+    def _plane(self, axis: int, index: int, region: tuple[int, int, int, int], size: tuple[int, int]):
         shape = self.array.shape
         if axis not in (0, 1, 2) or not 0 <= index < shape[axis]:
             raise SelectionError(f"no plane {index} along axis {axis} of a {shape} array")
@@ -85,9 +116,11 @@ class PlaneSource:
             raise SelectionError(f"region {region} is outside the {rows} x {cols} plane")
         if not (0 < size[0] <= MAX_SIDE and 0 < size[1] <= MAX_SIDE):
             raise SelectionError(f"size {size}: each side must be 1 to {MAX_SIDE} samples")
-        # The levels as they are now: a write elsewhere makes them stale, a rebuild replaces them.
+        # The levels as they are now: a write elsewhere makes them stale, a rebuild replaces them (under
+        # the same names: the data version tells the planes read before from those read after).
         levels = self.array.overviews
-        key = (axis, index, region, size, tuple(levels))
+        version = data_version(read_node(Path(self.array.path)))
+        key = (axis, index, region, size, tuple(levels), version)
         with self._lock:
             if key in self._cache:
                 self._cache.move_to_end(key)
@@ -122,11 +155,11 @@ class PlaneSource:
 
     def ion_image(self, mz: float, tol: str) -> np.ndarray:
         """An MSI store's ion image at ``mz ± tol`` (x across the first axis), float32."""
-        return np.ascontiguousarray(self._msi().ion_image(mz, tol), dtype=np.float32)
+        return self._fresh(lambda: np.ascontiguousarray(self._msi().ion_image(mz, tol), dtype=np.float32))
 
     def spectrum(self, x: int, y: int) -> np.ndarray:
         """An MSI store's intensities at pixel (x, y) (the file's own numbers), float32."""
-        return np.ascontiguousarray(self._msi().spectrum(x, y)[1], dtype=np.float32)
+        return self._fresh(lambda: np.ascontiguousarray(self._msi().spectrum(x, y)[1], dtype=np.float32))
 
     def _msi(self) -> MsiCube:
         if not isinstance(self.cube, MsiCube):
@@ -136,6 +169,9 @@ class PlaneSource:
     def sample(self, at: tuple[int, int, int]) -> dict:
         """The value at sample ``at`` (positions), its labels, and the trace's CDP X and Y if the store
         has them."""
+        return self._fresh(lambda: self._sample(at))
+
+    def _sample(self, at: tuple[int, int, int]) -> dict:
         if any(not 0 <= i < n for i, n in zip(at, self.array.shape, strict=True)):
             raise SelectionError(f"sample {at} is outside the {self.array.shape} array")
         value = float(self.array[at])

@@ -413,6 +413,31 @@ impl ZarrArray {
         self.decoded.forget_shard(self.shard_id(indices));
     }
 
+    /// Drop the open shards that another process has replaced (or created,
+    /// or removed) since this handle mapped them, with their decoded chunks,
+    /// so that later reads see the files as they are now: one `stat` per
+    /// shard held. Whether any was dropped.
+    pub fn forget_replaced_shards(&self) -> bool {
+        let held: Vec<(Vec<u64>, Option<u64>, String)> = self
+            .shards
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|(indices, shard)| (indices.clone(), shard.inode, shard.key.clone()))
+            .collect();
+        let mut replaced = false;
+        for (indices, inode, key) in held {
+            let now = std::fs::metadata(self.path().join(&key))
+                .ok()
+                .map(|m| std::os::unix::fs::MetadataExt::ino(&m));
+            if now != inode {
+                self.forget_shard(&indices);
+                replaced = true;
+            }
+        }
+        replaced
+    }
+
     /// Drop what this handle holds of the shard at `indices` (its open file
     /// and decoded chunks) unless it is the file with `inode` (`None`: no
     /// file): a writer about to read the shard must see the version it
