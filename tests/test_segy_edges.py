@@ -156,3 +156,30 @@ def test_the_command_line_refuses_unwritable_outputs_and_impossible_values(tmp_p
         cubeslab.ingest(path, tmp_path / "b.zarr", inline_byte=-5)
     with pytest.raises(cubeslab.InvalidInputError, match="threads=0"):
         cubeslab.ingest(path, tmp_path / "b.zarr", threads=0)
+
+
+def test_an_infill_line_between_the_lines_of_a_decimated_survey_is_ingested_with_a_warning(tmp_path):
+    """Inlines 100, 102, ..., 118 of 6 traces each, and one trace of inline 107 between them (an infill
+    line begun): off the survey's step, but within its range, so not a damaged header. It was refused
+    because its row is mostly empty cells; it is ingested, with a warning naming it."""
+    cells = [(il, xl) for il in range(100, 120, 2) for xl in range(1, 7)] + [(107, 3)]
+    samples = np.random.default_rng(2).normal(size=(len(cells), 20)).astype("f4")
+    spec = segyio.spec()
+    spec.format, spec.samples, spec.tracecount = 5, list(range(20)), len(cells)
+    path = tmp_path / "infill.sgy"
+    with segyio.create(path, spec) as f:
+        f.bin[segyio.BinField.Interval] = 4000
+        for i, (il, xl) in enumerate(cells):
+            f.header[i] = {189: il, 193: xl, segyio.TraceField.TRACE_SAMPLE_INTERVAL: 4000}
+            f.trace[i] = samples[i]
+    with pytest.warns(cubeslab.IngestWarning, match=r"107 \(trace 60\)"):
+        cubeslab.ingest(path, tmp_path / "infill.zarr")
+    cube = cubeslab.open(tmp_path / "infill.zarr")
+    assert list(cube.coords["inline"]) == sorted({il for il, _ in cells})
+    with segyio.open(path, ignore_geometry=True) as f:  # the oracle: each trace by its own headers
+        for i in range(f.tracecount):
+            il, xl = f.header[i][189], f.header[i][193]
+            np.testing.assert_array_equal(
+                cube.inline[il][list(cube.coords["crossline"]).index(xl)], f.trace[i]
+            )
+    assert int(cube.trace_mask.sum()) == len(cells)

@@ -64,8 +64,9 @@ pub struct Geometry {
 }
 
 /// Outlier inline or crossline numbers (see [`outliers`]): a warning naming
-/// their traces, or an error when the rows and columns they add are mostly
-/// empty cells, at least [`OUTLIER_EMPTY_SHARE`] of the grid.
+/// their traces, or an error when the rows and columns that the far ones
+/// (damaged headers, not lines between the survey's) add are mostly empty
+/// cells, at least [`OUTLIER_EMPTY_SHARE`] of the grid.
 fn check_outliers(
     keys: &[[i64; 3]],
     inlines: &[i64],
@@ -112,12 +113,13 @@ fn check_outliers(
         .filter(|(_, _, o)| !o.is_empty())
         .map(|(name, byte, o)| describe(name, *byte, o))
         .collect();
+    let far = |list: &[outliers::Outlier]| list.iter().filter(|o| o.far).count();
     let cells = inlines.len() as u64 * crosslines.len() as u64;
     let kept =
-        (inlines.len() - found[0].2.len()) as u64 * (crosslines.len() - found[1].2.len()) as u64;
+        (inlines.len() - far(&found[0].2)) as u64 * (crosslines.len() - far(&found[1].2)) as u64;
     let odd_traces: u64 = found
         .iter()
-        .flat_map(|(_, _, o)| o.iter().map(|x| x.traces.len() as u64))
+        .flat_map(|(_, _, o)| o.iter().filter(|x| x.far).map(|x| x.traces.len() as u64))
         .sum();
     let empty_added = (cells - kept).saturating_sub(odd_traces);
     if empty_added as f64 >= OUTLIER_EMPTY_SHARE * cells as f64 {

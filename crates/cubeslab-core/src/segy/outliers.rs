@@ -14,6 +14,10 @@ pub struct Outlier {
     pub value: i64,
     /// Traces (0-based, file order) that carry it.
     pub traces: Vec<u64>,
+    /// Whether it lies beyond the survey's range by more than the range is
+    /// wide, as damaged headers do; one between the lines (an infill line
+    /// of a decimated survey) is plausible.
+    pub far: bool,
 }
 
 /// The outliers among `keys` (one value per trace), given the sorted
@@ -45,9 +49,8 @@ pub fn find(keys: impl Iterator<Item = i64> + Clone, distinct: &[i64]) -> Vec<Ou
         .max(1);
     let (low, high) = (populated[0], populated[populated.len() - 1]);
     let extent = high - low;
-    let off_lattice = |v: i64| {
-        (v - low) % step != 0 || v < low.saturating_sub(extent) || v > high.saturating_add(extent)
-    };
+    let far = |v: i64| v < low.saturating_sub(extent) || v > high.saturating_add(extent);
+    let off_lattice = |v: i64| (v - low) % step != 0 || far(v);
     let mut outliers: Vec<Outlier> = distinct
         .iter()
         .zip(&counts)
@@ -55,6 +58,7 @@ pub fn find(keys: impl Iterator<Item = i64> + Clone, distinct: &[i64]) -> Vec<Ou
         .map(|(&value, _)| Outlier {
             value,
             traces: Vec::new(),
+            far: far(value),
         })
         .collect();
     if outliers.is_empty() {
@@ -95,13 +99,33 @@ mod tests {
             vec![
                 Outlier {
                     value: -2_100_000_000,
-                    traces: vec![7]
+                    traces: vec![7],
+                    far: true,
                 },
                 Outlier {
                     value: 861_234_567,
-                    traces: vec![500]
+                    traces: vec![500],
+                    far: true,
                 },
             ]
+        );
+    }
+
+    #[test]
+    fn a_line_between_the_lines_of_a_decimated_survey_is_found_but_not_far() {
+        let mut keys: Vec<i64> = (0..1000).map(|i| 100 + 2 * (i / 50)).collect();
+        keys.push(117);
+        let mut distinct = keys.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let found = find(keys.iter().copied(), &distinct);
+        assert_eq!(
+            found,
+            vec![Outlier {
+                value: 117,
+                traces: vec![1000],
+                far: false,
+            }]
         );
     }
 
