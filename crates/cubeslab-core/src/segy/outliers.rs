@@ -84,16 +84,21 @@ fn gcd(a: i64, b: i64) -> i64 {
 mod tests {
     use super::*;
 
+    /// [`find`] on `keys` (one per trace), with their distinct values.
+    fn find_in(keys: &[i64]) -> Vec<Outlier> {
+        let mut distinct = keys.to_vec();
+        distinct.sort_unstable();
+        distinct.dedup();
+        find(keys.iter().copied(), &distinct)
+    }
+
     #[test]
     fn garbage_values_carried_by_a_few_traces_are_found_with_their_traces() {
         // 20 inlines 100, 102, ..., 138 of 50 traces each, and two garbage traces.
         let mut keys: Vec<i64> = (0..1000).map(|i| 100 + 2 * (i / 50)).collect();
         keys[7] = -2_100_000_000;
         keys[500] = 861_234_567;
-        let mut distinct = keys.clone();
-        distinct.sort_unstable();
-        distinct.dedup();
-        let found = find(keys.iter().copied(), &distinct);
+        let found = find_in(&keys);
         assert_eq!(
             found,
             vec![
@@ -115,10 +120,7 @@ mod tests {
     fn a_line_between_the_lines_of_a_decimated_survey_is_found_but_not_far() {
         let mut keys: Vec<i64> = (0..1000).map(|i| 100 + 2 * (i / 50)).collect();
         keys.push(117);
-        let mut distinct = keys.clone();
-        distinct.sort_unstable();
-        distinct.dedup();
-        let found = find(keys.iter().copied(), &distinct);
+        let found = find_in(&keys);
         assert_eq!(
             found,
             vec![Outlier {
@@ -134,9 +136,6 @@ mod tests {
         // The last inline holds only 3 traces, but it lies on the lattice.
         let mut keys: Vec<i64> = (0..1000).map(|i| 100 + 2 * (i / 50)).collect();
         keys.extend([140, 140, 140]);
-        let mut distinct = keys.clone();
-        distinct.sort_unstable();
-        distinct.dedup();
-        assert!(find(keys.iter().copied(), &distinct).is_empty());
+        assert!(find_in(&keys).is_empty());
     }
 }
