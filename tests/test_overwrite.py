@@ -272,3 +272,9 @@ def test_a_running_array_ingest_is_never_cleared_by_a_second_one_with_overwrite(
     assert refused.returncode == 1 and f"being written by process {running.pid}" in said, said
     np.testing.assert_array_equal(cubeslab.open(store).amplitude[...], first)
     assert not (store / ".cubeslab.lock").exists(), "the staging lock was published with the store"
+    replaced = subprocess.run(
+        [str(CLI), "ingest", "--overwrite", str(tmp_path / "second.npy"), str(store)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert replaced.returncode == 0, replaced.stderr
+    assert not (store / ".cubeslab.lock").exists() and not (tmp_path / ".arr.zarr.cubeslab-new").exists()

@@ -68,10 +68,7 @@ def create(
             publication.commit(False)
         return open(where, "r+", cache=cache)
     path = where
-    # A staging folder holds its writer's lock from the start.
-    if os.path.lexists(path) and not (
-        os.path.isdir(path) and set(os.listdir(path)) <= {_engine.store_lock_file()}
-    ):
+    if os.path.lexists(path) and not is_empty_or_ours(path):
         raise StoreExistsError(f"{path} already exists; create makes a new store (an empty folder, or none)")
     shape = tuple(int(n) for n in shape)
     dtype = np.dtype(dtype)
@@ -91,6 +88,16 @@ def create(
     for name, values in coordinates.items():
         Array.from_numpy(Path(path) / name, values, chunks=values.shape, dimension_names=[name])
     return open(path, "r+", cache=cache)
+
+
+def is_empty_or_ours(path: Path) -> bool:
+    """Whether ``path`` is an empty folder, or one holding only a lock no other live process holds (a
+    staging folder holds its writer's lock from the start)."""
+    return (
+        os.path.isdir(path)
+        and set(os.listdir(path)) <= {_engine.store_lock_file()}
+        and _engine.lock_holder(path) is None
+    )
 
 
 MAIN_ARRAY = "data"

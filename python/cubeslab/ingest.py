@@ -22,6 +22,7 @@ from .locations import (
     is_remote,
     local_only,
     named_by_url,
+    naming_sources,
     source_origin,
     storage_options_of,
     store_path,
@@ -280,7 +281,7 @@ def ingest(
         if cluster is not None and cluster is not client:
             cluster.close()
     for warning in summary.get("warnings", []):
-        warnings.warn(warning, IngestWarning, stacklevel=2)
+        warnings.warn(naming_sources(warning), IngestWarning, stacklevel=2)
     return summary
 
 

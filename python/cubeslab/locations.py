@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -121,20 +120,21 @@ _FETCHED: ContextVar[FetchedSource | None] = ContextVar("cubeslab_fetched_source
 @contextmanager
 def named_by_url(fetched: FetchedSource) -> Iterator[None]:
     """While an ingest reads ``fetched``'s local copy: the store records the URL as its source
-    (:func:`recorded_source`), and errors and warnings name the URL, not a temporary path."""
+    (:func:`recorded_source`), and errors and warnings (:func:`naming_sources`) name the URL, not a
+    temporary path."""
     token = _FETCHED.set(fetched)
-    caught: list[warnings.WarningMessage] = []
     try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                yield
-            except CubeslabError as error:
-                raise type(error)(fetched.renamed(str(error))) from None
+        yield
+    except CubeslabError as error:
+        raise type(error)(fetched.renamed(str(error))) from None
     finally:
         _FETCHED.reset(token)
-        for warning in caught:
-            warnings.warn(fetched.renamed(str(warning.message)), warning.category, stacklevel=3)
+
+
+def naming_sources(text: str) -> str:
+    """``text`` (a message) naming the URL of a downloaded source where it names its local copy."""
+    fetched = _FETCHED.get()
+    return text if fetched is None else fetched.renamed(text)
 
 
 def source_origin(path: str | os.PathLike) -> FetchedSource | None:
@@ -164,4 +164,5 @@ def store_size(path: Path | S3Path) -> int:
     """Bytes of every file (or object) under a store or array."""
     if isinstance(path, S3Path):
         return _engine.stored_bytes(path.url, path.storage_options)
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+    lock = _engine.store_lock_file()
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and f.name != lock)

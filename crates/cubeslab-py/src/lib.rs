@@ -352,6 +352,13 @@ fn store_lock_file() -> &'static str {
     cubeslab_core::store::LOCK_FILE
 }
 
+/// The process id of another live process holding the lock of the store
+/// (or staging folder) at `path`, if one does.
+#[pyfunction]
+fn lock_holder(path: PathBuf) -> Option<u32> {
+    cubeslab_core::store::live_holder(&path)
+}
+
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<array::ZarrArray>()?;
@@ -388,6 +395,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dtypes, m)?)?;
     m.add_function(wrap_pyfunction!(max_dims, m)?)?;
     m.add_function(wrap_pyfunction!(store_lock_file, m)?)?;
+    m.add_function(wrap_pyfunction!(lock_holder, m)?)?;
     m.add_class::<plan::CostModel>()?;
     m.add_function(wrap_pyfunction!(plan::measure_profile, m)?)?;
     m.add_function(wrap_pyfunction!(plan::plan_layout, m)?)?;

@@ -55,7 +55,7 @@ use crate::{
     plan::{dir_bytes, Strategy},
     progress::{Progress, Unit},
     segy::{Geometry, SegyFile},
-    store::{sync_tree, Durability, Group, StoreLock, ZarrArray},
+    store::{sync_tree, Durability, Group, StoreError, StoreLock, ZarrArray},
 };
 use design::Design;
 use plan_ahead::PlanAhead;
@@ -220,6 +220,14 @@ impl Ingest {
             } else {
                 tasks.push(t);
             }
+        }
+        if uploading_only && !tasks.is_empty() {
+            return Err(StoreError::Unsupported {
+                path: store.clone(),
+                what: "the store staged for upload is missing shards; start again with --overwrite"
+                    .into(),
+            }
+            .into());
         }
         if let Some(Destination::Remote(upload)) = publication.as_mut() {
             upload.adopt(adopted);

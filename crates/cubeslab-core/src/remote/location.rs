@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use object_store::path::Path as Key;
 
-use super::RemoteError;
+use super::{error::without_userinfo, RemoteError};
 
 /// A store's or a source's place.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,7 +48,7 @@ impl Location {
             "file" => match rest.strip_prefix("localhost").unwrap_or(rest) {
                 path if path.starts_with('/') => Ok(Self::Local(PathBuf::from(path))),
                 _ => Err(RemoteError::BadUrl {
-                    url: text.into(),
+                    url: without_userinfo(text),
                     why: "a file URL names a path on this machine: file:///path".into(),
                 }),
             },
@@ -56,7 +56,7 @@ impl Location {
                 let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
                 if bucket.is_empty() {
                     return Err(RemoteError::BadUrl {
-                        url: text.into(),
+                        url: without_userinfo(text),
                         why: "no bucket".into(),
                     });
                 }
@@ -65,7 +65,7 @@ impl Location {
                     .all(|c| c.is_ascii_alphanumeric() || ".-_".contains(c))
                 {
                     return Err(RemoteError::BadUrl {
-                        url: text.into(),
+                        url: without_userinfo(text),
                         why: "a bucket name holds only letters, digits, '.', '-' and '_'".into(),
                     });
                 }
@@ -77,7 +77,7 @@ impl Location {
                 Ok(Self::S3(url))
             }
             _ => Err(RemoteError::UnsupportedScheme {
-                url: text.into(),
+                url: without_userinfo(text),
                 scheme: scheme.into(),
             }),
         }
@@ -90,7 +90,7 @@ impl S3Url {
     pub fn file_only(&self, text: &str) -> Result<(), RemoteError> {
         if self.key.is_empty() || text.ends_with('/') {
             return Err(RemoteError::BadUrl {
-                url: text.into(),
+                url: without_userinfo(text),
                 why: "names a bucket or a folder, not a file".into(),
             });
         }

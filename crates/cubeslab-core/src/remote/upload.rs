@@ -62,7 +62,8 @@ impl Upload {
     /// `overwrite`.
     pub fn begin(url: &S3Url, options: &StorageOptions, overwrite: bool) -> Result<Self> {
         let staging = Self::staging_for(url);
-        if staging.exists() {
+        let stopped_here = staging.exists();
+        if stopped_here {
             if !overwrite {
                 return Err(StoreError::Unfinished {
                     path: url.to_string().into(),
@@ -71,15 +72,22 @@ impl Upload {
                 .into());
             }
             refuse_if_busy(url, &staging)?;
-        }
-        let replacing = check_target(url, options, overwrite)?;
-        if staging.exists() {
             std::fs::remove_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
         }
+        // Locked before the server is asked anything: a second run for the
+        // URL is refused from here on, never let in to clear this folder.
         std::fs::create_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
+        let lock = take_staging(url, &staging)?;
+        let replacing = match check_target(url, options, overwrite, stopped_here) {
+            Ok(replacing) => replacing,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&staging);
+                return Err(e);
+            }
+        };
         Ok(Self {
             url: url.clone(),
-            _lock: StoreLock::acquire(&staging)?,
+            _lock: lock,
             staging,
             options: options.clone(),
             replacing,
@@ -90,13 +98,12 @@ impl Upload {
     /// Continue a stopped run for `url`: its staging folder is kept.
     pub fn resume(url: &S3Url, options: &StorageOptions) -> Result<Self> {
         let staging = Self::staging_for(url);
-        refuse_if_busy(url, &staging)?;
         Ok(Self {
             url: url.clone(),
-            _lock: StoreLock::acquire(&staging)?,
+            _lock: take_staging(url, &staging)?,
             staging,
             options: options.clone(),
-            replacing: check_target(url, options, true)?,
+            replacing: check_target(url, options, true, true)?,
             adopted: HashMap::new(),
         })
     }
@@ -149,6 +156,10 @@ impl Upload {
             self.replacing,
             &self.adopted,
         )?;
+        // The root document first: a staging folder half removed is never
+        // taken for a whole store to upload again.
+        let root = self.staging.join("zarr.json");
+        std::fs::remove_file(&root).map_err(|e| Error::io(&root, e))?;
         std::fs::remove_dir_all(&self.staging).map_err(|e| Error::io(&self.staging, e))
     }
 }
@@ -173,7 +184,10 @@ impl Upload {
         std::env::temp_dir()
             .join("cubeslab-upload")
             .join(&url.bucket)
-            .join(format!("{}.cubeslab-new", url.key.replace('/', "%2F")))
+            .join(format!(
+                "{}.cubeslab-new",
+                url.key.replace('%', "%25").replace('/', "%2F")
+            ))
     }
 }
 
@@ -181,18 +195,37 @@ impl Upload {
 /// machine writes or uploads it.
 fn refuse_if_busy(url: &S3Url, staging: &Path) -> Result<()> {
     match live_holder(staging) {
-        Some(pid) => Err(StoreError::Busy {
-            path: url.to_string().into(),
-            pid,
-        }
-        .into()),
+        Some(pid) => Err(busy(url, pid)),
         None => Ok(()),
     }
 }
 
+/// Take the lock of the staging folder of `url` (which exists).
+fn take_staging(url: &S3Url, staging: &Path) -> Result<StoreLock> {
+    refuse_if_busy(url, staging)?;
+    StoreLock::acquire(staging).map_err(|e| match e.part::<StoreError>() {
+        Some(StoreError::Busy { pid, .. }) => busy(url, *pid),
+        _ => e,
+    })
+}
+
+fn busy(url: &S3Url, pid: u32) -> Error {
+    StoreError::Busy {
+        path: url.to_string().into(),
+        pid,
+    }
+    .into()
+}
+
 /// Refuse a store at `url` unless `overwrite`, and objects there that are
-/// not a Zarr store's. Whether something is there to be replaced.
-fn check_target(url: &S3Url, options: &StorageOptions, overwrite: bool) -> Result<bool> {
+/// not a Zarr store's (`stopped_here`: an upload of it from this machine
+/// stopped). Whether something is there to be replaced.
+fn check_target(
+    url: &S3Url,
+    options: &StorageOptions,
+    overwrite: bool,
+    stopped_here: bool,
+) -> Result<bool> {
     let keys = store_keys(url, options)?;
     if keys.is_empty() {
         return Ok(false);
@@ -213,7 +246,7 @@ fn check_target(url: &S3Url, options: &StorageOptions, overwrite: bool) -> Resul
     // Zarr keys without a root document: a prefix of other stores (all
     // would go), unless an upload of this store from here stopped before
     // writing its root last.
-    if !keys.iter().any(|k| k == "zarr.json") && !Upload::staging_for(url).exists() {
+    if !keys.iter().any(|k| k == "zarr.json") && !stopped_here {
         return Err(RemoteError::NotAStore {
             url: url.to_string(),
             key: format!("{}, and no zarr.json at its root", keys[0]),

@@ -5,7 +5,6 @@
 
 use std::{
     fs,
-    io::Write,
     path::{Path, PathBuf},
 };
 
@@ -63,31 +62,49 @@ impl StoreLock {
         }
         let path = store.join(LOCK_FILE);
         let _ = fs::remove_file(&path); // stale, if any
-        let mut file = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .map_err(|e| {
-                if e.kind() == std::io::ErrorKind::AlreadyExists {
-                    // Another writer took it between the check and here.
-                    StoreError::Busy {
-                        path: store.to_path_buf(),
-                        pid: live_holder(store).unwrap_or(0),
-                    }
-                    .into()
-                } else {
-                    Error::io(&path, e)
+                                        // Written whole under a name of its own, then linked into place: no
+                                        // other process ever reads a lock without its holder in it (and takes
+                                        // it for a stale one).
+        let whole = store.join(format!("{LOCK_FILE}.{}.tmp", std::process::id()));
+        fs::write(&whole, holder().to_string()).map_err(|e| Error::io(&whole, e))?;
+        let linked = fs::hard_link(&whole, &path);
+        let _ = fs::remove_file(&whole);
+        linked.map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                // Another writer took it between the check and here.
+                StoreError::Busy {
+                    path: store.to_path_buf(),
+                    pid: live_holder(store).unwrap_or(0),
                 }
-            })?;
-        let holder = json!({"pid": std::process::id(), "host": host()});
-        file.write_all(holder.to_string().as_bytes())
-            .map_err(|e| Error::io(&path, e))?;
+                .into()
+            } else {
+                Error::io(&path, e)
+            }
+        })?;
         Ok(Self { path })
     }
+
+    /// The folder holding the lock was renamed to `folder`: the lock is
+    /// released there.
+    pub fn moved_to(&mut self, folder: &Path) {
+        self.path = folder.join(LOCK_FILE);
+    }
+}
+
+/// This process's entry in a lock file.
+fn holder() -> Value {
+    json!({"pid": std::process::id(), "host": host()})
 }
 
 impl Drop for StoreLock {
     fn drop(&mut self) {
-        let _ = fs::remove_file(&self.path);
+        // Only our own: a folder removed and made again may hold another's.
+        let ours = fs::read_to_string(&self.path)
+            .ok()
+            .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+            .is_some_and(|held| held == holder());
+        if ours {
+            let _ = fs::remove_file(&self.path);
+        }
     }
 }

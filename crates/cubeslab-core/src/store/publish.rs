@@ -34,7 +34,7 @@ pub struct Publication {
     /// that one meanwhile.
     old: Option<StoreLock>,
     /// The staging folder's lock: another run for the same target cannot
-    /// clear or mix into it. Released just before the move into place.
+    /// clear or mix into it. Released once the store is in place.
     staging_lock: Option<StoreLock>,
 }
 
@@ -147,8 +147,6 @@ impl Publication {
     /// store it replaces, which is then deleted. With `Synced`, the folder
     /// holding both is flushed after the move, so it survives a power cut.
     pub fn commit(mut self, durability: Durability) -> Result<()> {
-        // Its file would otherwise be published inside the store.
-        self.staging_lock = None;
         let replacing = self.old.is_some();
         if replacing {
             exchange(&self.staging, &self.target)?;
@@ -157,6 +155,15 @@ impl Publication {
                 fs::remove_dir(&self.target).map_err(|e| Error::io(&self.target, e))?;
             }
             rename_new(&self.staging, &self.target)?;
+        }
+        // Both locks moved with their folders: held through the move (no
+        // other run clears the staging folder meanwhile), released where
+        // they are now, once the old store is gone.
+        if let Some(lock) = self.staging_lock.as_mut() {
+            lock.moved_to(&self.target);
+        }
+        if let Some(lock) = self.old.as_mut() {
+            lock.moved_to(&self.staging);
         }
         if durability == Durability::Synced {
             let parent = self.target.parent().unwrap_or(Path::new("."));
