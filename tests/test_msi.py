@@ -401,3 +401,85 @@ def test_a_bin_width_chosen_for_sparse_peaks_keeps_the_axis_to_a_few_bins_a_peak
     assert summary["mz_bin"].endswith("Da (chosen from the data)")
     bins = cubeslab.open(tmp_path / "c.zarr").shape[2]
     assert 30 <= bins <= 4 * 30 + 1
+
+
+def binned_oracle(written, edges, high):
+    """Per pixel, numpy's histogram of pyimzML-written peaks up to ``high`` (the range's end)."""
+    return {
+        pixel: np.histogram(mz[mz <= high], bins=edges, weights=intensity[mz <= high].astype(np.float64))[0]
+        for pixel, (mz, intensity) in written.items()
+    }
+
+
+def test_an_ion_image_of_a_binned_store_sums_the_bins_its_window_overlaps(tmp_path):
+    """A window narrower than a bin (1 ppm inside 0.5 Da bins) read nothing but zeros: it held no bin
+    centre. It reads the bin it falls in, and near the axis's ends the bins there."""
+    written = write_imzml(tmp_path / "g.imzML", "processed", np.float64, np.float32, missing=())
+    cubeslab.ingest(tmp_path / "g.imzML", tmp_path / "s.zarr", mz_bin=0.5, mz_range="100.25:1000")
+    msi = cubeslab.open(tmp_path / "s.zarr")
+    edges = 100.25 + 0.5 * np.arange(msi.shape[2] + 1)
+    expected = binned_oracle(written, edges, 1000)
+    for peak in (written[(1, 1)][0][3], written[(2, 3)][0][-1], 100.3, edges[-1] - 0.01):
+        k = int(np.floor((peak - 100.25) / 0.5))
+        image = msi.ion_image(peak, tol="1ppm")
+        for (x, y), row in expected.items():
+            assert image[x - 1, y - 1] == pytest.approx(row[k], rel=1e-6), (peak, x, y)
+    # A window over two bins sums both.
+    k = 10
+    both = msi.ion_image(edges[k + 1], tol=0.01)
+    for (x, y), row in expected.items():
+        assert both[x - 1, y - 1] == pytest.approx(row[k] + row[k + 1], rel=1e-6)
+
+
+def test_peaks_past_the_end_of_the_m_z_range_are_outside_it_though_the_last_bin_reaches_further(tmp_path):
+    written = write_imzml(tmp_path / "g.imzML", "processed", np.float64, np.float32, missing=())
+    # The range ends just below a peak that the last bin (of 7 Da from 100) still spans.
+    peaks = np.sort(np.concatenate([mz for mz, _ in written.values()]))
+    high = next(float(p) - 1e-6 for p in peaks if p > 300 and (p - 100) // 7 == (p - 1e-6 - 100) // 7)
+    summary = cubeslab.ingest(tmp_path / "g.imzML", tmp_path / "s.zarr", mz_bin=7, mz_range=f"100:{high!r}")
+    msi = cubeslab.open(tmp_path / "s.zarr")
+    edges = 100 + 7.0 * np.arange(msi.shape[2] + 1)
+    assert edges[-2] <= high < edges[-1] and ((peaks > high) & (peaks < edges[-1])).any()
+    for (x, y), row in binned_oracle(written, edges, high).items():
+        np.testing.assert_allclose(msi.spectrum(x, y)[1], row, rtol=1e-6)
+    assert summary["outside_range"] == int(((peaks < 100) | (peaks > high)).sum())
+
+
+def test_non_finite_m_z_a_wrong_data_type_and_scattered_pixels_are_refused(tmp_path):
+    with ImzMLWriter(str(tmp_path / "n.imzML"), mode="continuous") as w:
+        w.addSpectrum(np.array([100.0, np.nan, 200.0]), np.ones(3, np.float32), (1, 1, 1))
+    with pytest.raises(cubeslab.InvalidInputError, match=r"n\.imzML: spectrum 0's m/z value 1 is nan"):
+        cubeslab.ingest(tmp_path / "n.imzML", tmp_path / "x.zarr")
+    # 64-bit intensities declared 32-bit: read so, each value would be two halves of one.
+    write_imzml(tmp_path / "d.imzML", "processed", np.float64, np.float64)
+    text = (tmp_path / "d.imzML").read_text()
+    (tmp_path / "d.imzML").write_text(
+        text.replace(
+            'accession="MS:1000523" name="64-bit float"', 'accession="MS:1000521" name="32-bit float"', 1
+        )
+    )
+    with pytest.raises(
+        cubeslab.InvalidInputError,
+        match=r"d\.imzML: spectrum 0's .* array is \d+ bytes for \d+ values of the float32",
+    ):
+        cubeslab.ingest(tmp_path / "d.imzML", tmp_path / "x.zarr", mz_bin=1)
+    with ImzMLWriter(str(tmp_path / "s.imzML"), mode="continuous") as w:
+        for position in ((1, 1, 1), (1_000_000, 1_000_000, 1)):
+            w.addSpectrum(np.array([100.0, 200.0]), np.ones(2, np.float32), position)
+    with pytest.raises(
+        cubeslab.InvalidInputError, match=r"s\.imzML: its 2 spectra lie on a grid of 1,000,000 x"
+    ):
+        cubeslab.ingest(tmp_path / "s.imzML", tmp_path / "x.zarr", compress="zstd:3")
+    assert not (tmp_path / "x.zarr").exists()
+
+
+def test_a_malformed_tolerance_is_a_clear_error(tmp_path, data_dir):
+    source = example(data_dir, tmp_path, "Continuous")
+    cubeslab.ingest(source, tmp_path / "s.zarr")
+    for tol in ("1.2.3", "e", "+-1", "inf"):
+        done = subprocess.run(
+            [*CLI, "read", str(tmp_path / "s.zarr"), "--ion-image", "500", "--tol", tol, "-o",
+             str(tmp_path / "i.npy")], capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+        assert f"tol={tol!r}" in done.stderr, done.stderr

@@ -260,7 +260,7 @@ def fill_from_binned_rows(
     records: _Buffer,
     key_type: str,
     value_type: str,
-    bins: tuple[str, float, float],
+    bins: tuple[str, float, float, float],
     names: tuple[_Path, str, str],
     memory_limit: int,
     threads: int | None = None,

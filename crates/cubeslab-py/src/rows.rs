@@ -83,7 +83,7 @@ pub(crate) fn fill_from_binned_rows(
     records: PyBuffer<u64>,
     key_type: &str,
     value_type: &str,
-    bins: (String, f64, f64),
+    bins: (String, f64, f64, f64),
     names: (PathBuf, String, String),
     memory_limit: u64,
     threads: Option<usize>,
@@ -93,8 +93,8 @@ pub(crate) fn fill_from_binned_rows(
         DType::from_name(name).ok_or_else(|| invalid_input(format!("unsupported type {name}")))
     };
     let bins = match bins {
-        (unit, low, width) if unit == "Da" => Bins::Linear { low, width },
-        (unit, low, ratio) if unit == "ppm" => Bins::Geometric { low, ratio },
+        (unit, low, width, high) if unit == "Da" => Bins::Linear { low, width, high },
+        (unit, low, ratio, high) if unit == "ppm" => Bins::Geometric { low, ratio, high },
         (unit, ..) => return Err(invalid_input(format!("bins in {unit}: give Da or ppm"))),
     };
     let rows = FileRows {

@@ -4,6 +4,7 @@ number them) and m/z by value; a tolerance given as a plain number is in Da, ``"
 
 from __future__ import annotations
 
+import math
 import re
 from typing import TYPE_CHECKING
 
@@ -24,12 +25,15 @@ def tolerance_da(mz: float, tol) -> float:
         value, unit = float(tol), "Da"
     else:
         match = re.fullmatch(r"\s*([0-9.eE+-]+)\s*(ppm|Da|da)?\s*", str(tol))
-        if not match:
+        try:
+            value, unit = float(match.group(1)) if match else math.nan, (match and match.group(2)) or "Da"
+        except ValueError:
+            value = math.nan
+        if math.isnan(value):
             raise InvalidInputError(f"tol={tol!r}: give Da (0.01) or ppm ('10ppm')")
-        value, unit = float(match.group(1)), (match.group(2) or "Da")
-    if value < 0:
-        raise InvalidInputError(f"tol={tol!r}: must not be negative")
-    return value * mz * 1e-6 if unit == "ppm" else value
+    if not 0 <= value < math.inf:
+        raise InvalidInputError(f"tol={tol!r}: must be a finite number, not negative")
+    return value * abs(mz) * 1e-6 if unit == "ppm" else value
 
 
 class MsiCube(Cube):
@@ -58,22 +62,46 @@ class MsiCube(Cube):
         i, j = self._pixel(x, y)
         return self.mz, self.amplitude[i, j, :]
 
+    def _bins(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each m/z value's lower and upper end: the edges of its bin where the m/z axis bins processed
+        spectra (the axis holds their centres), the value itself where it is the file's own."""
+        recorded = self.amplitude.attributes.get("imzml", {})
+        axis, described, span = self.mz, recorded.get("mz_bin"), recorded.get("mz_range")
+        if described is None or span is None or not len(axis):
+            return axis, axis
+        low = float(span[0])
+        if str(described).endswith("ppm"):  # centre k = low * exp((k + 1/2) * ratio)
+            half = axis[0] / low  # exp(ratio / 2)
+            return axis / half, axis * half
+        half = axis[0] - low  # centre k = low + (k + 1/2) * width
+        return axis - half, axis + half
+
     def _mz_window(self, mz: float, tol) -> slice:
+        """The m/z positions within ``mz ± tol``: values inside it, or bins overlapping it."""
         half = tolerance_da(float(mz), tol)
-        axis = self.mz
-        # Written so that a NaN m/z fails too; a window touching the axis at all is an ordinary read.
-        if not (len(axis) and mz + half >= axis[0] and mz - half <= axis[-1]):
-            span = f"{axis[0]:.10g}..{axis[-1]:.10g}" if len(axis) else "empty"
+        lower, upper = self._bins()
+        # Written so that a NaN m/z fails too.
+        first, end = (
+            (
+                # A bin [lower, upper) ends before a window that starts at its upper edge.
+                int(np.searchsorted(upper, mz - half, "left" if upper is lower else "right")),
+                int(np.searchsorted(lower, mz + half, "right")),
+            )
+            if len(lower) and not math.isnan(mz)
+            else (0, 0)
+        )
+        if end <= first:
+            axis = self.mz
+            span = f"{lower[0]:.10g}..{upper[-1]:.10g}" if len(axis) else "empty"
             raise InvalidInputError(
                 f"{self.path}: m/z {mz:.10g} ± {half:.10g} Da is outside the m/z axis ({span})"
             )
-        return slice(
-            int(np.searchsorted(axis, mz - half, "left")), int(np.searchsorted(axis, mz + half, "right"))
-        )
+        return slice(first, end)
 
     def ion_image(self, mz, tol="10ppm") -> np.ndarray:
-        """The sum of intensities within ``mz ± tol`` at every pixel (x, y); for a list of m/z values, a
-        stack of images (one per value, first axis)."""
+        """The sum of intensities within ``mz ± tol`` at every pixel (x, y): of the m/z values inside
+        the window, or in a binned (processed) store, of every bin the window overlaps. For a list of m/z
+        values, a stack of images (one per value, first axis)."""
         if np.ndim(mz) > 0:
             return np.stack([self.ion_image(m, tol) for m in np.asarray(mz, dtype=np.float64)])
         window = self._mz_window(float(mz), tol)

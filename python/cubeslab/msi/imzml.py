@@ -104,10 +104,21 @@ def check_ibd(imzml: Imzml) -> None:
         raise InvalidInputError(
             f"{ibd}: UUID {head.hex()} at byte 0 disagrees with the imzML's {imzml.uuid.hex()} ({path})"
         )
-    for kind, offsets, encoded in (
-        ("m/z", imzml.mz_offset, imzml.mz_encoded),
-        ("intensity", imzml.intensity_offset, imzml.intensity_encoded),
+    m = imzml
+    for kind, encoding, offsets, lengths, encoded in (
+        ("m/z", m.mz, m.mz_offset, m.mz_length, m.mz_encoded),
+        ("intensity", m.intensity, m.intensity_offset, m.intensity_length, m.intensity_encoded),
     ):
+        # An array's bytes are its values' unless compressed: a data type declared wrongly reads garbage.
+        itemsize = encoding.dtype.itemsize
+        wrong = np.flatnonzero(encoded != lengths * itemsize) if not encoding.zlib else np.array([], int)
+        if len(wrong):
+            i = int(wrong[0])
+            raise InvalidInputError(
+                f"{path}: spectrum {i}'s {kind} array is {int(encoded[i])} bytes for {int(lengths[i])} "
+                f"values of the {encoding.dtype.name} the file declares ({int(lengths[i]) * itemsize} "
+                "bytes); its data type or length is wrong"
+            )
         if (offsets < 0).any():
             raise InvalidInputError(f"{ibd}: spectrum {int(np.argmin(offsets))}'s {kind} offset is negative")
         # Compared without adding offset and length, which could pass the largest int64 and wrap.

@@ -3,8 +3,9 @@ TIC image and the mean spectrum.
 
 Continuous mode (one m/z axis shared by every pixel) is stored exactly. Processed mode (an m/z array per
 pixel) is binned onto one axis: bins of a fixed width in Da, or of a fixed relative width in ppm (geometric
-edges), from the low end of ``mz_range``; each peak's intensity is added to its bin. Pixels the file does
-not have hold 0 and are False in ``pixel_mask``."""
+edges), from the low end of ``mz_range``; each peak's intensity is added to its bin. Peaks below the low
+end or above the high end are outside (counted), though the last bin may reach past the high end. The m/z
+coordinate holds the bins' centres. Pixels the file does not have hold 0 and are False in ``pixel_mask``."""
 
 from __future__ import annotations
 
@@ -101,6 +102,11 @@ class Binning:
         return f"{self.width:g} {self.unit}"
 
 
+EMPTY_GRID_CELLS = 1 << 24
+EMPTY_GRID_RATIO = 1000
+"""A pixel grid of more than ``EMPTY_GRID_CELLS`` cells and ``EMPTY_GRID_RATIO`` cells a spectrum is refused:
+its spectra are scattered by a wrong position, and the cube would be almost all empty."""
+
 BINS_PER_PEAK = 4
 """A chosen bin width gives at most this many bins per value of the longest spectrum: the smallest
 spacing of sparse (centroided) peaks would otherwise ask for millions of bins."""
@@ -168,6 +174,11 @@ def _check_grid(imzml: Imzml) -> None:
 
 
 def _sorted(path: str, i: int, mz: np.ndarray) -> None:
+    odd = np.flatnonzero(~np.isfinite(mz))
+    if odd.size:
+        raise InvalidInputError(
+            f"{path}: spectrum {i}'s m/z value {odd[0]} is {mz[odd[0]]}; m/z values are finite numbers"
+        )
     bad = np.flatnonzero(np.diff(mz) < 0)
     if bad.size:
         raise InvalidInputError(
@@ -217,7 +228,7 @@ class _Rows:
             peaks = self.spectra.mz(i)
             _sorted(m.path, i, peaks)
             bins = self.binning.index(peaks)
-            inside = (bins >= 0) & (bins < self.binning.n)
+            inside = (bins >= 0) & (bins < self.binning.n) & (peaks <= self.binning.high)
             if count:
                 self.report["outside_range"] += int((~inside).sum())
                 self.report["merged"] += int(inside.sum() - np.unique(bins[inside]).size)
@@ -276,7 +287,7 @@ def _bin_in_engine(
             f"{int(imzml.intensity_length[i])} intensities"
         )
     step = binning.ratio if binning.unit == "ppm" else binning.width
-    bins = (binning.unit, binning.low, step)
+    bins = (binning.unit, binning.low, step, binning.high)
     values = _by_cell(imzml.intensity_offset, pixels, shape, NO_ROW)
     keys, lengths = (_by_cell(column, pixels, shape) for column in (imzml.mz_offset, imzml.intensity_length))
     records = _by_cell(np.arange(imzml.n_spectra), pixels, shape)
@@ -410,8 +421,8 @@ def _ingest_parsed(
                 raise InvalidInputError(f"{path}: every spectrum is empty")
             limits = (low, high)
         unit, width = parse_mz_bin(mz_bin) or default_bin(spectra, n, limits[1] - limits[0])
-        if limits[1] == limits[0]:
-            limits = (limits[0], limits[0] + width)
+        if limits[1] == limits[0]:  # one m/z value: one bin from it
+            limits = (limits[0], limits[0] * (1 + width * 1e-6) if unit == "ppm" else limits[0] + width)
         if unit == "ppm" and limits[0] <= 0:
             raise InvalidInputError(
                 f"{path}: ppm bins need a positive low end of the m/z range, not {limits[0]}"
@@ -424,6 +435,12 @@ def _ingest_parsed(
     xs = np.arange(position[:, 0].min(), position[:, 0].max() + 1)
     ys = np.arange(position[:, 1].min(), position[:, 1].max() + 1)
     ix, iy = position[:, 0] - xs[0], position[:, 1] - ys[0]
+    cells = len(xs) * len(ys)
+    if cells > EMPTY_GRID_CELLS and cells > EMPTY_GRID_RATIO * len(position):
+        raise InvalidInputError(
+            f"{imzml.path}: its {len(position):,} spectra lie on a grid of {len(xs):,} x {len(ys):,} pixels "
+            f"(x {xs[0]}..{xs[-1]}, y {ys[0]}..{ys[-1]}), almost all empty; a pixel position is likely wrong"
+        )
     shape = (len(xs), len(ys), len(mz) if binning is None else binning.n)
     if compress in (None, "none") and not is_remote(store):
         _check_room(imzml.path, store, shape, dtype)

@@ -20,6 +20,9 @@ pub enum Bins {
         low: f64,
         /// Each bin's width.
         width: f64,
+        /// The largest key binned: beyond it a key is outside, though the
+        /// last bin reaches further.
+        high: f64,
     },
     /// Of a fixed relative width: key k goes to bin floor(ln(k / low) / ratio).
     Geometric {
@@ -27,17 +30,19 @@ pub enum Bins {
         low: f64,
         /// ln of one bin's end over its start.
         ratio: f64,
+        /// The largest key binned.
+        high: f64,
     },
 }
 
 impl Bins {
     /// The bin of `key` (any integer: outside 0..n is outside the bins).
     fn index(&self, key: f64) -> i64 {
-        let at = match *self {
-            Bins::Linear { low, width } => ((key - low) / width).floor(),
-            Bins::Geometric { low, ratio } => ((key / low).ln() / ratio).floor(),
+        let (at, high) = match *self {
+            Bins::Linear { low, width, high } => (((key - low) / width).floor(), high),
+            Bins::Geometric { low, ratio, high } => (((key / low).ln() / ratio).floor(), high),
         };
-        if at.is_finite() {
+        if at.is_finite() && key <= high {
             at as i64
         } else {
             i64::MIN
