@@ -483,3 +483,29 @@ def test_a_malformed_tolerance_is_a_clear_error(tmp_path, data_dir):
         )  # fmt: skip
         assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
         assert f"tol={tol!r}" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(
+    "options, refusal",
+    [
+        ({"mz_bin": "1.2.3"}, r"--mz-bin '1\.2\.3': give a width"),
+        ({"mz_bin": "e"}, r"--mz-bin 'e': give a width"),
+        ({"mz_bin": float("inf")}, r"--mz-bin inf: the width must be a positive number"),
+        ({"mz_bin": 1e-300}, r"pixels x \d\.\d+e\+\d+ m/z values, float32\) takes \d\.\d+e\+\d+ GB"),
+        ({"mz_bin": 1, "mz_range": "100:inf"}, r"--mz-range '100:inf': LOW and HIGH must be finite"),
+    ],
+)
+def test_bin_options_that_cannot_be_binned_are_clear_errors(tmp_path, options, refusal):
+    write_imzml(tmp_path / "g.imzML", "processed", np.float64, np.float32)
+    with pytest.raises(cubeslab.InvalidInputError, match=refusal):
+        cubeslab.ingest(tmp_path / "g.imzML", tmp_path / "x.zarr", **options)
+    assert not (tmp_path / "x.zarr").exists()
+
+
+def test_pixels_are_whole_numbers_and_an_empty_list_has_no_ion_image(tmp_path, data_dir):
+    cubeslab.ingest(example(data_dir, tmp_path, "Continuous"), tmp_path / "s.zarr")
+    msi = cubeslab.open(tmp_path / "s.zarr")
+    with pytest.raises(cubeslab.LabelError, match="pixels are whole numbers"):
+        msi.spectrum(1.7, 1)
+    with pytest.raises(cubeslab.InvalidInputError, match="empty list"):
+        msi.ion_image([])

@@ -51,6 +51,8 @@ class MsiCube(Cube):
         return self.coords["mz"]
 
     def _pixel(self, x: int, y: int) -> tuple[int, int]:
+        if any(int(v) != v for v in (x, y)):
+            raise LabelError(f"{self.path}: pixel x={x}, y={y}: pixels are whole numbers")
         xs, ys = self.coords["x"], self.coords["y"]
         i, j = int(x) - int(xs[0]), int(y) - int(ys[0])
         if not (0 <= i < len(xs) and 0 <= j < len(ys)) or not self.pixel_mask()[i, j]:
@@ -103,6 +105,8 @@ class MsiCube(Cube):
         the window, or in a binned (processed) store, of every bin the window overlaps. For a list of m/z
         values, a stack of images (one per value, first axis)."""
         if np.ndim(mz) > 0:
+            if not np.size(mz):
+                raise InvalidInputError(f"{self.path}: ion_image of an empty list of m/z values")
             return np.stack([self.ion_image(m, tol) for m in np.asarray(mz, dtype=np.float64)])
         window = self._mz_window(float(mz), tol)
         values = self.amplitude[:, :, window]

@@ -46,12 +46,22 @@ def parse_mz_bin(text: str | float | None) -> tuple[str, float] | None:
         unit, value = "Da", float(text)
     else:
         match = re.fullmatch(r"\s*([0-9.eE+-]+)\s*(ppm|da|Da)?\s*", str(text))
-        if not match:
-            raise InvalidInputError(f"--mz-bin {text!r}: give a width in Da (0.01) or ppm (10ppm)")
-        unit, value = ("ppm" if match.group(2) == "ppm" else "Da"), float(match.group(1))
-    if not value > 0:
-        raise InvalidInputError(f"--mz-bin {text!r}: the width must be positive")
+        try:
+            unit, value = (
+                ("ppm" if match and match.group(2) == "ppm" else "Da"),
+                float(match.group(1) if match else ""),
+            )
+        except ValueError:
+            raise InvalidInputError(f"--mz-bin {text!r}: give a width in Da (0.01) or ppm (10ppm)") from None
+    if not 0 < value < math.inf:
+        raise InvalidInputError(f"--mz-bin {text!r}: the width must be a positive number")
     return unit, value
+
+
+def counted(n: float, spec: str = ",.0f") -> str:
+    """``n`` for a message, as ``spec`` formats it, or in powers of ten where that would run to dozens of
+    digits (bins of a tiny width)."""
+    return f"{n:{spec}}" if n < 1e15 else f"{n:.3g}"
 
 
 def parse_mz_range(text) -> tuple[float, float] | None:
@@ -68,6 +78,8 @@ def parse_mz_range(text) -> tuple[float, float] | None:
             raise InvalidInputError(f"--mz-range {text!r}: LOW and HIGH must be numbers") from None
     else:
         low, high = (float(v) for v in text)
+    if not (math.isfinite(low) and math.isfinite(high)):
+        raise InvalidInputError(f"--mz-range {text!r}: LOW and HIGH must be finite numbers")
     if not high > low:
         raise InvalidInputError(f"--mz-range {text!r}: HIGH must be above LOW")
     return low, high
@@ -141,9 +153,9 @@ def _check_room(path: str, store, shape, dtype: np.dtype) -> None:
     free = shutil.disk_usage(folder).free
     if need > free:
         raise InvalidInputError(
-            f"{path}: the cube ({shape[0]} x {shape[1]} pixels x {shape[2]:,} m/z values, {dtype.name}) "
-            f"takes {need / 1e9:,.1f} GB and {folder} has {free / 1e9:,.1f} GB free; choose wider bins "
-            "(--mz-bin, e.g. 10ppm), a narrower --mz-range, or --compress"
+            f"{path}: the cube ({shape[0]} x {shape[1]} pixels x {counted(shape[2])} m/z values, "
+            f"{dtype.name}) takes {counted(need / 1e9, ',.1f')} GB and {folder} has {free / 1e9:,.1f} GB free; "
+            "choose wider bins (--mz-bin, e.g. 10ppm), a narrower --mz-range, or --compress"
         )
 
 
@@ -448,8 +460,8 @@ def _ingest_parsed(
     if binning is not None:
         if binning.n * 8 > limit:
             raise InvalidInputError(
-                f"{imzml.path}: {binning.n:,} bins of {binning.describe()}: the m/z axis alone takes "
-                f"{binning.n * 8 / 1e9:,.1f} GB, over the memory limit; choose wider bins "
+                f"{imzml.path}: {counted(binning.n)} bins of {binning.describe()}: the m/z axis alone takes "
+                f"{counted(binning.n * 8 / 1e9, ',.1f')} GB, over the memory limit; choose wider bins "
                 "(--mz-bin, e.g. 10ppm) or a narrower --mz-range"
             )
         mz = binning.centres()
