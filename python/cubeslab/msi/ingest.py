@@ -154,8 +154,8 @@ def _check_room(path: str, store, shape, dtype: np.dtype) -> None:
     if need > free:
         raise InvalidInputError(
             f"{path}: the cube ({shape[0]} x {shape[1]} pixels x {counted(shape[2])} m/z values, "
-            f"{dtype.name}) takes {counted(need / 1e9, ',.1f')} GB and {folder} has {free / 1e9:,.1f} GB free; "
-            "choose wider bins (--mz-bin, e.g. 10ppm), a narrower --mz-range, or --compress"
+            f"{dtype.name}) takes {counted(need / 1e9, ',.1f')} GB and {folder} has {free / 1e9:,.1f} GB "
+            "free; choose wider bins (--mz-bin, e.g. 10ppm), a narrower --mz-range, or --compress"
         )
 
 
