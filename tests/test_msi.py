@@ -509,3 +509,14 @@ def test_pixels_are_whole_numbers_and_an_empty_list_has_no_ion_image(tmp_path, d
         msi.spectrum(1.7, 1)
     with pytest.raises(cubeslab.InvalidInputError, match="empty list"):
         msi.ion_image([])
+
+
+def test_a_window_between_two_m_z_values_reads_an_image_of_zeros_as_pyimzml_does(tmp_path, data_dir):
+    source = example(data_dir, tmp_path, "Continuous")
+    cubeslab.ingest(source, tmp_path / "s.zarr")
+    msi = cubeslab.open(tmp_path / "s.zarr")
+    between = float((msi.mz[100] + msi.mz[101]) / 2)
+    image = msi.ion_image(between, tol=1e-6)
+    expected = getionimage(ImzMLParser(str(source)), between, tol=1e-6).T
+    assert image.shape == expected.shape and not image.any()
+    np.testing.assert_array_equal(image, expected)
