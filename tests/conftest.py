@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import itertools
 import os
+import signal
 import subprocess
 import tempfile
+import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import pytest
@@ -418,3 +422,28 @@ def netcdf_file(path: Path, fmt: str) -> None:
         raw = (np.arange(120).reshape(4, 5, 6) * 3).astype("i2")
         raw[0, 0, 0] = -999
         v[:] = raw
+
+
+T = TypeVar("T")
+
+
+def wait_for(condition: Callable[[], bool], process: subprocess.Popen, what: str) -> None:
+    """Poll ``condition`` every 2 ms until it holds; fail if ``process`` ends first."""
+    deadline = time.monotonic() + 120
+    while not condition():
+        assert process.poll() is None, f"the run ended before {what}: {process.communicate()}"
+        assert time.monotonic() < deadline, f"no {what} within 120 s"
+        time.sleep(0.002)
+
+
+def run_while_paused(running: subprocess.Popen, run: Callable[[], T]) -> T:
+    """``run()`` while ``running`` is stopped (SIGSTOP: alive, holding its locks); then ``running``
+    continues, and must succeed."""
+    os.kill(running.pid, signal.SIGSTOP)
+    try:
+        result = run()
+    finally:
+        os.kill(running.pid, signal.SIGCONT)
+    _, stderr = running.communicate(timeout=300)
+    assert running.returncode == 0, stderr
+    return result

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_while_paused, wait_for
 
 import cubeslab
 from cubeslab import _engine
@@ -251,23 +252,14 @@ def test_a_running_array_ingest_is_never_cleared_by_a_second_one_with_overwrite(
         [str(CLI), "ingest", "--layout", "8x8x64/8x8x64", str(tmp_path / "first.npy"), str(store)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    deadline = time.monotonic() + 120
-    while not lock.exists():
-        assert running.poll() is None, (
-            f"the ingest ended before its staging lock was seen: {running.communicate()}"
-        )
-        assert time.monotonic() < deadline
-        time.sleep(0.002)
-    os.kill(running.pid, signal.SIGSTOP)
-    try:
-        refused = subprocess.run(
+    wait_for(lock.exists, running, "its staging lock was taken")
+    refused = run_while_paused(
+        running,
+        lambda: subprocess.run(
             [str(CLI), "ingest", "--overwrite", str(tmp_path / "second.npy"), str(store)],
             capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
-    finally:
-        os.kill(running.pid, signal.SIGCONT)
-    _, stderr = running.communicate(timeout=300)
-    assert running.returncode == 0, stderr
+        ),
+    )  # fmt: skip
     said = " ".join(refused.stderr.split())
     assert refused.returncode == 1 and f"being written by process {running.pid}" in said, said
     np.testing.assert_array_equal(cubeslab.open(store).amplitude[...], first)

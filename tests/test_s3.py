@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import segyio
+from conftest import run_while_paused, wait_for
 
 import cubeslab
 from cubeslab.errors import InvalidInputError, StoreNotFoundError
@@ -368,15 +369,6 @@ def cli_background(*args, env) -> subprocess.Popen:
     )
 
 
-def wait_for(condition, process: subprocess.Popen, what: str) -> None:
-    """Poll ``condition`` every 2 ms until it holds; fail if ``process`` ends first."""
-    deadline = time.monotonic() + 120
-    while not condition():
-        assert process.poll() is None, f"the ingest ended before {what}: {process.communicate()}"
-        assert time.monotonic() < deadline, f"no {what} within 120 s"
-        time.sleep(0.002)
-
-
 def test_an_ingest_whose_upload_stopped_resumes_by_uploading_and_never_mixes_sources(
     tmp_path, synthetic_segy
 ):
@@ -416,7 +408,6 @@ def test_an_ingest_whose_upload_stopped_resumes_by_uploading_and_never_mixes_sou
 def test_a_second_ingest_to_a_url_is_refused_while_the_first_runs(server, tmp_path, synthetic_segy):
     """Two runs on one machine share the staging folder of a URL: one that holds it is never cleared by
     another, even with --overwrite, and its store is the first source's alone."""
-    import signal
 
     server.bucket("busy")
     first = synthetic_segy(64, 64, 512, name="first.sgy")
@@ -427,13 +418,7 @@ def test_a_second_ingest_to_a_url_is_refused_while_the_first_runs(server, tmp_pa
     lock = tmp_path / "tmp" / "cubeslab-upload" / "busy" / "x.zarr.cubeslab-new" / ".cubeslab.lock"
     running = cli_background("ingest", "--layout", "8x8x64/8x8x64", first.path, url, env=env)
     wait_for(lock.exists, running, "its staging lock was taken")
-    os.kill(running.pid, signal.SIGSTOP)
-    try:
-        refused = cli("ingest", "--overwrite", second.path, url, env=env)
-    finally:
-        os.kill(running.pid, signal.SIGCONT)
-    _, stderr = running.communicate(timeout=300)
-    assert running.returncode == 0, stderr
+    refused = run_while_paused(running, lambda: cli("ingest", "--overwrite", second.path, url, env=env))
     said = " ".join(refused.stderr.split())
     assert refused.returncode == 1 and f"{url} is being written by process {running.pid}" in said, said
     np.testing.assert_array_equal(cubeslab.open(url).amplitude[...], segy_cube(first.path))

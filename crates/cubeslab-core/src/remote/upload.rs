@@ -202,7 +202,6 @@ fn refuse_if_busy(url: &S3Url, staging: &Path) -> Result<()> {
 
 /// Take the lock of the staging folder of `url` (which exists).
 fn take_staging(url: &S3Url, staging: &Path) -> Result<StoreLock> {
-    refuse_if_busy(url, staging)?;
     StoreLock::acquire(staging).map_err(|e| match e.part::<StoreError>() {
         Some(StoreError::Busy { pid, .. }) => busy(url, *pid),
         _ => e,
