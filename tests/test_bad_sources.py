@@ -273,3 +273,33 @@ def test_raw_byte_options_on_a_file_that_describes_itself_are_refused(tmp_path):
     assert done.returncode == 1
     assert "v.npy: --shape, --offset are for raw bytes" in " ".join(done.stderr.split())
     assert not (tmp_path / "out.zarr").exists()
+
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+@pytest.mark.parametrize(
+    ("source", "option", "named"),
+    [
+        ("v.npy", ["--threads", "2"], "threads applies to SEG-Y ingest"),
+        ("v.npy", ["--dtype", "float64"], "dtype applies to SEG-Y ingest"),
+        ("v.npy", ["--endian", "little"], "endian applies to SEG-Y ingest"),
+        ("v.npy", ["--depth"], "vertical applies to SEG-Y ingest"),
+        ("v.npy", ["--inline-byte", "9"], "inline_byte applies to SEG-Y ingest"),
+        ("imzml/Example_Continuous.imzML", ["--dtype", "float64"], "dtype applies to SEG-Y ingest"),
+        ("imzml/Example_Continuous.imzML", ["--sample-interval", "4000"], "sample_interval_us applies"),
+        ("imzml/Example_Continuous.imzML", ["--dataset", "/x"], "dataset applies to array files"),
+        ("segy/small.sgy", ["--hdu", "1"], "hdu applies to array files"),
+        ("segy/small.sgy", ["--order", "F"], "order applies to array files"),
+    ],
+)
+def test_an_option_the_source_would_ignore_is_refused(tmp_path, source, option, named):
+    if source == "v.npy":
+        np.save(tmp_path / source, np.zeros((2, 3), "f4"))
+    else:
+        shutil.copytree(DATA / Path(source).parent, tmp_path / Path(source).parent)
+    command = [*CLI, "ingest", source, "out.zarr", *option]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert named in " ".join(done.stderr.split()) and source in done.stderr
+    assert not (tmp_path / "out.zarr").exists()

@@ -105,8 +105,11 @@ def ingest(
     resume: Annotated[bool, typer.Option(help=HELP["resume"])] = False,
     durable: Annotated[bool, typer.Option(help=HELP["durable"])] = False,
     dtype: Annotated[
-        str, typer.Option(callback=plan_cli.checked(check_dtype), help=HELP["dtype"])
-    ] = defaults.DTYPE,
+        str | None,
+        typer.Option(
+            callback=plan_cli.checked(check_dtype), help=f"{HELP['dtype']} (default {defaults.DTYPE})"
+        ),
+    ] = None,
     compress: Annotated[
         str, typer.Option(callback=plan_cli.checked(check_compress), help=HELP["compress"])
     ] = defaults.COMPRESS,

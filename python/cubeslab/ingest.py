@@ -203,10 +203,27 @@ def ingest(
     if threads is not None and threads < 1:
         raise InvalidInputError(f"threads={threads}: give at least 1")
 
-    def refuse_segy_options(kind: str) -> None:
-        for name, given in (("views", views), ("resume", resume), ("client", client)):
+    # Each option that another kind of source would ignore is refused, not dropped without a word.
+    segy_only = {
+        "views": bool(views), "resume": resume, "client": client is not None, "profile": profile is not None,
+        "threads": threads is not None, "endian": endian != defaults.ENDIAN,
+        "inline_byte": inline_byte != defaults.INLINE_BYTE,
+        "crossline_byte": crossline_byte != defaults.CROSSLINE_BYTE,
+        "offset_byte": offset_byte != defaults.OFFSET_BYTE, "allow_truncated": allow_truncated,
+        "sample_interval_us": sample_interval_us is not None, "vertical": vertical != defaults.VERTICAL,
+    }  # fmt: skip
+    array_only = {
+        "shape": shape is not None, "order": order != "C", "offset": offset != 0, "hdu": hdu is not None,
+        "dataset": dataset is not None, "variable": variable is not None,
+    }  # fmt: skip
+
+    def refuse_options(kind: str, options: dict[str, bool], applies_to: str) -> None:
+        for name, given in options.items():
             if given:
-                raise InvalidInputError(f"{name} applies to SEG-Y ingest; {source} is {kind}")
+                raise InvalidInputError(f"{name} applies to {applies_to}; {source} is {kind}")
+
+    def refuse_segy_options(kind: str) -> None:
+        refuse_options(kind, segy_only | {"dtype": dtype is not None and shape is None}, "SEG-Y ingest")
 
     def written(done: int, total: int) -> None:
         if progress is not None:
@@ -214,9 +231,8 @@ def ingest(
 
     remote = is_remote(store)
     if is_imzml(source):
-        if resume or client is not None:
-            name = "resume" if resume else "client"
-            raise InvalidInputError(f"{name} applies to SEG-Y ingest; {source} is imzML")
+        refuse_options("imzML", segy_only | {"views": False, "dtype": dtype is not None}, "SEG-Y ingest")
+        refuse_options("imzML", array_only, "array files (raw, HDF5, NetCDF, FITS)")
         with reading(source):
             return ingest_imzml(
                 source, store, mz_bin=mz_bin, mz_range=mz_range, overwrite=overwrite, durable=durable,
@@ -244,6 +260,7 @@ def ingest(
             if array is not None:
                 return ingest_array(array, store, **common)
             return ingest_netcdf(source, store, variable=variable, **common)
+    refuse_options("SEG-Y", array_only, "array files (raw, HDF5, NetCDF, FITS)")
     if dtype not in (None, "native"):
         dtype = np.dtype(dtype).name
     source_bytes = os.path.getsize(source) if os.path.isfile(source) else 0
