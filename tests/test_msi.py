@@ -6,6 +6,8 @@ spectra; bad files refused naming the file and the element or byte."""
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -303,6 +305,24 @@ def test_the_command_line_reports_the_binning(tmp_path, data_dir):
     )
     assert done.returncode == 0, done.stderr
     assert "m/z bins 10 ppm over 100..800" in done.stdout
+
+
+def test_the_command_line_reports_the_views_it_wrote(tmp_path, data_dir):
+    source = example(data_dir, tmp_path, "Continuous")
+    command = [*CLI, "ingest", str(source), str(tmp_path / "s.zarr"), "--views", "spectra,ion-images"]
+    done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"})
+    assert done.returncode == 0, done.stderr
+    for access in ("spectra", "ion-images"):  # each copy holds the whole volume again
+        assert re.search(rf"view for {access}: layout \S+, [0-9.]+ MB \(\+10[01]% of the volume", done.stdout)
+
+
+def test_a_m_z_range_that_holds_no_peak_is_refused_rather_than_ingested_as_zeros(tmp_path, data_dir):
+    source = example(data_dir, tmp_path, "Processed")
+    with pytest.raises(
+        cubeslab.InvalidInputError, match=r"e.imzML: every one of its [0-9,]+ peaks lies outside"
+    ):
+        cubeslab.ingest(source, tmp_path / "s.zarr", mz_bin=1, mz_range="2000:3000")
+    assert not (tmp_path / "s.zarr").exists()
 
 
 def test_the_command_line_reads_ion_images_and_spectra(tmp_path, data_dir):

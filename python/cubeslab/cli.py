@@ -190,13 +190,13 @@ def ingest(
                 f"{summary['outside_range']:,} peaks outside, {summary['merged']:,} merged into a filled bin"
             )
         console.print(f"layout {summary['plan']['layout']}, {summary['stored_bytes'] / 1e6:,.1f} MB")
-        return
-    live, missing = summary["live_traces"], summary["missing_traces"]
-    console.print(f"[green]ingested[/] {live} traces ({missing} missing) into {escape(str(store))}")
-    plan = summary["plan"]
-    console.print(f"layout {plan['layout']} ({plan['strategy']}), {summary['stored_bytes'] / 1e6:,.1f} MB")
+    else:
+        live, missing = summary["live_traces"], summary["missing_traces"]
+        console.print(f"[green]ingested[/] {live} traces ({missing} missing) into {escape(str(store))}")
+        plan, size = summary["plan"], summary["stored_bytes"] / 1e6
+        console.print(f"layout {plan['layout']} ({plan['strategy']}), {size:,.1f} MB")
     for access, view in summary.get("views", {}).items():
-        extra = view["stored_bytes"] / max(summary["stored_bytes"], 1)
+        extra = view["stored_bytes"] / max(summary.get("volume_bytes", summary["stored_bytes"]), 1)
         console.print(
             f"view for {access}: layout {view['layout']}, {view['stored_bytes'] / 1e6:,.1f} MB "
             f"(+{extra:.0%} of the volume on disk)"

@@ -492,6 +492,12 @@ def _ingest_parsed(
             else:
                 rows = _Rows(spectra, binning, report)
                 tic, total = _fill_in_slabs(cube.amplitude, rows, (ix, iy), shape, shards, limit, progress)
+        peaks = int(imzml.mz_length.sum())
+        if binning is not None and report["outside_range"] == peaks > 0:  # the cube would be all zeros
+            raise InvalidInputError(
+                f"{path}: every one of its {peaks:,} peaks lies outside the m/z range {binning.low:g}.."
+                f"{binning.high:g}; give a range that holds some, or no range to bin them all"
+            )
         for name, values, dims in (
             ("pixel_mask", mask, ["x", "y"]),
             ("tic", tic, ["x", "y"]),
@@ -501,6 +507,7 @@ def _ingest_parsed(
         written_views = _write_views(staging, shape, dtype, views or [], compress, limit)
         if written_views:
             report["views"] = written_views
+            report["volume_bytes"] = store_size(Path(staging, MAIN_ARRAY))  # what a view adds is set beside
         # Marked complete (and its views listed) only now; the store is published whole below.
         record = {
             "state": "complete",
