@@ -171,9 +171,12 @@ def files_of(store: Path) -> dict[str, bytes]:
         ((-9, 0), 1, cubeslab.SelectionError, "out of bounds"),
         ((9, 0), 1, cubeslab.SelectionError, "out of bounds"),
         ((slice(0, 4), slice(0, 4)), np.ones((3, 4), np.int32), cubeslab.SelectionError, "do not fit"),
-        ((0, 0), 1.5, cubeslab.InvalidInputError, "float64 values into a int32"),
-        ((0, 0), 2**31, cubeslab.InvalidInputError, "2147483648 does not fit a int32"),
-        ((0, slice(0, 2)), [5, -(2**31) - 1], cubeslab.InvalidInputError, "-2147483649 does not fit"),
+        ((0, 0), 1.5, cubeslab.InvalidInputError, "float64 values into this int32"),
+        ((0, 0), 2**31, cubeslab.InvalidInputError, "2147483648 is outside int32's range"),
+        ((0, slice(0, 2)), [5, -(2**31) - 1], cubeslab.InvalidInputError, "-2147483649 is outside"),
+        ((0, slice(0, 2)), np.array([5, 2**40]), cubeslab.InvalidInputError, "1099511627776 is outside"),
+        ((0, 0), None, cubeslab.InvalidInputError, "object values"),
+        ((np.array([True] * 8), 0), 1, cubeslab.SelectionError, "unsupported index"),
     ],
     ids=[
         "index-before-the-start",
@@ -182,6 +185,9 @@ def files_of(store: Path) -> dict[str, bytes]:
         "lossy-cast",
         "int-too-big",
         "ints-too-small",
+        "int64-array-too-big",
+        "none-is-no-value",
+        "boolean-mask",
     ],
 )
 def test_a_bad_write_is_refused_and_changes_nothing(small, key, values, error, words):
@@ -189,6 +195,21 @@ def test_a_bad_write_is_refused_and_changes_nothing(small, key, values, error, w
     with cubeslab.open(small, mode="r+") as cube, pytest.raises(error, match=words):
         cube[key] = values
     assert files_of(small) == before
+
+
+def test_a_finite_float_that_would_become_infinite_is_refused(tmp_path):
+    with cubeslab.create(tmp_path / "f.zarr", (4,), "float32") as array:
+        with pytest.raises(cubeslab.InvalidInputError, match=r"1e\+40 is outside float32's range"):
+            array[:2] = np.array([1e40, 1.0])
+        array[:2] = np.array([np.inf, 0.1])  # infinite already, and rounded: as numpy's astype
+        np.testing.assert_array_equal(array[:2], np.array([np.inf, 0.1], np.float32))
+
+
+def test_integers_that_fit_go_into_any_integer_array(tmp_path):
+    with cubeslab.create(tmp_path / "u.zarr", (4,), "uint8") as array:
+        array[1] = 5
+        array[2:] = np.array([6, 255])  # int64, numpy's default
+        np.testing.assert_array_equal(array[...], [0, 5, 6, 255])
 
 
 def test_an_explicit_unsafe_cast_is_allowed(small):

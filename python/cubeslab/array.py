@@ -63,6 +63,9 @@ def warn_over_limits_in_environment() -> None:
 
 Window = tuple[list[int], list[int], list[int]]
 
+WHOLE_ARRAY = object()
+"""``write(values)``: no window given (None is a value, and refused as one)."""
+
 
 def normalize_key(key, shape: Sequence[int]) -> tuple[Window, list[int], list[int]]:
     """Turn a numpy basic index into (starts, stops, steps), the dimensions to
@@ -73,10 +76,12 @@ def normalize_key(key, shape: Sequence[int]) -> tuple[Window, list[int], list[in
     """
     if not isinstance(key, tuple):
         key = (key,)
-    if sum(k is Ellipsis for k in key) > 1:
+    # By identity: `in` and `index` compare with ==, which an array in the key answers element-wise.
+    ellipses = [i for i, k in enumerate(key) if k is Ellipsis]
+    if len(ellipses) > 1:
         raise SelectionError("an index can only have a single ellipsis ('...')")
-    if Ellipsis in key:
-        i = key.index(Ellipsis)
+    if ellipses:
+        i = ellipses[0]
         key = key[:i] + (slice(None),) * (len(shape) - len(key) + 1) + key[i + 1 :]
     if len(key) > len(shape):
         raise SelectionError(f"too many indices: {len(key)} for an array of {len(shape)} dimensions")
@@ -121,17 +126,40 @@ def zarr_fill_value(value):
     return value
 
 
-def _check_python_ints(path: str, values: np.ndarray, dtype: np.dtype) -> None:
-    """Python integers that a narrower integer array cannot hold are refused, as numpy refuses them
-    (numpy arrays of a wider type are cast as numpy casts them)."""
-    if values.dtype.kind not in "iu" or dtype.kind not in "iu" or values.size == 0:
+def _check_cast(path: str, values: np.ndarray, dtype: np.dtype, casting: str) -> None:
+    """Refuse values that writing into a ``dtype`` array would change, unless ``casting`` is
+    ``"unsafe"``: of another kind than numpy's ``casting`` allows, or integers outside the array's range
+    (checked value by value, so that numpy's default int64 writes into any integer array they fit)."""
+    if casting == "unsafe":
         return
-    limits = np.iinfo(dtype)
-    low, high = int(values.min()), int(values.max())
-    if low < limits.min or high > limits.max:
-        outside = low if low < limits.min else high
+    integers = values.dtype.kind in "biu" and dtype.kind in "iu"
+    kind_allowed = np.can_cast(values.dtype, dtype, casting=casting)  # type: ignore[arg-type]
+    if not (kind_allowed or (integers and casting == "same_kind")):
         raise InvalidInputError(
-            f"{path}: {outside} does not fit a {dtype} array ({limits.min}..{limits.max})"
+            f"{path}: writing {values.dtype} values into this {dtype} array would change "
+            f"them; convert them first, or pass casting='unsafe'"
+        )
+    if integers and values.size and not np.can_cast(values.dtype, dtype):
+        limits = np.iinfo(dtype)
+        low, high = int(values.min()), int(values.max())
+        if low < limits.min or high > limits.max:
+            outside = low if low < limits.min else high
+            raise InvalidInputError(
+                f"{path}: {outside} is outside {dtype}'s range ({limits.min}..{limits.max}); "
+                "pass casting='unsafe' to wrap it as numpy's astype does"
+            )
+
+
+def _check_overflow(path: str, source: np.ndarray, written: np.ndarray, casting: str) -> None:
+    """Refuse finite values that became infinite on their way into a narrower float array."""
+    if casting == "unsafe" or written.dtype.kind not in "fc" or not np.isinf(written).any():
+        return
+    grew = np.isinf(written) & np.isfinite(source)
+    if grew.any():
+        value = source[grew].flat[0]
+        raise InvalidInputError(
+            f"{path}: {value} is outside {written.dtype}'s range (largest {np.finfo(written.dtype).max:g}); "
+            "pass casting='unsafe' to store it as infinity"
         )
 
 
@@ -261,25 +289,19 @@ class Array:
         array._engine.write_array(data.reshape(-1).view(np.uint8), array.settings.threads)
         return array
 
-    def write(self, window, values=None, *, casting: str = "same_kind") -> None:
+    def write(self, window, values=WHOLE_ARRAY, *, casting: str = "same_kind") -> None:
         """Write ``values`` into ``window`` (a basic index, as for reading); ``write(values)``
         writes the whole array. Values broadcast to the window's shape (a scalar fills it).
 
         The array must be open for writing (``cache=``; a store opened with ``mode="r+"``).
-        ``casting``: as numpy's,
-        ``"same_kind"`` by default, so floats do not silently go into an integer array
-        (pass ``"unsafe"`` to allow it).
+        ``casting``: as numpy's, ``"same_kind"`` by default, so floats do not go into an integer array;
+        integers must fit the array's type and finite floats must stay finite. Pass ``"unsafe"`` to
+        convert anyway, as numpy's ``astype`` does.
         """
-        if values is None:
+        if values is WHOLE_ARRAY:
             window, values = (), window
-        given, values = values, np.asarray(values)
-        if not np.can_cast(values.dtype, self.dtype, casting=casting):  # type: ignore[arg-type]
-            raise InvalidInputError(
-                f"{self.path}: writing {values.dtype} values into a {self.dtype} array would change "
-                f"them; convert them first, or pass casting='unsafe'"
-            )
-        if not isinstance(given, (np.ndarray, np.generic)) and casting != "unsafe":
-            _check_python_ints(self.path, values, self.dtype)
+        values = np.asarray(values)
+        _check_cast(self.path, values, self.dtype, casting)
         (starts, stops, steps), drop, reverse = normalize_key(window, self.shape)
         full_shape = tuple(len(range(a, b, s)) for a, b, s in zip(starts, stops, steps, strict=True))
         shape = tuple(n for d, n in enumerate(full_shape) if d not in drop)
@@ -289,7 +311,10 @@ class Array:
             raise SelectionError(
                 f"values of shape {values.shape} do not fit the window's shape {shape}"
             ) from None
-        data = np.ascontiguousarray(data.reshape(full_shape), dtype=self.dtype)
+        source = data.reshape(full_shape)
+        with np.errstate(over="ignore"):  # an overflow is refused below, naming the value
+            data = np.ascontiguousarray(source, dtype=self.dtype)
+        _check_overflow(self.path, source, data, casting)
         if reverse:
             data = np.ascontiguousarray(np.flip(data, axis=tuple(reverse)))
         if data.size == 0:

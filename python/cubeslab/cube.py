@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from . import _engine, schema
-from .array import Array, ReadSettings
+from .array import WHOLE_ARRAY, Array, ReadSettings
 from .errors import (
     InvalidInputError,
     LabelError,
@@ -590,7 +590,7 @@ class Cube:
         return to_dask(self.amplitude, chunks)
 
     # -- writing (a cube opened with mode="r+") --------------------------------
-    def write(self, window, values=None, **options) -> None:
+    def write(self, window, values=WHOLE_ARRAY, **options) -> None:
         """Write values into a window of the amplitudes, by position (see :meth:`Array.write`)."""
         self.amplitude.write(window, values, **options)
 

@@ -14,7 +14,7 @@ import os
 import numpy as np
 
 from . import _engine
-from .array import Array, ReadSettings
+from .array import WHOLE_ARRAY, Array, ReadSettings
 from .errors import InvalidInputError
 from .hdf5_file import dataset_attributes, dataset_axes, is_hdf5_file, open_dataset
 
@@ -111,7 +111,7 @@ class Hdf5Array(Array):
     def source_for(self, window=()) -> str:
         return self.path
 
-    def write(self, window, values=None, *, casting: str = "same_kind") -> None:
+    def write(self, window, values=WHOLE_ARRAY, *, casting: str = "same_kind") -> None:
         raise InvalidInputError(
             f"{self.path}: dataset {self.dataset} is read in place and read-only; ingest it to write"
         )
