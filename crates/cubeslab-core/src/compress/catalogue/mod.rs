@@ -317,6 +317,15 @@ impl Compression {
                     dtype.name()
                 ))
             }
+            // ZFP has no accuracy mode for integers, and counts an integer's bit planes from the
+            // type's top bit, so a precision short of it loses small values whole.
+            Compression::Zfp(ZfpMode::Accuracy { .. } | ZfpMode::Precision { .. }) if !float => {
+                Err(format!(
+                    "zfp's tolerance and precision modes lose {}'s small values (zfp counts an integer's bits \
+                     from the type's top); give zfp:rate=N or zfp:reversible, or store as float32",
+                    dtype.name()
+                ))
+            }
             _ => Ok(()),
         }
     }

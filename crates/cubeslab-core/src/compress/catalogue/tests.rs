@@ -86,3 +86,17 @@ fn chains_are_valid_zarr_codecs() {
         .codecs(DType::UInt16)
         .is_err());
 }
+
+#[test]
+fn zfp_on_integers_takes_only_the_modes_that_keep_small_values() {
+    for dtype in [DType::Int32, DType::Int64] {
+        for text in ["zfp:rate=8", "zfp:reversible"] {
+            let zfp = Compression::parse(text).unwrap();
+            assert!(zfp.check_dtype(dtype).is_ok(), "{text} on {dtype:?}");
+        }
+        for text in ["zfp:tolerance=0.5", "zfp:precision=16"] {
+            let refusal = Compression::parse(text).unwrap().check_dtype(dtype);
+            assert!(refusal.unwrap_err().contains("zfp:rate=N"), "{text}");
+        }
+    }
+}
