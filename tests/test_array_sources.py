@@ -163,6 +163,33 @@ def test_a_seplib_cube_ingests_with_its_axes_reversed_and_described(tmp_path, fm
     ]
 
 
+def test_axis_labels_that_are_no_folder_names_never_lead_outside_the_store(tmp_path):
+    from astropy.io import fits
+
+    (tmp_path / "project").mkdir()
+    header = write_seplib(tmp_path, volume((5, 4, 3)))
+    labels = {"label1=time": 'label1=".."', "label2=crossline": "label2=m/s", 'label3="inline"': "label3=m/s"}
+    text = header.read_text()
+    for old, new in labels.items():
+        text = text.replace(old, new)
+    header.write_text(text)
+    cubeslab.ingest(header, tmp_path / "project" / "s.zarr")
+    image = fits.PrimaryHDU(np.zeros((3, 4), ">f4"))
+    image.header.update(CTYPE1="../../escaped", CDELT1=2.0, CTYPE2="data", CDELT2=3.0)
+    image.writeto(tmp_path / "cube.fits")
+    cubeslab.ingest(tmp_path / "cube.fits", tmp_path / "project" / "f.zarr")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cube.H", "cube.H@", "cube.fits", "project"]
+    assert sorted(p.name for p in (tmp_path / "project").iterdir()) == ["f.zarr", "s.zarr"]
+    # Each axis keeps its label where it can name a folder, made so where it holds a separator.
+    assert cubeslab.open(tmp_path / "project" / "s.zarr").dims == ["m_s", "dim_1", "dim_2"]
+    assert cubeslab.open(tmp_path / "project" / "f.zarr").dims == ["dim_0", "dim_1"]
+    with pytest.raises(cubeslab.InvalidInputError, match=r"'\.\.' starts with '\.'"):
+        cubeslab.create(tmp_path / "c.zarr", (2, 3), dims=("..", "t"), coords={"..": [1, 2]})
+    with pytest.raises(cubeslab.InvalidInputError, match="names a dimension twice"):
+        cubeslab.create(tmp_path / "c.zarr", (2, 3), dims=("t", "t"), coords={"t": [1, 2]})
+    assert not (tmp_path / "c.zarr").exists()
+
+
 def test_a_seplib_header_whose_sizes_disagree_with_its_binary_gives_both_numbers(tmp_path):
     header = write_seplib(tmp_path, volume((50, 12, 7)))
     header.write_text(header.read_text().replace("n3=7", "n3=8"))

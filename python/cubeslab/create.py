@@ -104,16 +104,33 @@ MAIN_ARRAY = "data"
 """The name of the array in a store that ``create`` makes with coordinates."""
 
 
+def node_name_problem(name) -> str | None:
+    """Why ``name`` cannot name an array beside the main one (a coordinate array is a folder named
+    after its dimension), or None: it must stay one folder inside the store and clash with nothing the
+    store keeps there."""
+    if not isinstance(name, str) or not name.strip():
+        return "is not a name"
+    if "/" in name or "\\" in name or "\0" in name:
+        return "holds a path separator"
+    if name.startswith((".", "__")):
+        return "starts with '.' or '__' (names the store keeps for itself)"
+    if name in (MAIN_ARRAY, "zarr.json"):
+        return "is the name of the store's own array or metadata"
+    return None
+
+
 def checked_coords(coords: dict, dims, shape: tuple[int, ...]) -> dict[str, np.ndarray]:
     """Coordinate values by dimension name, each 1-D and as long as its dimension."""
     if coords and dims is None:
         raise InvalidInputError("coords= names dimensions: give dims= too")
+    if dims is not None and len(set(dims)) != len(list(dims)):
+        raise InvalidInputError(f"dims: {list(dims)} names a dimension twice")
     out = {}
     for name, values in coords.items():
         if name not in dims:
             raise InvalidInputError(f"coords: {name!r} is not one of the dimensions {list(dims)}")
-        if name == MAIN_ARRAY:
-            raise InvalidInputError(f"coords: {name!r} is the array's own name; name the dimension otherwise")
+        if (problem := node_name_problem(name)) is not None:
+            raise InvalidInputError(f"coords: the dimension {name!r} {problem}; name it otherwise")
         values = np.asarray(values)
         n = shape[list(dims).index(name)]
         if values.shape != (n,):

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import _engine, defaults
 from ..array import Array
-from ..create import MAIN_ARRAY, create
+from ..create import create, node_name_problem
 from ..description import AXES_ATTR
 from ..locations import publishing, recorded_source, store_size
 from ..plan import plan
@@ -32,6 +32,17 @@ def planned(shape, dtype, layout: str, access: str | None, compress: str | None)
     """(chunks, shards) the planner picks for an array, as for an ingest."""
     picked = plan(shape, dtype, layout=layout, access=access, compress=compress, top=1)[0]["layout"]
     return picked["inner"], picked["shard"]
+
+
+def dimension_names(labels: list[str]) -> list[str]:
+    """The store's names for axes a file labels (a FITS CTYPE, a SEPlib label): each label with path
+    separators made ``_``, or ``dim_N`` where that is still no name for a folder in the store or
+    repeats another axis's."""
+    names: list[str] = []
+    for d, label in enumerate(labels):
+        name = str(label).strip().replace("/", "_").replace("\\", "_")
+        names.append(f"dim_{d}" if node_name_problem(name) or name in names else name)
+    return names
 
 
 def write_in_slabs(
@@ -90,8 +101,7 @@ def ingest_array(
         dims = [f"dim_{d}" for d in range(len(shape))]
         coords = {}
         if source.axes is not None:
-            names = [a["name"] for a in source.axes]
-            dims = names if len(set(names)) == len(names) and MAIN_ARRAY not in names else dims
+            dims = dimension_names([a["name"] for a in source.axes])
             recorded = [{k: a[k] for k in ("origin", "step", "unit")} for a in source.axes]
             attributes["cubeslab"] = {AXES_ATTR: recorded}
             # Axes the source gives a scale (a SEPlib o/d, a FITS WCS, an HDF5 dimension scale) become
