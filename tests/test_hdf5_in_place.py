@@ -320,3 +320,33 @@ def test_a_truncated_netcdf_file_is_refused_naming_it(tmp_path, data_dir):
     with pytest.raises(cubeslab.InvalidInputError, match=r"cut\.nc: "):
         cubeslab.open(path, variable="azi_angle_trip")
     assert not (tmp_path / "x.zarr").exists()
+
+
+@pytest.mark.parametrize("deflate", [False, True])
+def test_edge_chunks_a_file_stores_unfiltered_are_read_unfiltered(tmp_path, deflate):
+    import ctypes
+
+    from cubeslab.hdf5_array import DONT_FILTER_PARTIAL_CHUNKS, _hdf5_library
+
+    library = _hdf5_library()
+    assert library is not None, "the HDF5 library h5py runs on was not found"
+    path = tmp_path / "edges.h5"
+    values = np.arange(23 * 19 * 11, dtype="f4").reshape(23, 19, 11)
+    with h5py.File(path, "w", libver="latest") as f:
+        plist = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        plist.set_chunk((5, 4, 3))
+        plist.set_shuffle()
+        if deflate:
+            plist.set_deflate(4)
+        # h5py has no call for this option; HDF5 then writes chunks past the edge without their filters.
+        options = ctypes.c_uint(DONT_FILTER_PARTIAL_CHUNKS)
+        assert library.H5Pset_chunk_opts(ctypes.c_int64(plist.id), options) >= 0
+        space = h5py.h5s.create_simple(values.shape)
+        h5py.h5d.create(f.id, b"x", h5py.h5t.py_create(values.dtype), space, dcpl=plist).write(
+            h5py.h5s.ALL, h5py.h5s.ALL, values
+        )
+    with h5py.File(path) as f:
+        oracle = f["x"][...]
+    np.testing.assert_array_equal(cubeslab.open(path, dataset="/x")[...], oracle)
+    cubeslab.ingest(path, tmp_path / "s.zarr")
+    np.testing.assert_array_equal(cubeslab.open(tmp_path / "s.zarr")[...], oracle)

@@ -9,6 +9,9 @@ not applied (as ``xarray.open_dataset(..., mask_and_scale=False)``).
 
 from __future__ import annotations
 
+import ctypes
+import functools
+import glob
 import os
 
 import numpy as np
@@ -30,6 +33,52 @@ def chunk_table(data) -> np.ndarray:
             c = dsid.get_chunk_info(i)
             rows.append((*c.chunk_offset, c.byte_offset, c.size, c.filter_mask))
     return np.array(rows, dtype=np.uint64).reshape(-1, data.ndim + 3)
+
+
+DONT_FILTER_PARTIAL_CHUNKS = 0x0002
+"""The chunk option (``H5Pset_chunk_opts``) by which a dataset stores its partial edge chunks unfiltered,
+with a filter mask that does not say so."""
+
+
+@functools.cache
+def _hdf5_library():
+    """The HDF5 C library h5py runs on (ctypes), for the one property h5py does not expose; None where it
+    is not found."""
+    import h5py
+
+    loaded: list[str] = []
+    if os.path.exists("/proc/self/maps"):
+        with open("/proc/self/maps") as maps:
+            loaded = [line.split()[-1] for line in maps if "/libhdf5" in line and "libhdf5_hl" not in line]
+    package = os.path.dirname(h5py.__file__)
+    bundled = glob.glob(os.path.join(package, "..", "h5py.libs", "libhdf5-*"))
+    bundled += glob.glob(os.path.join(package, ".dylibs", "libhdf5.*"))
+    for candidate in dict.fromkeys([*loaded, *bundled]):
+        try:
+            library = ctypes.CDLL(candidate)
+        except OSError:
+            continue
+        if hasattr(library, "H5Pget_chunk_opts"):
+            return library
+    return None
+
+
+def edge_chunks_unfiltered(plist) -> bool:
+    """Whether a chunked dataset's creation properties store partial edge chunks unfiltered."""
+    library = _hdf5_library()
+    if library is None:
+        return False
+    options = ctypes.c_uint(0)
+    if library.H5Pget_chunk_opts(ctypes.c_int64(plist.id), ctypes.byref(options)) < 0:
+        return False
+    return bool(options.value & DONT_FILTER_PARTIAL_CHUNKS)
+
+
+def _mark_edge_chunks_unfiltered(table: np.ndarray, shape, chunk_shape) -> None:
+    """Set every filter's bit in the mask of each chunk that reaches past the dataset's end."""
+    ndim = len(shape)
+    partial = ((table[:, :ndim] + np.array(chunk_shape, np.uint64)) > np.array(shape, np.uint64)).any(axis=1)
+    table[partial, ndim + 2] = 0xFFFFFFFF
 
 
 def engine_array(path: str, data, name: str) -> _engine.ChunkedFileArray:
@@ -59,9 +108,10 @@ def engine_array(path: str, data, name: str) -> _engine.ChunkedFileArray:
     for i in range(plist.get_nfilters()):
         code, _flags, values, filter_name = plist.get_filter(i)
         filters.append((int(code), [int(v) for v in values], filter_name.decode(errors="replace")))
-    return _engine.ChunkedFileArray(
-        *common, chunk_shape=list(data.chunks), filters=filters, chunks=chunk_table(data)
-    )
+    table = chunk_table(data)
+    if filters and edge_chunks_unfiltered(plist):
+        _mark_edge_chunks_unfiltered(table, data.shape, data.chunks)
+    return _engine.ChunkedFileArray(*common, chunk_shape=list(data.chunks), filters=filters, chunks=table)
 
 
 class Hdf5Array(Array):
