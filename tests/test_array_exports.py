@@ -60,6 +60,19 @@ def test_an_hdf5_export_reads_in_h5py_as_the_store_and_ingests_back(tmp_path, co
     np.testing.assert_array_equal(cubeslab.open(tmp_path / "again.zarr").amplitude[...], data)
 
 
+def test_dimension_labels_go_through_as_hdf5_labels_not_as_an_attribute(tmp_path):
+    with h5py.File(tmp_path / "in.h5", "w") as f:
+        d = f.create_dataset("data", data=np.arange(12, dtype="f4").reshape(3, 4))
+        d.dims[1].label = "depth"
+    cubeslab.ingest(tmp_path / "in.h5", tmp_path / "s.zarr")
+    assert "DIMENSION_LABELS" not in cubeslab.open(tmp_path / "s.zarr").amplitude.attributes
+    cubeslab.export(tmp_path / "s.zarr", tmp_path / "out.h5")
+    # Read in a child: a malformed label attribute aborts the HDF5 library.
+    read = "import h5py, sys; print([d.label for d in h5py.File(sys.argv[1])['data'].dims])"
+    done = subprocess.run([sys.executable, "-c", read, tmp_path / "out.h5"], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == "['dim_0', 'depth']", done.stderr
+
+
 @pytest.mark.parametrize("compress", [None, "deflate"])
 def test_a_netcdf_export_opens_in_xarray_as_the_source_did(tmp_path, compress):
     import netCDF4

@@ -112,6 +112,7 @@ def open_dataset(path: str | os.PathLike, dataset: str | None = None, *, flag: s
 INTERNAL_ATTRIBUTES = frozenset(
     {
         "DIMENSION_LIST",
+        "DIMENSION_LABELS",
         "REFERENCE_LIST",
         "CLASS",
         "NAME",

@@ -196,7 +196,7 @@ def export_hdf5(
 ) -> int:
     """Write the store to ``output`` (.h5) with h5py: the main array as a dataset in the store's chunk
     shape (deflated on request), each axis as a dimension scale, the attributes kept."""
-    from ..hdf5_file import h5py_module
+    from ..hdf5_file import INTERNAL_ATTRIBUTES, h5py_module
 
     h5py = h5py_module()
     level = _deflate_level(compress)
@@ -213,7 +213,8 @@ def export_hdf5(
             for start, stop in _slabs(array):
                 data[start:stop] = array[start:stop]
             for key, value in export.attributes().items():
-                data.attrs[key] = value
+                if key not in INTERNAL_ATTRIBUTES:  # a store ingested before they were left out holds some
+                    data.attrs[key] = value
             for d, (dim, (values, attributes)) in enumerate(export.coordinates.items()):
                 scale = f.create_dataset(dim, data=values)
                 for key, value in attributes.items():
@@ -222,6 +223,8 @@ def export_hdf5(
                     )
                 scale.make_scale(dim)
                 data.dims[d].attach_scale(scale)
+            for d, dim in enumerate(export.cube.dims):  # HDF5's own record of the names, which h5py reads
+                data.dims[d].label = dim
 
     _publish(write, os.fspath(output))
     return array.size
