@@ -155,6 +155,21 @@ def fits_infinite_step(folder: Path) -> str:
     return "f.fits"
 
 
+def hdf5_damaged_lzf_chunk(folder: Path) -> str:
+    """A dataset in a filter only h5py decodes (lzf), one chunk overwritten: HDF5 fails in the filter."""
+    import h5py
+
+    with h5py.File(folder / "x.h5", "w") as f:
+        values = np.random.default_rng(0).standard_normal((40, 30)).astype("f4")
+        data = f.create_dataset("x", data=values, chunks=(8, 8), compression="lzf")
+        offsets: list[int] = []
+        data.id.chunk_iter(lambda chunk: offsets.append(chunk.byte_offset))
+    with open(folder / "x.h5", "r+b") as f:
+        f.seek(offsets[3] + 4)
+        f.write(b"\xff" * 40)
+    return "x.h5"
+
+
 def named_but_not(name: str, content: bytes):
     def make(folder: Path) -> str:
         (folder / name).write_bytes(content)
@@ -167,6 +182,10 @@ CASES = {
     "9-D npy": (npy_9d, r"v\.npy: an array of 9 dimensions"),
     "npy header cut": (npy_broken_header, r"v\.npy: cannot read it"),
     "float16 HDF5": (hdf5_float16, r"x\.h5: element type float16 is not one cubeslab stores"),
+    "HDF5 lzf chunk damaged": (
+        hdf5_damaged_lzf_chunk,
+        r"x\.h5: cannot read it: OSError: .*filter returned failure",
+    ),
     "classic NetCDF cut short": (netcdf_classic_cut, r"x\.nc: .* describe 80,000 bytes of variable data"),
     "FITS without NAXIS2": (fits_without_naxis2, r"f\.fits: cannot read it: KeyError: NAXIS2"),
     "imzML pixel far away": (imzml_far_pixel, r"e\.imzML: pixel x runs 1\.\.2000000000"),

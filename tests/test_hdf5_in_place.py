@@ -350,3 +350,21 @@ def test_edge_chunks_a_file_stores_unfiltered_are_read_unfiltered(tmp_path, defl
     np.testing.assert_array_equal(cubeslab.open(path, dataset="/x")[...], oracle)
     cubeslab.ingest(path, tmp_path / "s.zarr")
     np.testing.assert_array_equal(cubeslab.open(tmp_path / "s.zarr")[...], oracle)
+
+
+def test_a_filter_only_h5py_decodes_is_refused_in_place_and_ingested_through_h5py(tmp_path):
+    import hdf5plugin
+
+    path = tmp_path / "b.h5"
+    values = np.arange(600, dtype="f4").reshape(30, 20)
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=values, chunks=(7, 6), **hdf5plugin.Bitshuffle())
+    with pytest.raises(cubeslab.InvalidInputError, match="32008"):
+        cubeslab.open(path, dataset="/x")
+    done = subprocess.run(
+        [sys.executable, "-m", "cubeslab.cli", "ingest", path, tmp_path / "s.zarr"],
+        capture_output=True,
+        text=True,
+    )  # a fresh interpreter, where only cubeslab can have registered the plugin with HDF5
+    assert done.returncode == 0, done.stderr
+    np.testing.assert_array_equal(cubeslab.open(tmp_path / "s.zarr")[...], values)

@@ -3,6 +3,7 @@ attributes as cubeslab keeps them. Shared by HDF5 ingest and by datasets read in
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import numpy as np
@@ -35,6 +36,8 @@ def h5py_module():
         import h5py
     except ImportError:
         raise InvalidInputError("reading HDF5 needs h5py: pip install 'cubeslab[hdf5]' (or h5py)") from None
+    with contextlib.suppress(ImportError):  # registers bitshuffle, zfp and others with HDF5 for h5py's reads
+        import hdf5plugin  # noqa: F401
     return h5py
 
 

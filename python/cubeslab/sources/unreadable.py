@@ -31,6 +31,11 @@ def reading(path: str | os.PathLike) -> Iterator[None]:
         raise
     except PARSER_ERRORS as error:
         raise InvalidInputError(f"{path}: cannot read it: {_words(error)}") from error
+    except OSError as error:
+        if error.errno is not None:  # the system's (a full disk while the store is written): as it is
+            raise
+        # The HDF5 library's, through h5py: a filter that failed on a damaged chunk, a truncated file.
+        raise InvalidInputError(f"{path}: cannot read it: {_words(error)}") from error
     except Exception as error:
         if type(error).__name__ != "VerifyError":  # astropy's, for a card it cannot parse
             raise
