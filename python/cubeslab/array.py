@@ -235,7 +235,10 @@ class Array:
 
     @property
     def overviews(self) -> list[tuple[tuple[int, ...], str]]:
-        """The overview levels made from this array's data as it is now: (factors, path), finest first."""
+        """The overview levels made from this array's data as it is now: (factors, path), finest first.
+        None while this handle holds changes not yet written back, which no level has seen."""
+        if self.writable and self.cache_info()["dirty_bytes"] > 0:
+            return []
         return self.find_overviews()
 
     def refresh(self) -> bool:
