@@ -62,6 +62,45 @@ def test_describe_create_describe_of_an_ingested_survey_is_exact_through_the_com
     assert cubeslab.describe(new) == described
 
 
+def test_an_unevenly_spaced_axis_is_described_by_its_values_and_made_again_from_them(tmp_path):
+    import xarray as xr
+
+    depths = [10.0, 20.0, 50.0, 120.0]
+    cubeslab.create(tmp_path / "a.zarr", (4, 3), dims=("depth", "x"), coords={"depth": depths}).close()
+    axis = cubeslab.describe(tmp_path / "a.zarr")["axes"][0]
+    assert (axis["origin"], axis["step"], axis["values"]) == (None, None, depths)
+    cubeslab.create(tmp_path / "b.zarr", description=cubeslab.describe(tmp_path / "a.zarr")).close()
+    assert cubeslab.describe(tmp_path / "b.zarr") == cubeslab.describe(tmp_path / "a.zarr")
+    assert xr.open_dataset(tmp_path / "b.zarr", engine="cubeslab")["depth"].values.tolist() == depths
+
+
+def test_a_store_made_from_a_description_is_labelled_by_its_axes_for_every_reader(tmp_path):
+    import xarray as xr
+
+    description = {
+        "axes": [
+            {"name": "x", "size": 5, "origin": 100.0, "step": 4.0, "unit": "m"},
+            {"name": "t", "size": 3},
+        ],
+        "dtype": "float32",
+    }
+    cubeslab.create(tmp_path / "d.zarr", description=description).close()
+    expected = [100.0, 104.0, 108.0, 112.0, 116.0]
+    assert cubeslab.open(tmp_path / "d.zarr").coords["x"].tolist() == expected
+    assert xr.open_dataset(tmp_path / "d.zarr", engine="cubeslab")["x"].values.tolist() == expected
+    assert xr.open_zarr(tmp_path / "d.zarr", consolidated=False)["x"].values.tolist() == expected
+
+
+def test_statistics_of_the_data_go_with_its_first_change_and_never_into_a_description(ingest_cube):
+    store = ingest_cube(SEGY).path
+    assert "statsV1" in cubeslab.open(store).amplitude.attributes
+    attributes = cubeslab.describe(store)["attributes"]
+    assert "statsV1" not in attributes and "coordinates" not in attributes
+    with cubeslab.open(store, "r+") as cube:
+        cube[0, 0, 0] = 12345.0
+    assert "statsV1" not in cubeslab.open(store).amplitude.attributes
+
+
 GOOD = {
     "axes": [{"name": "x", "size": 4}, {"name": "y", "size": 6}],
     "dtype": "float32",
@@ -83,9 +122,12 @@ GOOD = {
         (lambda d: d.update(dtype="float128x"), "not a numpy type"),
         (lambda d: d.update(colour="red"), "unknown field 'colour'"),
         (lambda d: d.update(compress="zfp:snr=40"), "tuned on the data"),
+        (lambda d: d["axes"][0].update(values=[1, 2, 3]), r"axes\[0\]: 'values' must list 4 finite numbers"),
+        (lambda d: d["axes"][0].update(values=[1, 2, 3, 5], step=2), "'origin' and 'step', not both"),
     ],
     ids=["no-axes", "no-dtype", "no-size", "zero-size", "same-names", "zero-step", "chunks-of-wrong-rank",
-         "shards-not-multiples", "bad-dtype", "unknown-field", "error-target"],
+         "shards-not-multiples", "bad-dtype", "unknown-field", "error-target", "values-too-few",
+         "values-and-step"],
 )  # fmt: skip
 def test_a_bad_description_is_refused_naming_its_field_and_writes_nothing(tmp_path, change, words):
     description = copy.deepcopy(GOOD)

@@ -479,10 +479,9 @@ def describe(
         return
     table = Table("axis", "size", "origin", "step", "unit")
     for axis in description["axes"]:
-        table.add_row(
-            escape(axis["name"]), str(axis["size"]), f"{axis['origin']:g}", f"{axis['step']:g}",
-            escape(str(axis["unit"] or "")),
-        )  # fmt: skip
+        regular = axis.get("values") is None
+        origin, step = (f"{axis['origin']:g}", f"{axis['step']:g}") if regular else ("uneven", "")
+        table.add_row(escape(axis["name"]), str(axis["size"]), origin, step, escape(str(axis["unit"] or "")))
     console.print(table)
     for key in ("dtype", "chunks", "shards", "compress", "fill_value", "attributes"):
         console.print(f"[bold]{key}[/] {escape(json.dumps(description[key]))}")

@@ -19,7 +19,12 @@ AXES_ATTR = "axes"
 """Where, inside an array's ``cubeslab`` attributes, a created store keeps its axes' origin, step and unit."""
 
 FIELDS = ("axes", "dtype", "chunks", "shards", "compress", "fill_value", "attributes")
-AXIS_FIELDS = ("name", "size", "origin", "step", "unit")
+AXIS_FIELDS = ("name", "size", "origin", "step", "unit", "values")
+"""An unevenly spaced axis gives its coordinates as ``values``, its origin and step null."""
+
+DATA_ATTRIBUTES = frozenset({"statsV1", "coordinates"})
+"""Attributes that describe the data (MDIO's statistics) or name arrays beside it (CF's auxiliary
+coordinates): a description carries neither, so an empty store made from it does not claim them."""
 
 
 def _regular_axis(values: np.ndarray) -> tuple[float, float] | None:
@@ -47,19 +52,19 @@ def describe(path: str | os.PathLike) -> dict:
         if recorded is not None:
             axis.update({k: recorded[d][k] for k in ("origin", "step", "unit")})
         elif cube.attributes:  # a survey: its coordinate arrays, where evenly spaced
-            regular = _regular_axis(cube.coords[name])
-            if regular is not None:
-                axis["origin"], axis["step"] = regular
+            axis["origin"], axis["step"] = _regular_axis(cube.coords[name]) or (None, None)
             coordinate = Path(cube.path, name)
             if (coordinate / "zarr.json").is_file():
                 attributes = cube._array(name).attributes
                 unit = attributes.get("unitsV1") or attributes.get("units")
                 axis["unit"] = next(iter(unit.values())) if isinstance(unit, dict) and unit else unit
+        if axis["origin"] is None:  # unevenly spaced: the coordinates themselves
+            axis["values"] = cube.coords[name].tolist()
         axes.append(axis)
     codecs = array.metadata.get("codecs", [])
     if array.shards is not None:
         codecs = codecs[0].get("configuration", {}).get("codecs", [])
-    attributes = {k: v for k, v in array.attributes.items() if k != "cubeslab"}
+    attributes = {k: v for k, v in array.attributes.items() if k != "cubeslab" and k not in DATA_ATTRIBUTES}
     return {
         "axes": axes,
         "dtype": str(array.dtype),
@@ -101,6 +106,21 @@ def _sides(description: dict, name: str, ndim: int) -> list[int] | None:
     return value
 
 
+def _check_values(axis: dict, size: int, where: str) -> None:
+    """An unevenly spaced axis: ``size`` finite numbers, and no origin or step beside them."""
+    values = axis["values"]
+    if (
+        not isinstance(values, list)
+        or len(values) != size
+        or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values
+        )
+    ):
+        raise InvalidInputError(f"{where}: 'values' must list {size} finite numbers, one per position")
+    if axis.get("origin") is not None or axis.get("step") is not None:
+        raise InvalidInputError(f"{where}: give 'values' or 'origin' and 'step', not both")
+
+
 def checked(description) -> dict:
     """The description, every field checked: a missing or contradictory one is an InvalidInputError
     naming it."""
@@ -125,12 +145,15 @@ def checked(description) -> dict:
         size = _field(axis, "size", int, where)
         if size <= 0 or isinstance(size, bool):
             raise InvalidInputError(f"{where}: 'size' must be a positive integer, not {size!r}")
-        for key in ("origin", "step"):
-            value = axis.get(key, 0.0 if key == "origin" else 1.0)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise InvalidInputError(f"{where}: {key!r} must be a finite number, not {value!r}")
-        if axis.get("step", 1.0) == 0:
-            raise InvalidInputError(f"{where}: 'step' cannot be 0")
+        if axis.get("values") is not None:
+            _check_values(axis, size, where)
+        else:
+            for key in ("origin", "step"):
+                value = axis.get(key, 0.0 if key == "origin" else 1.0)
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                    raise InvalidInputError(f"{where}: {key!r} must be a finite number, not {value!r}")
+            if axis.get("step", 1.0) == 0:
+                raise InvalidInputError(f"{where}: 'step' cannot be 0")
         if axis.get("unit") is not None and not isinstance(axis["unit"], str):
             raise InvalidInputError(f"{where}: 'unit' must be a string or null")
     names = [a["name"] for a in axes]
@@ -166,15 +189,23 @@ def checked(description) -> dict:
 def create_arguments(description) -> dict:
     """The arguments of :func:`cubeslab.create` that make an empty store from ``description``."""
     d = checked(description)
-    axes = [
-        {"origin": float(a.get("origin", 0.0)), "step": float(a.get("step", 1.0)), "unit": a.get("unit")}
-        for a in d["axes"]
-    ]
+    axes, coords = [], {}
+    for a in d["axes"]:
+        if a.get("values") is not None:
+            axes.append({"origin": None, "step": None, "unit": a.get("unit")})
+            coords[a["name"]] = np.array(a["values"], dtype=np.float64)
+            continue
+        origin, step = float(a.get("origin", 0.0)), float(a.get("step", 1.0))
+        axes.append({"origin": origin, "step": step, "unit": a.get("unit")})
+        # An axis with a scale becomes a coordinate array, as ingest makes one, so readers label it.
+        if (origin, step) != (0.0, 1.0) or a.get("unit"):
+            coords[a["name"]] = origin + step * np.arange(a["size"], dtype=np.float64)
     fill = d.get("fill_value")
     return {
         "shape": [a["size"] for a in d["axes"]],
         "dtype": d["dtype"],
         "dims": [a["name"] for a in d["axes"]],
+        "coords": coords,
         "chunks": d.get("chunks"),
         "shards": d.get("shards"),
         "compress": d.get("compress"),

@@ -382,7 +382,7 @@ impl Ingest {
         if let Some(stats) = &self.stats {
             // As MDIO records them, where readers of MDIO stores look.
             let mut extra = Map::new();
-            extra.insert("statsV1".into(), stats.to_stats_v1());
+            extra.insert(crate::store::STATS_V1.into(), stats.to_stats_v1());
             self.arrays.amplitude.add_attributes(&extra)?;
         }
         c["state"] = json!(crate::store::COMPLETE);

@@ -179,7 +179,7 @@ impl AmplitudeStats {
         self.max = self.max.max(other.max);
     }
 
-    /// MDIO's `statsV1` attribute: a JSON text of count, sum, sumSquares,
+    /// MDIO's [`crate::store::STATS_V1`] attribute: a JSON text of count, sum, sumSquares,
     /// min, max and an (empty) histogram.
     pub fn to_stats_v1(&self) -> Value {
         let finite = |v: f64| if v.is_finite() { json!(v) } else { Value::Null };

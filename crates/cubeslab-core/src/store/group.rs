@@ -12,6 +12,9 @@ use crate::error::Result;
 pub const CUBESLAB_ATTR: &str = "cubeslab";
 /// The group attribute (MDIO's, under `attributes`) naming the main array.
 pub const MAIN_ARRAY_ATTR: &str = "defaultVariableName";
+/// The main array's attribute (MDIO's) holding the statistics of its data as
+/// ingested; the first write that changes the data removes it.
+pub const STATS_V1: &str = "statsV1";
 
 /// Whether a store may be read.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,7 +7,7 @@ use super::{merge_rewrites, ArrayWriter, Cached, Chunks, Stamp, DATA_VERSION};
 use crate::{
     config::{max_threads, Parallelism},
     error::Result,
-    store::StoreError,
+    store::{StoreError, STATS_V1},
 };
 
 impl ArrayWriter {
@@ -118,12 +118,16 @@ impl ArrayWriter {
         Ok(stamp)
     }
 
-    /// Add one to the array's [`DATA_VERSION`] (for a batch of write-backs).
+    /// Add one to the array's [`DATA_VERSION`] (for a batch of write-backs),
+    /// and drop the ingest's statistics of the data, which no longer hold.
     fn count_data_version(&self) -> Result<()> {
         self.storage.update_metadata(&mut |metadata| {
+            let stale_stats = metadata["attributes"]
+                .as_object_mut()
+                .is_some_and(|attributes| attributes.remove(STATS_V1).is_some());
             // Counted only for an array something was derived from (track_data_version).
             let Some(version) = metadata["attributes"]["cubeslab"][DATA_VERSION].as_u64() else {
-                return false;
+                return stale_stats;
             };
             metadata["attributes"]["cubeslab"][DATA_VERSION] = serde_json::json!(version + 1);
             true
