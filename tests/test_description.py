@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -99,6 +100,36 @@ def test_statistics_of_the_data_go_with_its_first_change_and_never_into_a_descri
     with cubeslab.open(store, "r+") as cube:
         cube[0, 0, 0] = 12345.0
     assert "statsV1" not in cubeslab.open(store).amplitude.attributes
+
+
+@pytest.mark.parametrize(
+    ("dtype", "fill", "words"),
+    [
+        ("int8", 300, r"fill_value 300 does not fit the array's type, int8 \(it would be stored as 44\)"),
+        ("int32", 1.5, "fill_value 1.5 does not fit"),
+        ("int32", "NaN", "fill_value 'NaN' is no value of the array's type, int32"),
+        ("float32", "abc", "fill_value 'abc' is no value"),
+        ("float32", 1e40, "would be stored as inf"),
+        ("int32", [7], r"fill_value \[7\] is no value"),
+        ("complex64", 0, "dtype complex64 is not one cubeslab stores"),
+    ],
+)
+def test_a_fill_value_the_type_cannot_hold_is_refused_through_the_command_line(tmp_path, dtype, fill, words):
+    description = {**GOOD, "dtype": dtype, "fill_value": fill}
+    (tmp_path / "d.json").write_text(json.dumps(description))
+    command = [*CLI, "create", str(tmp_path / "x.zarr"), "--from-json", str(tmp_path / "d.json")]
+    done = subprocess.run(command, capture_output=True, text=True)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert re.search(words, " ".join(done.stderr.split())), done.stderr
+    assert not (tmp_path / "x.zarr").exists()
+
+
+def test_a_float_fill_value_may_be_named_or_given_by_its_bits_as_zarr_writes_them(tmp_path):
+    for name, fill in (("nan", "NaN"), ("bits", "0x7fc00000"), ("inf", "-Infinity")):
+        with cubeslab.create(tmp_path / f"{name}.zarr", (3,), "float32", fill_value=fill) as array:
+            np.testing.assert_array_equal(
+                array[...], np.full(3, np.float32(np.nan if name != "inf" else -np.inf))
+            )
 
 
 GOOD = {

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -124,6 +126,55 @@ def zarr_fill_value(value):
     if isinstance(value, float) and not np.isfinite(value):
         return "NaN" if np.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     return value
+
+
+ZARR_FLOAT_NAMES = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+"""How Zarr v3 metadata writes non-finite float fill values."""
+
+
+def checked_fill_value(path, fill_value, dtype: np.dtype):
+    """``fill_value`` for an array of ``dtype``, as Zarr v3 metadata writes it: a number of that type, or
+    for floats a Zarr name (``"NaN"``, ``"Infinity"``) or bit pattern (``"0x7fc00000"``). Refused where
+    the type would change it (beyond a float's rounding)."""
+    value = fill_value
+    if isinstance(value, str) and dtype.kind == "f":
+        if value in ZARR_FLOAT_NAMES:
+            return value
+        if re.fullmatch(rf"0x[0-9a-fA-F]{{{2 * dtype.itemsize}}}", value):
+            value = np.array(int(value, 16), dtype=f"u{dtype.itemsize}").view(dtype)
+    given = np.asarray(value)
+    if given.ndim != 0 or given.dtype.kind not in "biuf":
+        raise InvalidInputError(f"{path}: fill_value {fill_value!r} is no value of the array's type, {dtype}")
+    with np.errstate(invalid="ignore", over="ignore"):
+        stored = given.astype(dtype)
+    if dtype.kind == "f":
+        changed = bool(np.isinf(stored)) and bool(np.isfinite(given))
+    else:  # integers and bool hold a value exactly or not at all
+        changed = not bool(np.isfinite(given)) or stored.item() != given.item()
+    if changed:
+        raise InvalidInputError(
+            f"{path}: fill_value {fill_value!r} does not fit the array's type, {dtype} "
+            f"(it would be stored as {stored.item()!r})"
+        )
+    return zarr_fill_value(stored.item())
+
+
+def checked_shape_and_type(path, shape, dtype) -> tuple[list[int], np.dtype]:
+    """A new array's shape (whole, non-negative sides) and element type (one the engine stores)."""
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        raise InvalidInputError(f"{path}: dtype {dtype!r} is not a numpy type") from None
+    if dtype.name not in _engine.dtypes():
+        raise InvalidInputError(
+            f"{path}: dtype {dtype} is not one cubeslab stores ({', '.join(_engine.dtypes())})"
+        )
+    sides = list(shape) if isinstance(shape, (list, tuple)) else [shape]
+    if not all(
+        isinstance(n, (int, np.integer)) and not isinstance(n, bool) and 0 <= n < 2**62 for n in sides
+    ):
+        raise InvalidInputError(f"{path}: shape {shape!r} must list whole sizes from 0 to 2**62")
+    return [int(n) for n in sides], dtype
 
 
 def _check_cast(path: str, values: np.ndarray, dtype: np.dtype, casting: str) -> None:
@@ -267,9 +318,9 @@ class Array:
         fill_value=None,
     ) -> Array:
         """Create an empty array. With ``shards``, chunks are inner chunks inside shards."""
-        dtype = np.dtype(dtype)
+        shape, dtype = checked_shape_and_type(path, shape, dtype)
         spec = {
-            "shape": list(shape),
+            "shape": shape,
             "dtype": dtype.name,
             "chunk_shape": list(shards if shards is not None else chunks),
             "inner_chunks": list(chunks) if shards is not None else None,
@@ -279,7 +330,7 @@ class Array:
         if dimension_names is not None:
             spec["dimension_names"] = list(dimension_names)
         if fill_value is not None:
-            spec["fill_value"] = zarr_fill_value(np.asarray(fill_value, dtype=dtype).item())
+            spec["fill_value"] = checked_fill_value(path, fill_value, dtype)
         _engine.ZarrArray.create(os.fspath(path), zarr_json(spec))
         return cls(path)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from . import _engine, defaults
-from .array import Array
+from .array import Array, checked_fill_value, checked_shape_and_type
 from .cube import Cube
 from .description import create_arguments
 from .errors import InvalidInputError, StoreExistsError
@@ -70,8 +70,11 @@ def create(
     path = where
     if os.path.lexists(path) and not is_empty_or_ours(path):
         raise StoreExistsError(f"{path} already exists; create makes a new store (an empty folder, or none)")
-    shape = tuple(int(n) for n in shape)
-    dtype = np.dtype(dtype)
+    # Checked before anything is written, so that a refusal leaves no folder behind.
+    sides, dtype = checked_shape_and_type(path, shape, dtype)
+    shape = tuple(sides)
+    if fill_value is not None:
+        checked_fill_value(path, fill_value, dtype)
     if chunks is None:
         if shards is not None:
             raise InvalidInputError("shards= needs chunks= (the chunks inside each shard)")

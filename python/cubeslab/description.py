@@ -209,7 +209,7 @@ def create_arguments(description) -> dict:
         "chunks": d.get("chunks"),
         "shards": d.get("shards"),
         "compress": d.get("compress"),
-        "fill_value": float(fill.replace("Infinity", "inf")) if isinstance(fill, str) else fill,
+        "fill_value": fill,  # a Zarr name ("NaN") or bit pattern is checked as create checks any
         "attributes": {**d["attributes"], "cubeslab": {AXES_ATTR: axes}},
     }
 
