@@ -476,3 +476,19 @@ def test_create_with_coordinates_makes_a_group_that_xarray_reads_labelled(tmp_pa
     assert (axis["origin"], axis["step"]) == (100.0, 10.0)
     with pytest.raises(cubeslab.InvalidInputError, match="length 6"):
         cubeslab.create(tmp_path / "bad.zarr", (10, 6), dims=("x", "t"), coords={"t": [1, 2]})
+
+
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        ({"cache": True}, "cache=True: give the write cache's size"),
+        ({"cache": "12 parsecs"}, "'12 parsecs' is not a size"),
+        ({"compress": "zstd:3", "description": {"axes": [{"name": "x", "size": 3}], "dtype": "int8"}},
+         "a description says all of it; give it or shape, compress, not both"),
+        ({"dims": ("a", "a"), "coords": {"a": [1, 2, 3]}}, "names a dimension twice"),
+    ],
+)  # fmt: skip
+def test_create_refuses_contradictory_or_malformed_options_leaving_nothing(tmp_path, options, words):
+    with pytest.raises(cubeslab.InvalidInputError, match=words):
+        cubeslab.create(tmp_path / "c.zarr", (3, 3), **options)
+    assert not (tmp_path / "c.zarr").exists()

@@ -159,6 +159,19 @@ def checked_fill_value(path, fill_value, dtype: np.dtype):
     return zarr_fill_value(stored.item())
 
 
+def write_cache_limit(cache: int | str | None) -> int | None:
+    """The write cache's bound in bytes (None: open to read only), from a size such as ``"512MiB"``."""
+    if isinstance(cache, bool) or not isinstance(cache, (str, int, np.integer, type(None))):
+        raise InvalidInputError(f"cache={cache!r}: give the write cache's size, e.g. '512MiB' or bytes")
+    try:
+        limit = parse_size(cache) if isinstance(cache, str) else cache
+    except ValueError as error:
+        raise InvalidInputError(f"cache={error}") from None
+    if limit is not None and limit <= 0:
+        raise InvalidInputError(f"cache={cache!r}: the write cache needs a positive number of bytes")
+    return None if limit is None else int(limit)
+
+
 def checked_shape_and_type(path, shape, dtype) -> tuple[list[int], np.dtype]:
     """A new array's shape (whole, non-negative sides) and element type (one the engine stores)."""
     try:
@@ -258,9 +271,7 @@ class Array:
         self.storage_options = storage_options_of(path)  # an S3Path's connection, carried to other processes
         self.settings = settings or ReadSettings()
         self.copies = [os.fspath(c) for c in copies]
-        limit = parse_size(cache) if isinstance(cache, str) else cache
-        if limit is not None and limit <= 0:
-            raise InvalidInputError(f"cache={cache!r}: the write cache needs a positive number of bytes")
+        limit = write_cache_limit(cache)
         self.writable = limit is not None
         if is_remote(self.path):
             self._engine = _engine.ZarrArray.remote(

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from . import _engine, defaults
-from .array import Array, checked_fill_value, checked_shape_and_type
+from .array import Array, checked_fill_value, checked_shape_and_type, write_cache_limit
 from .cube import Cube
 from .description import create_arguments
 from .errors import InvalidInputError, StoreExistsError
@@ -51,6 +51,15 @@ def create(
     document last), and the store is opened there.
     """
     if description is not None:
+        given = {
+            "shape": shape is not None, "dtype": dtype != "float32", "dims": dims is not None,
+            "coords": coords is not None, "layout": layout != defaults.LAYOUT, "chunks": chunks is not None,
+            "shards": shards is not None, "access": access is not None, "compress": compress is not None,
+            "fill_value": fill_value is not None, "attributes": attributes is not None,
+        }  # fmt: skip
+        if any(given.values()):
+            named = ", ".join(name for name, is_given in given.items() if is_given)
+            raise InvalidInputError(f"create: a description says all of it; give it or {named}, not both")
         return create(
             path, cache=cache, storage_options=storage_options, **create_arguments(description)
         )  # fmt: skip
@@ -71,6 +80,7 @@ def create(
     if os.path.lexists(path) and not is_empty_or_ours(path):
         raise StoreExistsError(f"{path} already exists; create makes a new store (an empty folder, or none)")
     # Checked before anything is written, so that a refusal leaves no folder behind.
+    write_cache_limit(cache)
     sides, dtype = checked_shape_and_type(path, shape, dtype)
     shape = tuple(sides)
     if fill_value is not None:
