@@ -205,6 +205,15 @@ def test_a_finite_float_that_would_become_infinite_is_refused(tmp_path):
         np.testing.assert_array_equal(array[:2], np.array([np.inf, 0.1], np.float32))
 
 
+def test_values_with_leading_axes_of_one_fit_a_window_as_numpy_takes_them(tmp_path):
+    oracle = np.zeros((3, 5), np.float32)
+    with cubeslab.create(tmp_path / "r.zarr", (3, 5), "float32", fill_value=0) as array:
+        array[1] = oracle[1] = np.arange(5).reshape(1, 1, 5)
+        np.testing.assert_array_equal(array[...], oracle)
+        with pytest.raises(cubeslab.SelectionError, match="do not fit"):
+            array[1] = np.ones((2, 5))
+
+
 def test_integers_that_fit_go_into_any_integer_array(tmp_path):
     with cubeslab.create(tmp_path / "u.zarr", (4,), "uint8") as array:
         array[1] = 5

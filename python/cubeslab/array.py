@@ -370,6 +370,8 @@ class Array:
         (starts, stops, steps), drop, reverse = normalize_key(window, self.shape)
         full_shape = tuple(len(range(a, b, s)) for a, b, s in zip(starts, stops, steps, strict=True))
         shape = tuple(n for d, n in enumerate(full_shape) if d not in drop)
+        while values.ndim > len(shape) and values.shape[0] == 1:  # leading axes of one, as numpy drops them
+            values = values[0]
         try:
             data = np.broadcast_to(values, shape)
         except ValueError:
