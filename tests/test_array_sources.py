@@ -324,6 +324,24 @@ def test_an_hdf5_dataset_ingests_as_h5py_reads_it(tmp_path, dtype, chunks):
     ]
 
 
+def test_an_uneven_dimension_scale_is_kept_as_its_values(tmp_path):
+    import h5py
+    import xarray as xr
+
+    with h5py.File(tmp_path / "u.h5", "w") as f:
+        data = f.create_dataset("v", data=np.arange(15, dtype="f4").reshape(5, 3))
+        scale = f.create_dataset("depth", data=np.array([0, 1, 3, 6, 10], "f4"))
+        scale.make_scale("depth")
+        data.dims[0].attach_scale(scale)
+        expected = scale[...].astype(np.float64)
+    cubeslab.ingest(tmp_path / "u.h5", tmp_path / "u.zarr")
+    np.testing.assert_array_equal(xr.open_zarr(tmp_path / "u.zarr", consolidated=False)["depth"], expected)
+    assert cubeslab.describe(tmp_path / "u.zarr")["axes"][0]["values"] == expected.tolist()
+    with pytest.raises(cubeslab.InvalidInputError, match="axis depth is unevenly spaced, which a SEPlib"):
+        cubeslab.export(tmp_path / "u.zarr", tmp_path / "u.H")
+    assert not (tmp_path / "u.H").exists() and not (tmp_path / "u.H@").exists()
+
+
 def test_an_hdf5_dataset_that_does_not_exist_lists_those_that_do(tmp_path):
     import h5py
 

@@ -132,7 +132,8 @@ def dataset_attributes(data) -> dict:
 
 
 def dataset_axes(data) -> list[dict]:
-    """Each dimension's name, and origin, step and unit where a dimension scale gives them."""
+    """Each dimension's name, and origin, step and unit where a dimension scale gives them (an uneven
+    scale its ``values``, origin and step None)."""
     axes = []
     for d, dim in enumerate(data.dims):
         axis = {"name": dim.label or f"dim_{d}", "origin": 0.0, "step": 1.0, "unit": None}
@@ -146,6 +147,8 @@ def dataset_axes(data) -> list[dict]:
             steps = np.diff(values)
             if values.size and (steps.size == 0 or np.allclose(steps, steps[0], rtol=1e-9, atol=0)):
                 axis["origin"], axis["step"] = float(values[0]), float(steps[0]) if steps.size else 1.0
+            elif values.size == data.shape[d] and np.isfinite(values).all():  # uneven: kept as they are
+                axis["origin"], axis["step"], axis["values"] = None, None, values
             unit = scale.attrs.get("units")
             axis["unit"] = json_value(unit) if unit is not None else None
         axes.append(axis)

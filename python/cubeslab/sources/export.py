@@ -55,6 +55,12 @@ def export_seplib(store: str | os.PathLike, output: str | os.PathLike, *, overwr
     name, code = formats[dtype.kind]
     if dtype.itemsize == 8:
         name = "xdr_double"
+    uneven = [axis["name"] for axis in description["axes"] if axis.get("values") is not None]
+    if uneven:
+        raise InvalidInputError(
+            f"{store}: axis {uneven[0]} is unevenly spaced, which a SEPlib header (o, d) cannot say; export "
+            "to .nc or .h5, which keep its coordinates"
+        )
     from ..cube import Cube
 
     array = Cube(store).amplitude

@@ -104,13 +104,13 @@ def ingest_array(
             dims = dimension_names([a["name"] for a in source.axes])
             recorded = [{k: a[k] for k in ("origin", "step", "unit")} for a in source.axes]
             attributes["cubeslab"] = {AXES_ATTR: recorded}
-            # Axes the source gives a scale (a SEPlib o/d, a FITS WCS, an HDF5 dimension scale) become
-            # coordinate arrays, as xarray shows them.
-            coords = {
-                dim: a["origin"] + a["step"] * np.arange(n, dtype=np.float64)
-                for dim, a, n in zip(dims, source.axes, shape, strict=True)
-                if (a["origin"], a["step"]) != (0.0, 1.0) or a.get("unit")
-            }
+            # Axes the source gives a scale (a SEPlib o/d, a FITS WCS, an HDF5 dimension scale, even or
+            # not) become coordinate arrays, as xarray shows them.
+            for dim, a, n in zip(dims, source.axes, shape, strict=True):
+                if a.get("values") is not None:
+                    coords[dim] = np.asarray(a["values"], dtype=np.float64)
+                elif (a["origin"], a["step"]) != (0.0, 1.0) or a.get("unit"):
+                    coords[dim] = a["origin"] + a["step"] * np.arange(n, dtype=np.float64)
         with create(
             os.fspath(publication.staging), shape, dtype, dims=dims, coords=coords, chunks=chunks,
             shards=shards, compress=compress, cache=max(limit // 2, 1), attributes=attributes,
