@@ -183,6 +183,7 @@ def test_a_subcube_carries_the_labels_of_what_was_cut(tmp_path):
         ((slice(None), slice(None, None, 1), slice(None)), "the y range ::1 has a step"),
         ((slice(3, 1), slice(None), slice(None)), "the x range 3:1 runs backwards"),
         ((slice(None), slice(None), slice(500.5, 300)), "the mz range 500.5:300 runs backwards"),
+        ((slice("a", "b"), slice(None), slice(None)), "the x range a:b takes numbers, not 'a'"),
     ],
 )
 def test_a_subcube_refuses_a_step_or_a_backwards_range_naming_it(tmp_path, key, refusal):
@@ -270,6 +271,17 @@ def test_bad_files_are_refused_naming_what_is_wrong(tmp_path, data_dir):
     with pytest.raises(
         cubeslab.InvalidInputError,
         match=r"e\.imzML: spectrum 0 \(Scan=1\): unknown data type 128-bit float \(MS:1000999\)",
+    ):
+        cubeslab.ingest(source, tmp_path / "x.zarr")
+    source.write_text(
+        text.replace(
+            'accession="MS:1000521" name="32-bit float"', 'accession="XX:1" name="half precision"', 1
+        ),
+        encoding="latin-1",
+    )
+    with pytest.raises(
+        cubeslab.InvalidInputError,
+        match=r"no data type this reader knows \(its other parameters: XX:1 'half precision'\)",
     ):
         cubeslab.ingest(source, tmp_path / "x.zarr")
     source.write_text(

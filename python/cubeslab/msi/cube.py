@@ -164,6 +164,9 @@ class _Subcube:
             # Labels are not positions: a step (in pixels? in Da?) has no single meaning, so none is guessed.
             if k.step is not None:
                 raise InvalidInputError(f"subcube: the {name} range {text} has a step; give start:stop only")
+            for end in (k.start, k.stop):
+                if end is not None and (isinstance(end, bool) or not isinstance(end, (int, float, np.number))):
+                    raise InvalidInputError(f"subcube: the {name} range {text} takes numbers, not {end!r}")
             if k.start is not None and k.stop is not None and k.start > k.stop:
                 raise InvalidInputError(
                     f"subcube: the {name} range {text} runs backwards; give the smaller label first"

@@ -354,6 +354,7 @@ impl IndexReader<'_> {
     /// and its encoding.
     fn binary_kind(&self, params: &[&Param]) -> Result<(usize, Encoding)> {
         let (mut kind, mut dtype, mut zlib) = (None, None, false);
+        let mut others = Vec::new();
         for p in params {
             let (accession, name) = (p.accession.as_str(), p.name.as_str());
             let typed = DATA_TYPES
@@ -373,13 +374,32 @@ impl IndexReader<'_> {
                     .spectrum_error(format!("compression {name} ({accession}) is not supported")));
             } else if name.contains("bit") && (name.contains("float") || name.contains("integer")) {
                 return Err(self.spectrum_error(format!("unknown data type {name} ({accession})")));
+            } else if ![
+                NO_COMPRESSION,
+                EXTERNAL_DATA,
+                ARRAY_LENGTH,
+                OFFSET,
+                ENCODED_LENGTH,
+            ]
+            .contains(&accession)
+            {
+                others.push(format!("{accession} '{name}'"));
             }
         }
         let kind = kind.ok_or_else(|| {
             self.spectrum_error("a binary data array that is neither m/z nor intensity")
         })?;
         let dtype = dtype.ok_or_else(|| {
-            self.spectrum_error(format!("the {} array has no data type", KINDS[kind]))
+            // A type this reader does not know is among the others, under a name it cannot tell.
+            let given = if others.is_empty() {
+                String::new()
+            } else {
+                format!(" (its other parameters: {})", others.join(", "))
+            };
+            self.spectrum_error(format!(
+                "the {} array has no data type this reader knows{given}",
+                KINDS[kind]
+            ))
         })?;
         Ok((kind, Encoding { dtype, zlib }))
     }

@@ -54,6 +54,8 @@ pub const ARRAY_LENGTH: &str = "IMS:1000103";
 pub const OFFSET: &str = "IMS:1000102";
 #[allow(missing_docs)]
 pub const ENCODED_LENGTH: &str = "IMS:1000104";
+/// "external data": the array lies in the `.ibd`, as every imzML array does.
+pub const EXTERNAL_DATA: &str = "IMS:1000101";
 /// Pixel size x and y, µm.
 pub const PIXEL_SIZE: [&str; 2] = ["IMS:1000046", "IMS:1000047"];
 /// Scan polarity.
