@@ -269,6 +269,93 @@ def test_a_fits_image_ingests_as_astropy_reads_it(tmp_path, raw, cards):
         assert (axis["name"], axis["origin"], axis["step"], axis["unit"]) == ("FREQ", 1.4e9, 1e6, "Hz")
 
 
+def astropy_world(header, fits_axis: int, size: int) -> np.ndarray:
+    """astropy.wcs's world coordinate along FITS axis ``fits_axis`` (the other pixels at 0)."""
+    from astropy.wcs import WCS
+
+    wcs = WCS(header)
+    pixels = [np.zeros(size)] * header["NAXIS"]
+    pixels[fits_axis - 1] = np.arange(size, dtype=float)
+    return wcs.pixel_to_world_values(*pixels)[fits_axis - 1]
+
+
+@pytest.mark.parametrize(
+    "cards",
+    [
+        {"CTYPE1": "FREQ", "CRVAL1": 1e9, "CDELT1": 1e6, "CUNIT1": "Hz", "CTYPE2": "VRAD", "CRVAL2": 5.0},
+        {"CTYPE1": "FREQ", "CRVAL1": 1e9, "CRPIX1": 3.0, "CD1_1": 1e6, "CD2_2": 2.0, "CD3_3": 0.1},
+        {"CTYPE1": "FREQ", "CRPIX1": 3.0, "CDELT1": 1e6, "PC1_1": 2.0, "CDELT2": 2.0, "CDELT3": 4.0},
+        {"CTYPE1": "WAVE", "CRVAL1": 5e-7, "CDELT1": 1e-9, "CD1_1": 7.0, "PC1_1": 2.0, "PC3_3": 3.0},
+        {"CTYPE1": "X", "CRPIX1": 2.0, "CDELT1": 1.5, "PC001001": 3.0, "CTYPE3": "VELO-LSR", "CDELT3": 5.0},
+    ],
+    ids=["crpix-missing", "cd-diagonal", "pc-diagonal", "pc-before-cd", "pc-old-form-and-aips-velocity"],
+)
+def test_fits_linear_axes_take_the_world_coordinates_astropy_wcs_gives(tmp_path, cards):
+    from astropy.io import fits
+
+    fits_cube(tmp_path / "wcs.fits", volume((4, 5, 6)), **cards)
+    cubeslab.ingest(tmp_path / "wcs.fits", tmp_path / "f.zarr")
+    header = fits.getheader(tmp_path / "wcs.fits")
+    store = cubeslab.open(tmp_path / "f.zarr")
+    for dim, axis in zip(store.dims, cubeslab.describe(tmp_path / "f.zarr")["axes"], strict=True):
+        fits_axis = 3 - store.dims.index(dim)
+        if not any(key.endswith(str(fits_axis)) for key in cards):  # an axis the header is silent about
+            continue
+        world = astropy_world(header, fits_axis, axis["size"])
+        np.testing.assert_allclose(store.coords[dim], world, rtol=1e-12)
+        assert (tmp_path / "f.zarr" / dim / "zarr.json").is_file()  # a coordinate array xarray shows
+
+
+@pytest.mark.parametrize(
+    ("cards", "pixel_axes"),
+    [
+        (
+            {
+                "CTYPE1": "RA---TAN", "CRVAL1": 10.0, "CRPIX1": 3.0, "CDELT1": -0.01, "CUNIT1": "deg",
+                "CTYPE2": "DEC--TAN", "CRVAL2": 20.0, "CRPIX2": 2.0, "CDELT2": 0.01, "CUNIT2": "deg",
+                "CTYPE3": "VRAD", "CRVAL3": 1000.0, "CDELT3": 500.0, "CUNIT3": "m/s",
+            },
+            ("RA---TAN", "DEC--TAN"),
+        ),
+        (
+            {
+                "CTYPE1": "X", "CRVAL1": 4.0, "CUNIT1": "m", "CD1_1": 0.5, "CD1_2": -0.5,
+                "CTYPE2": "Y", "CRVAL2": 8.0, "CUNIT2": "m", "CD2_1": 0.5, "CD2_2": 0.5,
+                "CTYPE3": "FREQ", "CRVAL3": 1e9, "CD3_3": 1e6, "CUNIT3": "Hz",
+            },
+            ("X", "Y"),
+        ),
+        (
+            {
+                "CTYPE1": "FREQ-LOG", "CRVAL1": 1e9, "CDELT1": 1e6, "CUNIT1": "Hz",
+                "CTYPE2": "RA", "CRVAL2": 1.0, "CDELT2": 1.0, "CUNIT2": "deg",
+                "CTYPE3": "DEC", "CRVAL3": 1.0, "CDELT3": 1.0, "CUNIT3": "deg", "CROTA3": 30.0,
+            },
+            ("FREQ-LOG", "RA", "DEC"),
+        ),
+    ],
+    ids=["celestial-projection", "rotated-cd-matrix", "logarithmic-and-crota"],
+)  # fmt: skip
+def test_fits_axes_without_a_linear_separable_wcs_stay_pixel_indices_without_a_unit(
+    tmp_path, cards, pixel_axes
+):
+    from astropy.io import fits
+
+    fits_cube(tmp_path / "sky.fits", volume((4, 5, 6)), **cards)
+    cubeslab.ingest(tmp_path / "sky.fits", tmp_path / "f.zarr")
+    header = fits.getheader(tmp_path / "sky.fits")
+    store = cubeslab.open(tmp_path / "f.zarr")
+    kept = store.amplitude.attributes["fits_header"]
+    assert {key: kept[key] for key in cards} == cards  # the WCS stays in the header cards
+    for d, axis in enumerate(cubeslab.describe(tmp_path / "f.zarr")["axes"]):
+        if axis["name"] in pixel_axes:
+            assert (axis["origin"], axis["step"], axis["unit"]) == (0.0, 1.0, None)
+            assert not (tmp_path / "f.zarr" / axis["name"] / "zarr.json").exists()
+        else:  # the linear axis beside them keeps its coordinates
+            world = astropy_world(header, 3 - d, axis["size"])
+            np.testing.assert_allclose(store.coords[axis["name"]], world, rtol=1e-12)
+
+
 def test_a_fits_hdu_without_data_is_refused(tmp_path):
     from astropy.io import fits
 
