@@ -129,6 +129,68 @@ def test_a_fits_image_from_another_tool_round_trips_with_its_wcs(tmp_path, data_
 
 
 @pytest.mark.parametrize(
+    "cards",
+    [
+        {
+            "CTYPE1": "RA---TAN", "CRVAL1": 10.0, "CRPIX1": 3.0, "CDELT1": -0.01, "CUNIT1": "deg",
+            "CTYPE2": "DEC--TAN", "CRVAL2": 20.0, "CRPIX2": 2.0, "CDELT2": 0.01, "CUNIT2": "deg",
+            "PC1_2": 0.2, "PC2_1": -0.2, "CTYPE3": "FREQ", "CRVAL3": 1e9, "CDELT3": 1e6, "CUNIT3": "Hz",
+        },
+        {"CTYPE1": "FREQ", "CRVAL1": 1e9, "CD1_1": 1e6, "CTYPE2": "VRAD", "CRVAL2": 5.0, "CD2_2": 2.0},
+        {"CTYPE1": "WAVE", "CRVAL1": 5e-7, "CDELT1": 1e-9},
+    ],
+    ids=["celestial-rotated", "cd-matrix", "crpix-missing"],
+)  # fmt: skip
+def test_a_fits_export_keeps_the_source_wcs(tmp_path, cards):
+    from astropy.io import fits
+    from astropy.wcs import WCS
+
+    hdu = fits.PrimaryHDU(np.arange(4 * 5 * 6, dtype=">f4").reshape(4, 5, 6))
+    hdu.header.update(cards)
+    hdu.writeto(tmp_path / "in.fits")
+    cubeslab.ingest(tmp_path / "in.fits", tmp_path / "s.zarr")
+    cubeslab.export(tmp_path / "s.zarr", tmp_path / "out.fits")
+    pixels = np.indices((6, 5, 4)).reshape(3, -1)  # every pixel, FITS's axis order
+    source, exported = WCS(hdu.header), WCS(fits.getheader(tmp_path / "out.fits"))
+    np.testing.assert_array_equal(exported.all_pix2world(*pixels, 0), source.all_pix2world(*pixels, 0))
+
+
+def test_a_fits_export_of_a_checksummed_extension_is_a_consistent_primary_image(tmp_path):
+    import warnings
+
+    from astropy.io import fits
+
+    image = fits.ImageHDU(np.arange(12, dtype=">i2").reshape(3, 4), name="SCI")
+    image.header["BLANK"] = 5  # the store holds float32 with NaN for it: the export writes no BLANK
+    fits.HDUList([fits.PrimaryHDU(), image]).writeto(tmp_path / "in.fits", checksum=True)
+    cubeslab.ingest(tmp_path / "in.fits", tmp_path / "s.zarr")
+    cubeslab.export(tmp_path / "s.zarr", tmp_path / "out.fits")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # astropy warns of a checksum that does not match
+        with fits.open(tmp_path / "out.fits", checksum=True) as f:
+            f.verify("exception")
+            header, data = f[0].header, f[0].data
+    for key in ("XTENSION", "EXTNAME", "PCOUNT", "GCOUNT", "CHECKSUM", "DATASUM", "BLANK", "BZERO"):
+        assert key not in header
+    np.testing.assert_array_equal(data, fits.getdata(tmp_path / "in.fits", 1))
+
+
+def test_a_fits_export_gives_a_linear_wcs_only_to_evenly_spaced_axes(tmp_path):
+    from astropy.io import fits
+    from astropy.wcs import WCS
+
+    depth = np.array([0.0, 1.0, 3.0, 7.0])  # not evenly spaced: no linear WCS describes it
+    x = 100.0 + 12.5 * np.arange(5)
+    with cubeslab.create(tmp_path / "s.zarr", (4, 5), dims=["depth", "x"], coords={"depth": depth, "x": x}):
+        pass
+    cubeslab.export(tmp_path / "s.zarr", tmp_path / "out.fits")
+    header = fits.getheader(tmp_path / "out.fits")
+    np.testing.assert_allclose(WCS(header).pixel_to_world_values(np.arange(5), np.zeros(5))[0], x)
+    assert header["CTYPE2"] == "depth"
+    assert not {"CRVAL2", "CDELT2", "CRPIX2", "CUNIT2"} & set(header)
+
+
+@pytest.mark.parametrize(
     "dtype", ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "float32", "float64"]
 )
 def test_every_fits_type_round_trips_through_astropy(tmp_path, dtype):

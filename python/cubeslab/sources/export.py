@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import Any
 
 import numpy as np
@@ -313,10 +314,53 @@ FITS_OFFSET_TYPES = {
 FITS_BITPIX = {"uint8": 8, "int16": 16, "int32": 32, "int64": 64, "float32": -32, "float64": -64}
 
 
+# Cards that describe the HDU's structure, its data's encoding or its checksums: the export writes its own,
+# consistent with the values it writes, never the source's.
+FITS_STRUCTURAL = {
+    "SIMPLE", "XTENSION", "BITPIX", "NAXIS", "EXTEND", "PCOUNT", "GCOUNT", "GROUPS", "EXTNAME", "EXTVER",
+    "EXTLEVEL", "INHERIT", "BSCALE", "BZERO", "BLANK", "CHECKSUM", "DATASUM", "END",
+}  # fmt: skip
+FITS_WCS_CARD = re.compile(
+    r"(CTYPE|CRVAL|CDELT|CRPIX|CUNIT|CROTA)\d+[A-Z]?|(PC|CD)\d+_\d+[A-Z]?|(PC|CD)\d{6}"
+)
+
+
+def _fits_cards(cards: dict, shape: tuple[int, ...]) -> dict:
+    """The FITS source's cards an export keeps: all but the structural ones, and its WCS cards only if
+    the header describes an array of the store's shape."""
+    kept = {
+        key: value
+        for key, value in cards.items()
+        if key not in FITS_STRUCTURAL and not re.fullmatch(r"NAXIS\d+", key) and len(key) <= 8
+    }
+    described = [cards.get(f"NAXIS{n}") for n in range(1, len(shape) + 1)]
+    if cards.get("NAXIS") != len(shape) or described != list(reversed(shape)):
+        kept = {key: value for key, value in kept.items() if not FITS_WCS_CARD.fullmatch(key)}
+    return kept
+
+
+def _linear_wcs(export: _Export) -> dict:
+    """CTYPE and CUNIT of each axis, and CRPIX, CRVAL and CDELT where its coordinates are evenly spaced
+    (FITS lists the last numpy axis first)."""
+    from ..description import _regular_axis
+
+    cards: dict = {}
+    axes = zip(reversed(export.description["axes"]), reversed(export.coordinates.values()), strict=True)
+    for number, (axis, (values, _)) in enumerate(axes, start=1):
+        cards[f"CTYPE{number}"] = axis["name"][:68]
+        regular = _regular_axis(np.asarray(values))
+        if regular is None:  # no linear WCS gives these positions: the axis stays pixel indices, unitless
+            continue
+        cards[f"CRPIX{number}"], cards[f"CRVAL{number}"], cards[f"CDELT{number}"] = 1.0, *regular
+        if axis.get("unit"):
+            cards[f"CUNIT{number}"] = axis["unit"]
+    return cards
+
+
 def export_fits(store: str | os.PathLike, output: str | os.PathLike, *, overwrite: bool = False) -> int:
-    """Write the store to ``output`` (.fits) as a primary image, streamed slab by slab with astropy; each
-    axis as a linear WCS axis (CTYPE, CRVAL, CDELT, CUNIT; FITS lists the last numpy axis first), the
-    header cards of a FITS source restored."""
+    """Write the store to ``output`` (.fits) as a primary image, streamed slab by slab with astropy. A FITS
+    source's header cards are restored, its WCS as it was; a store without WCS cards gets a linear WCS
+    axis per evenly spaced axis (CTYPE, CRPIX, CRVAL, CDELT, CUNIT)."""
     from .fits import _astropy
 
     fits = _astropy()
@@ -335,20 +379,11 @@ def export_fits(store: str | os.PathLike, output: str | os.PathLike, *, overwrit
         header[f"NAXIS{number}"] = n
     if bzero:
         header["BZERO"], header["BSCALE"] = bzero, 1
-    structural = {"SIMPLE", "BITPIX", "NAXIS", "EXTEND", "BZERO", "BSCALE", "BLANK", "PCOUNT", "GCOUNT"}
-    cards = export.description["attributes"].get("fits_header", {})
+    cards = _fits_cards(export.description["attributes"].get("fits_header", {}), array.shape)
+    if not any(FITS_WCS_CARD.fullmatch(key) for key in cards):
+        cards |= _linear_wcs(export)
     for key, value in cards.items():
-        if key not in structural and not key.startswith("NAXIS") and len(key) <= 8:
-            header[key] = value
-    for number, axis in enumerate(reversed(export.description["axes"]), start=1):
-        header[f"CTYPE{number}"] = axis["name"][:68]
-        header[f"CRPIX{number}"], header[f"CRVAL{number}"], header[f"CDELT{number}"] = (
-            1.0,
-            axis["origin"],
-            axis["step"],
-        )
-        if axis.get("unit"):
-            header[f"CUNIT{number}"] = axis["unit"]
+        header[key] = value
     big_endian = np.dtype(stored).newbyteorder(">")
 
     def write(path: str) -> None:
