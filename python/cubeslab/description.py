@@ -27,7 +27,7 @@ DATA_ATTRIBUTES = frozenset({"statsV1", "coordinates"})
 coordinates): a description carries neither, so an empty store made from it does not claim them."""
 
 
-def _regular_axis(values: np.ndarray) -> tuple[float, float] | None:
+def regular_axis(values: np.ndarray) -> tuple[float, float] | None:
     """(origin, step) of evenly spaced coordinate values; None otherwise."""
     if values.size == 0 or values.dtype.kind not in "iuf":
         return None
@@ -52,7 +52,7 @@ def describe(path: str | os.PathLike) -> dict:
         if recorded is not None:
             axis.update({k: recorded[d][k] for k in ("origin", "step", "unit")})
         elif cube.attributes:  # a survey: its coordinate arrays, where evenly spaced
-            axis["origin"], axis["step"] = _regular_axis(cube.coords[name]) or (None, None)
+            axis["origin"], axis["step"] = regular_axis(cube.coords[name]) or (None, None)
             coordinate = Path(cube.path, name)
             if (coordinate / "zarr.json").is_file():
                 attributes = cube._array(name).attributes

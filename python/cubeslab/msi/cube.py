@@ -165,7 +165,8 @@ class _Subcube:
             if k.step is not None:
                 raise InvalidInputError(f"subcube: the {name} range {text} has a step; give start:stop only")
             for end in (k.start, k.stop):
-                if end is not None and (isinstance(end, bool) or not isinstance(end, (int, float, np.number))):
+                number = isinstance(end, (int, float, np.number)) and not isinstance(end, bool)
+                if end is not None and not number:
                     raise InvalidInputError(f"subcube: the {name} range {text} takes numbers, not {end!r}")
             if k.start is not None and k.stop is not None and k.start > k.stop:
                 raise InvalidInputError(

@@ -342,13 +342,13 @@ def _fits_cards(cards: dict, shape: tuple[int, ...]) -> dict:
 def _linear_wcs(export: _Export) -> dict:
     """CTYPE and CUNIT of each axis, and CRPIX, CRVAL and CDELT where its coordinates are evenly spaced
     (FITS lists the last numpy axis first)."""
-    from ..description import _regular_axis
+    from ..description import regular_axis
 
     cards: dict = {}
     axes = zip(reversed(export.description["axes"]), reversed(export.coordinates.values()), strict=True)
     for number, (axis, (values, _)) in enumerate(axes, start=1):
         cards[f"CTYPE{number}"] = axis["name"][:68]
-        regular = _regular_axis(np.asarray(values))
+        regular = regular_axis(np.asarray(values))
         if regular is None:  # no linear WCS gives these positions: the axis stays pixel indices, unitless
             continue
         cards[f"CRPIX{number}"], cards[f"CRVAL{number}"], cards[f"CDELT{number}"] = 1.0, *regular
