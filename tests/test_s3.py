@@ -415,7 +415,9 @@ def test_a_second_ingest_to_a_url_is_refused_while_the_first_runs(server, tmp_pa
     (tmp_path / "tmp").mkdir()
     env = os.environ | {"TMPDIR": str(tmp_path / "tmp")}
     url = "s3://busy/x.zarr"
-    lock = tmp_path / "tmp" / "cubeslab-upload" / "busy" / "x.zarr.cubeslab-new" / ".cubeslab.lock"
+    # Staged per endpoint: a bucket of the same name on another server is another store.
+    endpoint = server.endpoint.replace("%", "%25").replace("/", "%2F")
+    lock = tmp_path / "tmp" / "cubeslab-upload" / endpoint / "busy" / "x.zarr.cubeslab-new" / ".cubeslab.lock"
     running = cli_background("ingest", "--layout", "8x8x64/8x8x64", first.path, url, env=env)
     wait_for(lock.exists, running, "its staging lock was taken")
     refused = run_while_paused(running, lambda: cli("ingest", "--overwrite", second.path, url, env=env))

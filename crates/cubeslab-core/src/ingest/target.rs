@@ -51,7 +51,7 @@ impl Target {
         let store = store.to_path_buf();
         if let Location::S3(url) = &location {
             // Existence is the upload's to check, when the target opens.
-            let write_to = Upload::staging_for(url);
+            let write_to = Upload::staging_for(url, &options.storage)?;
             return Ok(Self {
                 store,
                 resuming: options.resume && write_to.join("zarr.json").is_file(),
@@ -101,7 +101,7 @@ impl Target {
     /// uploading it to object storage: resuming only uploads it again.
     pub fn stopped_uploading(&self) -> bool {
         match &self.location {
-            Location::S3(url) => self.resuming && Upload::stopped_uploading(url),
+            Location::S3(_) => self.resuming && Upload::stopped_uploading(&self.write_to),
             Location::Local(_) => false,
         }
     }

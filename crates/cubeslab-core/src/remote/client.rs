@@ -107,14 +107,17 @@ fn is_http_url(text: &str) -> bool {
         && !text.chars().any(|c| c.is_whitespace() || c.is_control())
 }
 
-fn build(
-    url: &S3Url,
-    options: &StorageOptions,
-) -> Result<object_store::aws::AmazonS3, RemoteError> {
-    let bad = |why: String| RemoteError::BadUrl {
-        url: url.to_string(),
-        why,
-    };
+/// The endpoint requests for `url` go to, as the environment, the AWS
+/// profile and `options` set it ("" for AWS's own).
+pub fn endpoint(url: &S3Url, options: &StorageOptions) -> Result<String, RemoteError> {
+    Ok(configured(url, options)?
+        .get_config_value(&AmazonS3ConfigKey::Endpoint)
+        .unwrap_or_default())
+}
+
+/// The client's settings for `url`: the environment's, the AWS profile's
+/// where those are silent, and `options` over both.
+fn configured(url: &S3Url, options: &StorageOptions) -> Result<AmazonS3Builder, RemoteError> {
     let mut builder = AmazonS3Builder::from_env().with_bucket_name(&url.bucket);
     for (key, value) in profile_settings()? {
         if builder.get_config_value(&key).is_none() {
@@ -126,12 +129,27 @@ fn build(
             .iter()
             .find(|(fsspec, _)| fsspec == name)
             .map_or(name.as_str(), |(_, ours)| ours);
-        let key: AmazonS3ConfigKey = name
-            .to_ascii_lowercase()
-            .parse()
-            .map_err(|_| bad(format!("unknown storage option {name:?}")))?;
+        let key: AmazonS3ConfigKey =
+            name.to_ascii_lowercase()
+                .parse()
+                .map_err(|_| RemoteError::BadUrl {
+                    url: url.to_string(),
+                    why: format!("unknown storage option {name:?}"),
+                })?;
         builder = builder.with_config(key, value);
     }
+    Ok(builder)
+}
+
+fn build(
+    url: &S3Url,
+    options: &StorageOptions,
+) -> Result<object_store::aws::AmazonS3, RemoteError> {
+    let bad = |why: String| RemoteError::BadUrl {
+        url: url.to_string(),
+        why,
+    };
+    let mut builder = configured(url, options)?;
     let endpoint = builder
         .get_config_value(&AmazonS3ConfigKey::Endpoint)
         .unwrap_or_default();

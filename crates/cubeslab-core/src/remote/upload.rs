@@ -18,7 +18,8 @@ use object_store::{
 };
 
 use super::{
-    client::{block_on, connect},
+    client::{block_on, connect, endpoint},
+    error::without_userinfo,
     store_keys, store_objects, RemoteError, S3Url, StorageOptions,
 };
 use crate::{
@@ -61,7 +62,7 @@ impl Upload {
     /// A staging folder a stopped run left is kept for `--resume` unless
     /// `overwrite`.
     pub fn begin(url: &S3Url, options: &StorageOptions, overwrite: bool) -> Result<Self> {
-        let staging = Self::staging_for(url);
+        let staging = Self::staging_for(url, options)?;
         let stopped_here = staging.exists();
         if stopped_here {
             if !overwrite {
@@ -97,7 +98,7 @@ impl Upload {
 
     /// Continue a stopped run for `url`: its staging folder is kept.
     pub fn resume(url: &S3Url, options: &StorageOptions) -> Result<Self> {
-        let staging = Self::staging_for(url);
+        let staging = Self::staging_for(url, options)?;
         Ok(Self {
             url: url.clone(),
             _lock: take_staging(url, &staging)?,
@@ -108,10 +109,10 @@ impl Upload {
         })
     }
 
-    /// Whether a run for `url` on this machine staged a complete store and
+    /// Whether the run that left `staging` staged a complete store and
     /// stopped while uploading it: a resume only uploads it again.
-    pub fn stopped_uploading(url: &S3Url) -> bool {
-        Group::open(Self::staging_for(url)).is_ok_and(|g| g.state() == StoreState::Complete)
+    pub fn stopped_uploading(staging: &Path) -> bool {
+        Group::open(staging).is_ok_and(|g| g.state() == StoreState::Complete)
     }
 
     /// Before other processes upload parts of the store to their final
@@ -178,16 +179,22 @@ pub fn upload_folder(folder: &Path, url: &S3Url, options: &StorageOptions) -> Re
 }
 
 impl Upload {
-    /// The local folder a store for `url` is staged in: the same for every
-    /// run, so that a stopped ingest can be resumed.
-    pub fn staging_for(url: &S3Url) -> PathBuf {
-        std::env::temp_dir()
+    /// The local folder a store for `url` on the endpoint `options` reach is
+    /// staged in: the same for every run, so that a stopped ingest can be
+    /// resumed, and another for another endpoint's bucket of the same name.
+    pub fn staging_for(url: &S3Url, options: &StorageOptions) -> Result<PathBuf> {
+        let escaped = |text: &str| text.replace('%', "%25").replace('/', "%2F");
+        let endpoint = endpoint(url, options)?;
+        let server = if endpoint.is_empty() {
+            "aws".to_string()
+        } else {
+            escaped(&without_userinfo(&endpoint))
+        };
+        Ok(std::env::temp_dir()
             .join("cubeslab-upload")
+            .join(server)
             .join(&url.bucket)
-            .join(format!(
-                "{}.cubeslab-new",
-                url.key.replace('%', "%25").replace('/', "%2F")
-            ))
+            .join(format!("{}.cubeslab-new", escaped(&url.key))))
     }
 }
 
