@@ -541,3 +541,16 @@ def test_a_window_between_two_m_z_values_reads_an_image_of_zeros_as_pyimzml_does
     expected = getionimage(ImzMLParser(str(source)), between, tol=1e-6).T
     assert image.shape == expected.shape and not image.any()
     np.testing.assert_array_equal(image, expected)
+
+
+def test_the_tic_and_mean_spectrum_follow_window_writes_to_the_cube(tmp_path, data_dir):
+    source = example(data_dir, tmp_path, "Continuous")
+    cubeslab.ingest(source, tmp_path / "s.zarr")
+    kept = cubeslab.open(tmp_path / "s.zarr").tic()
+    with cubeslab.open(tmp_path / "s.zarr", "r+") as msi:
+        msi[1, 2, 100:200] = 1000.0
+    msi = cubeslab.open(tmp_path / "s.zarr")
+    cube = msi[...].astype(np.float64)
+    np.testing.assert_allclose(msi.tic(), cube.sum(axis=2), rtol=1e-9)
+    assert not np.allclose(msi.tic(), kept)  # the ingest's sums no longer hold
+    np.testing.assert_allclose(msi.mean_spectrum()[1], cube[msi.pixel_mask()].mean(axis=0), rtol=1e-9)

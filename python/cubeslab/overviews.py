@@ -18,6 +18,11 @@ def level_name(main: str, level: int) -> str:
     return f"{main}_level{level}"
 
 
+MADE_FROM = "made_from_data_version"
+"""What something derived from an array (overview levels, an MSI cube's sums) records: the array's
+:func:`data_version` it was made from, so that a later window write shows it stale."""
+
+
 def data_version(metadata: dict) -> int:
     """How many flushes have changed an array's data (counted by the engine's window writes), from its
     ``zarr.json``."""
@@ -32,6 +37,6 @@ def recorded_levels(record: dict) -> list[Level]:
 def fresh_levels(attributes: dict, main_metadata: dict) -> list[Level]:
     """The levels a store's group records, if they were made from the main array's data as it is now."""
     record = attributes.get("cubeslab", {}).get("pyramid")
-    if not record or record.get("made_from_data_version") != data_version(main_metadata):
+    if not record or record.get(MADE_FROM) != data_version(main_metadata):
         return []
     return recorded_levels(record)

@@ -30,7 +30,7 @@ from . import _engine, defaults
 from .array import Array, zarr_json
 from .errors import InvalidInputError
 from .locations import local_only
-from .overviews import Level, data_version, level_name, recorded_levels
+from .overviews import MADE_FROM, Level, data_version, level_name, recorded_levels
 
 METHODS = ("mean", "decimate")
 OME_VERSION = "0.5"
@@ -258,7 +258,7 @@ def check_pyramid(
         return {"levels": [], "method": "none", "problems": [leftover]} if leftover else None
     main, problems = cube.amplitude, []
     levels = recorded_levels(record)
-    if record.get("made_from_data_version") != data_version(main.metadata):
+    if record.get(MADE_FROM) != data_version(main.metadata):
         problems.append(
             "stale: the data was written after the levels were made; run `cubeslab pyramid` again"
         )
@@ -339,7 +339,7 @@ def describe_levels(cube, main_name: str, levels: list[Level], method: str, vers
             "pyramid": {
                 "method": method,
                 "levels": [{"array": level.name, "factors": list(level.factors)} for level in levels],
-                "made_from_data_version": version,
+                MADE_FROM: version,
             }
         },
     }

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..cube import Cube
+from .. import defaults
+from ..cube import Cube, read_node
 from ..errors import InvalidInputError, LabelError
 from ..opener import KINDS
+from ..overviews import MADE_FROM, data_version
 from .ingest import MSI_KIND
 
 if TYPE_CHECKING:
@@ -114,12 +117,34 @@ class MsiCube(Cube):
         return _Subcube(self)
 
     def tic(self) -> np.ndarray:
-        """The total ion current image (x, y), computed during ingest."""
-        return self._array("tic")[...]
+        """The total ion current image (x, y), computed during ingest (again from the cube, if it was
+        written since)."""
+        kept = self._kept("tic")
+        return kept if kept is not None else self._summed_again(axis=2)
 
     def mean_spectrum(self) -> tuple[np.ndarray, np.ndarray]:
-        """(m/z, mean intensity over the pixels the file has), computed during ingest."""
-        return self.mz, self._array("mean_spectrum")[...]
+        """(m/z, mean intensity over the pixels the file has), computed during ingest (again from the
+        cube, if it was written since)."""
+        kept = self._kept("mean_spectrum")
+        if kept is None:
+            kept = self._summed_again(axis=(0, 1)) / max(int(self.pixel_mask().sum()), 1)
+        return self.mz, kept
+
+    def _kept(self, name: str) -> np.ndarray | None:
+        """What the ingest computed as ``name``, if the cube's data is still the version it was made from."""
+        stored = self._array(name)
+        made_from = stored.attributes.get("cubeslab", {}).get(MADE_FROM)
+        current = data_version(read_node(self.path / Path(self.amplitude.path).name))
+        # A store from before versions were counted records none: its sums are taken as they are.
+        return stored[...] if made_from is None or made_from == current else None
+
+    def _summed_again(self, axis) -> np.ndarray:
+        """The cube summed over ``axis`` (2: per pixel; (0, 1): per m/z value) in float64, slab by slab of
+        x within the default memory limit."""
+        nx, ny, nmz = self.shape
+        rows = max(1, defaults.MEMORY_LIMIT // 4 // max(ny * nmz * 8, 1))
+        parts = [self.amplitude[i : i + rows].sum(axis=axis, dtype=np.float64) for i in range(0, nx, rows)]
+        return np.concatenate(parts) if axis == 2 else np.sum(parts, axis=0)
 
     def pixel_mask(self) -> np.ndarray:
         """True where the file has a spectrum."""

@@ -24,6 +24,7 @@ from ..create import MAIN_ARRAY, create
 from ..errors import InvalidInputError
 from ..jobs import run_watched
 from ..locations import is_remote, publishing, recorded_source, store_size
+from ..overviews import MADE_FROM
 from ..sources.ingest import Progress, planned, summary
 from .imzml import IbdDigest, Imzml, Spectra, check_ibd, parse
 
@@ -498,12 +499,17 @@ def _ingest_parsed(
                 f"{path}: every one of its {peaks:,} peaks lies outside the m/z range {binning.low:g}.."
                 f"{binning.high:g}; give a range that holds some, or no range to bin them all"
             )
-        for name, values, dims in (
-            ("pixel_mask", mask, ["x", "y"]),
-            ("tic", tic, ["x", "y"]),
-            ("mean_spectrum", total / max(int(mask.sum()), 1), ["mz"]),
+        # Window writes count the cube's data version from here on: the sums say which version they add up.
+        made_from = {"cubeslab": {MADE_FROM: _engine.track_data_version(os.path.join(staging, MAIN_ARRAY))}}
+        for name, values, dims, attributes in (
+            ("pixel_mask", mask, ["x", "y"], {}),
+            ("tic", tic, ["x", "y"], made_from),
+            ("mean_spectrum", total / max(int(mask.sum()), 1), ["mz"], made_from),
         ):
-            Array.from_numpy(os.path.join(staging, name), values, chunks=values.shape, dimension_names=dims)
+            Array.from_numpy(
+                os.path.join(staging, name), values, chunks=values.shape, dimension_names=dims,
+                attributes=attributes,
+            )  # fmt: skip
         written_views = _write_views(staging, shape, dtype, views or [], compress, limit)
         if written_views:
             report["views"] = written_views
