@@ -105,11 +105,8 @@ def ingest(
     resume: Annotated[bool, typer.Option(help=HELP["resume"])] = False,
     durable: Annotated[bool, typer.Option(help=HELP["durable"])] = False,
     dtype: Annotated[
-        str | None,
-        typer.Option(
-            callback=plan_cli.checked(check_dtype), help=f"{HELP['dtype']} (default {defaults.DTYPE})"
-        ),
-    ] = None,
+        str, typer.Option(callback=plan_cli.checked(check_dtype), help=HELP["dtype"])
+    ] = defaults.DTYPE,
     compress: Annotated[
         str, typer.Option(callback=plan_cli.checked(check_compress), help=HELP["compress"])
     ] = defaults.COMPRESS,
@@ -168,7 +165,7 @@ def ingest(
         warnings.simplefilter("always", IngestWarning)
         summary = run_ingest(
             source, store, overwrite=overwrite, resume=resume, durable=durable,
-            dtype=dtype,
+            dtype=None if dtype == defaults.DTYPE else dtype,  # the default is no option to refuse
             compress=compress, max_error=max_error, layout=layout, access=access,
             views=[v for v in (views or "").split(",") if v.strip()], profile=profile,
             memory_limit=memory_limit, threads=threads, endian=endian.value,
