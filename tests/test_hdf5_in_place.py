@@ -326,10 +326,10 @@ def test_a_truncated_netcdf_file_is_refused_naming_it(tmp_path, data_dir):
 def test_edge_chunks_a_file_stores_unfiltered_are_read_unfiltered(tmp_path, deflate):
     import ctypes
 
+    import netCDF4  # noqa: F401  (a second HDF5 library in the process, as in a session using both)
+
     from cubeslab.hdf5_array import DONT_FILTER_PARTIAL_CHUNKS, _hdf5_library
 
-    library = _hdf5_library()
-    assert library is not None, "the HDF5 library h5py runs on was not found"
     path = tmp_path / "edges.h5"
     values = np.arange(23 * 19 * 11, dtype="f4").reshape(23, 19, 11)
     with h5py.File(path, "w", libver="latest") as f:
@@ -339,6 +339,8 @@ def test_edge_chunks_a_file_stores_unfiltered_are_read_unfiltered(tmp_path, defl
         if deflate:
             plist.set_deflate(4)
         # h5py has no call for this option; HDF5 then writes chunks past the edge without their filters.
+        library = _hdf5_library(plist.id)
+        assert library is not None, "the HDF5 library h5py runs on was not found"
         options = ctypes.c_uint(DONT_FILTER_PARTIAL_CHUNKS)
         assert library.H5Pset_chunk_opts(ctypes.c_int64(plist.id), options) >= 0
         space = h5py.h5s.create_simple(values.shape)

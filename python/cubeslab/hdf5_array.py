@@ -41,31 +41,39 @@ with a filter mask that does not say so."""
 
 
 @functools.cache
-def _hdf5_library():
-    """The HDF5 C library h5py runs on (ctypes), for the one property h5py does not expose; None where it
-    is not found."""
+def _hdf5_candidates() -> tuple[ctypes.CDLL, ...]:
+    """The HDF5 C libraries this process may have loaded (h5py's own first; netCDF4 brings another)."""
     import h5py
 
-    loaded: list[str] = []
+    package = os.path.dirname(h5py.__file__)
+    paths = glob.glob(os.path.join(package, "..", "h5py.libs", "libhdf5-*"))
+    paths += glob.glob(os.path.join(package, ".dylibs", "libhdf5.*"))
     if os.path.exists("/proc/self/maps"):
         with open("/proc/self/maps") as maps:
-            loaded = [line.split()[-1] for line in maps if "/libhdf5" in line and "libhdf5_hl" not in line]
-    package = os.path.dirname(h5py.__file__)
-    bundled = glob.glob(os.path.join(package, "..", "h5py.libs", "libhdf5-*"))
-    bundled += glob.glob(os.path.join(package, ".dylibs", "libhdf5.*"))
-    for candidate in dict.fromkeys([*loaded, *bundled]):
+            paths += [line.split()[-1] for line in maps if "/libhdf5" in line and "libhdf5_hl" not in line]
+    libraries = []
+    for path in dict.fromkeys(paths):
         try:
-            library = ctypes.CDLL(candidate)
+            library = ctypes.CDLL(path)
         except OSError:
             continue
-        if hasattr(library, "H5Pget_chunk_opts"):
+        if hasattr(library, "H5Pget_chunk_opts") and hasattr(library, "H5Iis_valid"):
+            libraries.append(library)
+    return tuple(libraries)
+
+
+def _hdf5_library(identifier: int):
+    """The HDF5 C library h5py runs on (ctypes), for the one property h5py does not expose: the one that
+    knows h5py's ``identifier``. None where none is found."""
+    for library in _hdf5_candidates():
+        if library.H5Iis_valid(ctypes.c_int64(identifier)) > 0:
             return library
     return None
 
 
 def edge_chunks_unfiltered(plist) -> bool:
     """Whether a chunked dataset's creation properties store partial edge chunks unfiltered."""
-    library = _hdf5_library()
+    library = _hdf5_library(plist.id)
     if library is None:
         return False
     options = ctypes.c_uint(0)
