@@ -424,6 +424,24 @@ def netcdf_file(path: Path, fmt: str) -> None:
         v[:] = raw
 
 
+def netcdf_named_like_dimensions(path: Path) -> None:
+    """A NetCDF 4 file written by netCDF4 with variables named like dimensions they do not label, which
+    netCDF-C stores as ``_nc4_non_coord_<name>`` beside the dimension's scale: x(y, x) at the root, and
+    z(x, z) in group grp beside v(t, z); t, of the root, has its coordinate variable."""
+    import netCDF4
+
+    with netCDF4.Dataset(path, "w", format="NETCDF4") as d:
+        d.createDimension("t", 2)
+        d.createDimension("y", 4)
+        d.createDimension("x", 5)
+        d.createVariable("t", "f8", ("t",))[:] = [10.0, 20.0]
+        d.createVariable("x", "f4", ("y", "x"))[:] = np.arange(20, dtype="f4").reshape(4, 5) + 100
+        group = d.createGroup("grp")
+        group.createDimension("z", 3)
+        group.createVariable("z", "i2", ("x", "z"))[:] = np.arange(15, dtype="i2").reshape(5, 3) - 7
+        group.createVariable("v", "f8", ("t", "z"))[:] = np.arange(6).reshape(2, 3) / 4
+
+
 T = TypeVar("T")
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zarr
-from conftest import netcdf_file
+from conftest import netcdf_file, netcdf_named_like_dimensions
 
 import cubeslab
 from cubeslab.store_report import store_report
@@ -493,6 +493,37 @@ def test_float_fill_values_and_non_finite_attributes_as_xarray_writes_them(tmp_p
     back = xr.open_dataset(tmp_path / "back.nc")
     assert back["t"].encoding["_FillValue"] == -999.0
     xr.testing.assert_equal(back["t"], expected["t"])
+
+
+def test_a_netcdf_variable_named_like_a_dimension_it_does_not_label_ingests_as_xarray_reads_it(tmp_path):
+    import xarray as xr
+
+    netcdf_named_like_dimensions(tmp_path / "n.nc")
+    command = ["ingest", str(tmp_path / "n.nc"), str(tmp_path / "n.zarr"), "--variable", "x"]
+    done = subprocess.run([*CLI, *command], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    expected = xr.open_dataset(tmp_path / "n.nc")["x"]
+    xr.testing.assert_identical(xr.open_zarr(tmp_path / "n.zarr")["x"].load(), expected)
+    store = cubeslab.open(tmp_path / "n.zarr")
+    np.testing.assert_array_equal(store[...], expected.values)
+    assert store.dims == ["y", "x"] and list(store.coords["x"]) == [0, 1, 2, 3, 4]  # x labels no axis
+
+
+def test_a_netcdf_variable_in_a_group_is_ingested_by_its_path(tmp_path):
+    import netCDF4
+
+    netcdf_named_like_dimensions(tmp_path / "n.nc")
+    listed = r"no variable nope; the variables: t, x, grp/z, grp/v$"
+    with pytest.raises(cubeslab.InvalidInputError, match=listed):
+        cubeslab.ingest(tmp_path / "n.nc", tmp_path / "x.zarr", variable="nope")
+    with netCDF4.Dataset(tmp_path / "n.nc") as d:
+        expected = {name: d[name][...].data for name in ("grp/v", "grp/z", "t")}
+    for name in ("grp/v", "grp/z"):
+        store = tmp_path / f"{name.replace('/', '_')}.zarr"
+        assert cubeslab.ingest(tmp_path / "n.nc", store, variable=name)["variable"] == name
+        np.testing.assert_array_equal(cubeslab.open(store)[...], expected[name])
+    # v's dimension t is the root group's, and so is its coordinate variable.
+    np.testing.assert_array_equal(cubeslab.open(tmp_path / "grp_v.zarr").coords["t"], expected["t"])
 
 
 def test_info_lists_a_netcdf_files_variables(tmp_path):

@@ -19,6 +19,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
+from conftest import netcdf_named_like_dimensions
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -169,6 +170,28 @@ def test_a_shuffled_netcdf4_variable_from_another_tool_reads_as_h5py_does(data_d
         assert [f["azi_angle_trip"].id.get_create_plist().get_filter(i)[0] for i in range(2)] == [2, 1]
     np.testing.assert_array_equal(got[...], expected)
     np.testing.assert_array_equal(got[100:2000:13, :, 0], expected[100:2000:13, :, 0])
+
+
+@pytest.mark.parametrize("variable", ["x", "grp/z"])
+def test_a_netcdf4_variable_named_like_a_dimension_it_is_not_the_coordinate_of_reads_as_netcdf4_does(
+    tmp_path, variable
+):
+    import netCDF4
+
+    # netCDF-C keeps such a variable as HDF5 dataset _nc4_non_coord_<name>; <name> is the dimension's scale.
+    netcdf_named_like_dimensions(tmp_path / "n.nc")
+    got = cubeslab.open(tmp_path / "n.nc", variable=variable)
+    with netCDF4.Dataset(tmp_path / "n.nc") as d:
+        expected = d[variable][...].data
+    assert got.shape == expected.shape and got.dtype == expected.dtype
+    np.testing.assert_array_equal(got[...], expected)
+    np.testing.assert_array_equal(got[1::2, ::3], expected[1::2, ::3])
+
+
+def test_a_netcdf4_dimension_without_a_variable_is_no_variable(tmp_path):
+    netcdf_named_like_dimensions(tmp_path / "n.nc")
+    with pytest.raises(cubeslab.InvalidInputError, match=r"no variable y; the variables: .*grp/z, grp/v"):
+        cubeslab.open(tmp_path / "n.nc", variable="y")
 
 
 def test_a_classic_netcdf_file_is_refused_with_what_to_do(data_dir):

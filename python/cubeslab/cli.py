@@ -138,7 +138,9 @@ def ingest(
     offset: Annotated[int, typer.Option(help="Raw bytes: where the array's first byte is")] = 0,
     hdu: Annotated[int | None, typer.Option(help="FITS: the HDU (default: the first with an image)")] = None,
     dataset: Annotated[str | None, typer.Option(help="HDF5: the dataset (default: the only N-D one)")] = None,
-    variable: Annotated[str | None, typer.Option(help="NetCDF: the variable (default: the only one)")] = None,
+    variable: Annotated[
+        str | None, typer.Option(help="NetCDF: the variable, grp/v in a group (default: the only one)")
+    ] = None,
     mz_bin: Annotated[
         str | None,
         typer.Option(help="imzML, processed: m/z bin width, 0.01 (Da) or 10ppm (default: from the data)"),

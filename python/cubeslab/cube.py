@@ -428,7 +428,8 @@ class Cube:
         self.attributes: dict = contents["attributes"]
         is_group = contents["node_type"] == "group"
         # The main array as a name of the store's own kind (a folder, or a URL with its connection).
-        main = self.path / Path(contents["main"]).name if is_group else self.path
+        self._is_group, self._main_name = is_group, Path(contents["main"]).name
+        main = self.path / self._main_name if is_group else self.path
         if is_group and isinstance(self.path, Path):
             _read_ahead_arrays(self.path, self.path / Path(contents["main"]).name, contents["copies"])
         self.amplitude = Array(main, self.settings, contents["copies"], cache=cache)
@@ -439,13 +440,17 @@ class Cube:
         self.coords: dict[str, np.ndarray] = {}
         for dim, n in zip(self.dims, self.shape, strict=True):
             coord = self.path / dim
-            is_survey = is_group and (coord / "zarr.json").is_file()
-            self.coords[dim] = self._array(dim)[...] if is_survey else np.arange(n)
+            self.coords[dim] = self._array(dim)[...] if self.has_coordinate_array(dim) else np.arange(n)
             if self.coords[dim].shape != (n,):
                 raise InvalidInputError(
                     f"{coord}: coordinate array has shape {self.coords[dim].shape}, "
                     f"but the amplitude array has {n} {dim} values"
                 )
+
+    def has_coordinate_array(self, dim: str) -> bool:
+        """Whether the store holds an array of ``dim``'s coordinates. A main array named like one of its
+        dimensions (NetCDF's ``x(y, x)``) is not that dimension's coordinate."""
+        return self._is_group and dim != self._main_name and (self.path / dim / "zarr.json").is_file()
 
     def _fresh_overviews(self) -> list[tuple[tuple[int, ...], str]]:
         """The overview levels the group records now, if made from the main array's data as it is now

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import math
 import os
-from pathlib import Path
 
 import numpy as np
 
@@ -53,8 +52,7 @@ def describe(path: str | os.PathLike) -> dict:
             axis.update({k: recorded[d][k] for k in ("origin", "step", "unit")})
         elif cube.attributes:  # a survey: its coordinate arrays, where evenly spaced
             axis["origin"], axis["step"] = regular_axis(cube.coords[name]) or (None, None)
-            coordinate = Path(cube.path, name)
-            if (coordinate / "zarr.json").is_file():
+            if cube.has_coordinate_array(name):
                 attributes = cube._array(name).attributes
                 unit = attributes.get("unitsV1") or attributes.get("units")
                 axis["unit"] = next(iter(unit.values())) if isinstance(unit, dict) and unit else unit

@@ -149,7 +149,9 @@ class Hdf5Array(Array):
                 f"{self.path}: not a NetCDF 4 file (classic NetCDF has no chunks to read in place); "
                 "ingest it with cubeslab ingest, which reads it through netCDF4"
             )
-        f, data, name = open_dataset(self.path, variable if variable is not None else dataset, flag=flag)
+        f, data, name = open_dataset(
+            self.path, variable if variable is not None else dataset, flag=flag, variable=variable is not None
+        )
         with f:
             self.dataset = name
             self._chunks = tuple(data.chunks) if data.chunks else tuple(data.shape)

@@ -63,10 +63,47 @@ def datasets_in(h5py, group) -> list[str]:
     return found
 
 
-def open_dataset(path: str | os.PathLike, dataset: str | None = None, *, flag: str = "--dataset"):
+# netCDF-C's names in HDF5: a variable named like a dimension it is not the coordinate of (``x(y, x)``) is
+# stored under this prefix, since the dimension's scale holds the plain name; a dimension without a
+# coordinate variable is a scale whose NAME attribute starts with the sentence below.
+NON_COORDINATE_PREFIX = "_nc4_non_coord_"
+DIMENSION_WITHOUT_VARIABLE = b"This is a netCDF dimension but not a netCDF variable."
+
+
+def is_bare_dimension(data) -> bool:
+    """Whether an HDF5 dataset is a NetCDF 4 dimension that no variable holds values for."""
+    name = data.attrs.get("NAME")
+    return isinstance(name, bytes) and name.startswith(DIMENSION_WITHOUT_VARIABLE)
+
+
+def netcdf_variable_dataset(h5py, f, variable: str) -> str | None:
+    """The HDF5 dataset that holds NetCDF 4 variable ``variable`` (an absolute name, ``/group/v``), or
+    None when there is no such variable (a bare dimension's scale is not one)."""
+    group, _, base = variable.rpartition("/")
+    renamed = f"{group}/{NON_COORDINATE_PREFIX}{base}"
+    if isinstance(f.get(renamed), h5py.Dataset):
+        return renamed
+    data = f.get(variable)
+    return variable if isinstance(data, h5py.Dataset) and not is_bare_dimension(data) else None
+
+
+def netcdf_variables_in(h5py, f) -> list[str]:
+    """Every NetCDF 4 variable of an open file, by its NetCDF name with its group (``grp/v``)."""
+    names = []
+    for name in datasets_in(h5py, f):
+        if not is_bare_dimension(f[name]):
+            group, _, base = name.rpartition("/")
+            names.append(f"{group}/{base.removeprefix(NON_COORDINATE_PREFIX)}".lstrip("/"))
+    return names
+
+
+def open_dataset(
+    path: str | os.PathLike, dataset: str | None = None, *, flag: str = "--dataset", variable: bool = False
+):
     """The open h5py file and the numeric N-D dataset ``dataset`` in it (or its only such dataset),
     with its name; refused with the datasets listed when there is no such dataset, and for virtual
-    datasets and external storage. ``flag`` is how the caller names the choice in messages."""
+    datasets and external storage. ``flag`` is how the caller names the choice in messages; with
+    ``variable``, ``dataset`` names a NetCDF 4 variable (``v`` or ``grp/v``), found by netCDF-C's naming."""
     h5py = h5py_module()
     try:
         f = h5py.File(path, "r")
@@ -74,6 +111,13 @@ def open_dataset(path: str | os.PathLike, dataset: str | None = None, *, flag: s
         raise InvalidInputError(f"{path}: not an HDF5 file h5py reads: {error}") from None
     if dataset is not None and not dataset.startswith("/"):
         dataset = "/" + dataset
+    if variable and dataset is not None:
+        found = netcdf_variable_dataset(h5py, f, dataset)
+        if found is None:
+            listed = ", ".join(netcdf_variables_in(h5py, f)) or "none"
+            f.close()
+            raise InvalidInputError(f"{path}: no variable {dataset.lstrip('/')}; the variables: {listed}")
+        dataset = found
     if dataset is None or not isinstance(f.get(dataset), h5py.Dataset):
         # Only to choose, or to say what exists: listing a file of many objects takes a while.
         names = datasets_in(h5py, f)

@@ -139,8 +139,9 @@ def ingest(
     mz_bin, mz_range: for a processed-mode imzML file, the width of the m/z bins (``"10ppm"``, or
         ``0.01`` Da; default chosen from the data and reported) and the range binned (``"100:1000"``;
         default every peak's).
-    variable: a NetCDF file's variable (default: its only data variable); stored with its coordinate
-        variables and raw values with their CF attributes, so xarray decodes the store as the file.
+    variable: a NetCDF file's variable (``grp/v`` in a group; default: its only data variable); stored
+        with its coordinate variables and raw values with their CF attributes, so xarray decodes the store
+        as the file.
 
     dtype: element type of the amplitudes: ``"float32"`` (default), another
         numpy name, or ``"native"`` for the type that holds the source's

@@ -151,11 +151,12 @@ def survey_dataset(cube: Cube, drop_variables: Iterable[str] = ()) -> xr.Dataset
     dropped = set(drop_variables)
     is_group = cube.amplitude.path != os.fspath(cube.path)
     coords: dict[str, Any] = {}
+    name = Path(cube.amplitude.path).name if is_group else schema.AMPLITUDE
     for dim in cube.dims:
-        if dim in dropped:
-            continue
+        if dim in dropped or dim == name:
+            continue  # a main array named like its dimension (NetCDF's x(y, x)) leaves that one unlabelled
         # a plain array's dimensions have no stored coordinate: their positions, as in cube.coords
-        stored = is_group and (cube.path / dim / "zarr.json").is_file()
+        stored = cube.has_coordinate_array(dim)
         attributes = cube._array(dim).attributes if stored else {}
         attributes = {k: v for k, v in attributes.items() if k not in ENCODING_ATTRIBUTES}
         if stored and dim == cube.vertical:
@@ -164,7 +165,6 @@ def survey_dataset(cube: Cube, drop_variables: Iterable[str] = ()) -> xr.Dataset
                 attributes = {**attributes, "units": units}
         coords[dim] = xr.Variable((dim,), cube.coords[dim], attrs=_with_units(attributes))
     data_vars: dict[str, xr.Variable] = {}
-    name = Path(cube.amplitude.path).name if is_group else schema.AMPLITUDE
     if name not in dropped:
         data_vars[name] = _variable(cube.amplitude, cube.dims)
     for variable in TRACE_VARIABLES if is_group else ():

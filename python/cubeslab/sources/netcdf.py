@@ -84,29 +84,77 @@ def _type_name(variable) -> str:
     return "text" if variable.dtype is str else f"{type(kind).__name__} {getattr(kind, 'name', '')}".strip()
 
 
+def _variables(group, prefix: str = "") -> dict:
+    """Every variable of ``group`` and its subgroups, by name with its groups (``grp/v``)."""
+    found = {prefix + name: v for name, v in group.variables.items()}
+    for name, child in group.groups.items():
+        found |= _variables(child, f"{prefix}{name}/")
+    return found
+
+
+def _is_coordinate_variable(name: str, variable) -> bool:
+    """Whether a variable is its dimension's coordinate variable: one dimension, of its own name (not
+    ``x(y, x)``, which netCDF allows)."""
+    return tuple(variable.dimensions) == (name,)
+
+
 def _choose(path, dataset, variable: str | None) -> str:
-    data = [
-        name for name, v in dataset.variables.items()
-        if name not in dataset.dimensions and v.ndim >= 1 and _numeric(v)
-    ]  # fmt: skip
+    """The name (with its groups, ``grp/v``) of the variable to ingest: ``variable``, or the file's only
+    data variable."""
+    variables = _variables(dataset)
     if variable is None:
+        data = [
+            name for name, v in variables.items()
+            if not _is_coordinate_variable(v.name, v) and v.ndim >= 1 and _numeric(v)
+        ]  # fmt: skip
         if len(data) != 1:
-            listed = ", ".join(f"{n} {dataset.variables[n].dimensions}" for n in data) or "none"
+            listed = ", ".join(f"{n} {variables[n].dimensions}" for n in data) or "none"
             raise InvalidInputError(
                 f"{path}: {'no' if not data else 'more than one'} data variable; choose one with --variable "
                 f"(the variables: {listed})"
             )
         return data[0]
-    if variable not in dataset.variables:
-        raise InvalidInputError(
-            f"{path}: no variable {variable}; the variables: {', '.join(dataset.variables)}"
-        )
-    chosen = dataset.variables[variable]
+    variable = variable.strip("/")
+    if variable not in variables:
+        raise InvalidInputError(f"{path}: no variable {variable}; the variables: {', '.join(variables)}")
+    chosen = variables[variable]
     if not _numeric(chosen):
         raise InvalidInputError(
             f"{path}: variable {variable} holds {_type_name(chosen)} values, not numbers cubeslab stores"
         )
     return variable
+
+
+def _visible(group, name: str):
+    """The variable ``name`` as seen from ``group``: its own, else its nearest ancestor's (netCDF's scope
+    of dimensions, and CF's search for coordinates), or None."""
+    while group is not None:
+        if name in group.variables:
+            return group.variables[name]
+        group = group.parent
+    return None
+
+
+def _coordinates(dataset, source) -> dict:
+    """The variables to store beside ``source``, by name: its dimensions' coordinate variables, those its
+    ``coordinates`` attribute lists, and the dataset's scalar coordinates."""
+    found = {}
+    for dim in source.dimensions:
+        c = _visible(source.group(), dim)
+        if c is not None and _is_coordinate_variable(dim, c):
+            found[dim] = c
+    for name in str(source.__dict__.get("coordinates", "")).split():
+        c = _visible(source.group(), name)
+        if c is not None and name not in found:
+            found[name] = c
+    # A scalar coordinate of any variable is one of the whole dataset's, so xarray gives it to each.
+    for other in source.group().variables.values():
+        for name in str(other.__dict__.get("coordinates", "")).split():
+            c = _visible(source.group(), name)
+            if c is not None and c.ndim == 0 and name not in found:
+                found[name] = c
+    found.pop(source.name, None)  # a coordinate variable ingested is the store's main array
+    return found
 
 
 def describe_netcdf(path: str | os.PathLike) -> dict:
@@ -119,7 +167,7 @@ def describe_netcdf(path: str | os.PathLike) -> dict:
                 "format": f"netcdf ({dataset.data_model})",
                 "variables": {
                     name: f"{v.dtype} {dict(zip(v.dimensions, v.shape, strict=True))}"
-                    for name, v in dataset.variables.items()
+                    for name, v in _variables(dataset).items()
                 },
                 "attributes": {k: _value(dataset.getncattr(k)) for k in dataset.ncattrs()},
             }
@@ -147,20 +195,14 @@ def ingest_netcdf(
     except OSError as error:
         raise InvalidInputError(f"{path}: not a NetCDF file netCDF4 reads: {error}") from None
     dataset.set_auto_maskandscale(False)
-    name = _choose(path, dataset, variable)
-    source = dataset.variables[name]
+    chosen = _choose(path, dataset, variable)
+    source = _variables(dataset)[chosen]
+    name = source.name
     shape, dtype = tuple(source.shape), np.dtype(source.dtype).newbyteorder("=")
-    check_storable(f"{path}: variable {name}", shape, dtype)
+    check_storable(f"{path}: variable {chosen}", shape, dtype)
     _check_classic_size(path, dataset)
     listed = str(source.__dict__.get("coordinates", "")).split()
-    coordinates = [d for d in source.dimensions if d in dataset.variables] + [
-        c for c in listed if c in dataset.variables and c not in source.dimensions
-    ]
-    # A scalar coordinate of any variable is one of the whole dataset's, so xarray gives it to each.
-    for other in dataset.variables.values():
-        for c in str(other.__dict__.get("coordinates", "")).split():
-            if c in dataset.variables and dataset.variables[c].ndim == 0 and c not in coordinates:
-                coordinates.append(c)
+    coordinates = _coordinates(dataset, source)
     limit = int(memory_limit or defaults.MEMORY_LIMIT)
     chunking = source.chunking() if hasattr(source, "chunking") else "contiguous"
     access = access or natural_access(None if chunking == "contiguous" else chunking)
@@ -189,8 +231,7 @@ def ingest_netcdf(
             write_in_slabs(
                 out, lambda start, stop: np.asarray(read(start, stop), dtype=dtype), shards, limit, progress
             )
-        for coordinate in coordinates:
-            c = dataset.variables[coordinate]
+        for coordinate, c in coordinates.items():
             if not _numeric(c):
                 continue  # string coordinates: left to the file
             values = np.asarray(c[...])
@@ -203,4 +244,4 @@ def ingest_netcdf(
         _engine.mark_complete(staging)
         report = summary(os.fspath(path), store, shape, dtype, chunks, shards, layout, access, staging)
         publication.commit(durable)
-        return report | {"variable": name}
+        return report | {"variable": chosen}
