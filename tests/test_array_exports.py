@@ -106,14 +106,84 @@ def test_a_netcdf_file_from_another_tool_round_trips(tmp_path, data_dir):
         assert b["HT"].getncattr("_FillValue") == a["HT"].getncattr("_FillValue")
     expected = xr.open_dataset(source)["HT"]
     got = xr.open_dataset(tmp_path / "out.nc")["HT"]
-    # Decoded alike: NaN where filled, and the file's float32 scale_factor (a JSON number in the store,
-    # so float64 after the trip) to float32 precision.
-    np.testing.assert_allclose(got.values, expected.values, rtol=1e-6)
+    # Decoded alike: NaN where filled, and by the file's float32 scale_factor, float32 again after the trip.
+    assert got.dtype == expected.dtype == np.float32
+    np.testing.assert_array_equal(got.values, expected.values)
     assert sorted(got.coords) == sorted(expected.coords)
     assert (
         got.attrs["units"] == expected.attrs["units"]
         and got.attrs["long_name"] == expected.attrs["long_name"]
     )
+
+
+def typed_attributes(path, variables) -> dict:
+    """The global attributes and those of ``variables`` of a NetCDF file, as netCDF4 reads them."""
+    import netCDF4
+
+    with netCDF4.Dataset(path) as d:
+        return {
+            name: {k: node.getncattr(k) for k in node.ncattrs()}
+            for name, node in [("/", d), *((v, d[v]) for v in variables)]
+        }
+
+
+def assert_same_types_and_values(got: dict, expected: dict) -> None:
+    assert got.keys() == expected.keys()
+    for name, value in expected.items():
+        value, back = np.asarray(value), np.asarray(got[name])
+        assert (back.dtype, back.shape) == (value.dtype, value.shape), name
+        np.testing.assert_array_equal(back, value, err_msg=name)
+
+
+def test_a_netcdf_round_trip_keeps_each_attributes_type(tmp_path):
+    import netCDF4
+    import xarray as xr
+
+    with netCDF4.Dataset(tmp_path / "in.nc", "w") as d:
+        d.levels = np.array([1.5, 2.5])
+        d.counts = np.array([3, 4], "i2")
+        d.ratio = np.float32(0.25)
+        d.createDimension("x", 3)
+        x = d.createVariable("x", "f4", ("x",))
+        x[:] = [0.5, 1.5, 2.5]
+        x.actual_range = np.array([0.5, 2.5], "f4")
+        flags = d.createVariable("flags", "i1", ("x",))
+        flags[:] = [1, 2, 3]
+        flags.flag_values = np.array([1, 2, 3], "i1")
+        flags.flag_meanings = "low mid high"
+        flags.valid_min, flags.valid_max = np.int8(1), np.int8(3)
+        packed = d.createVariable("packed", "i2", ("x",), fill_value=np.int16(-1))
+        packed.set_auto_maskandscale(False)
+        packed[:] = [10, 20, -1]
+        packed.scale_factor, packed.add_offset = np.float32(0.5), np.float32(100)
+        packed.valid_range = np.array([0, 1000], "i2")
+        packed.actual_range = np.array([105, 110], "f4")
+        packed.coordinates = "flags"
+    cubeslab.ingest(tmp_path / "in.nc", tmp_path / "s.zarr", variable="packed")
+    cubeslab.export(tmp_path / "s.zarr", tmp_path / "out.nc")
+    expected = typed_attributes(tmp_path / "in.nc", ["x", "flags", "packed"])
+    got = typed_attributes(tmp_path / "out.nc", ["x", "flags", "packed"])
+    for name in expected:
+        assert_same_types_and_values(got[name], expected[name])
+    # Decoded by the float32 scale_factor, as the file is: float32 values.
+    decoded = [xr.open_dataset(tmp_path / name)["packed"] for name in ("out.nc", "in.nc")]
+    xr.testing.assert_identical(*decoded)
+
+
+def test_an_hdf5_export_writes_numeric_lists_as_arrays_of_the_types_cf_gives(tmp_path):
+    with h5py.File(tmp_path / "in.h5", "w") as f:
+        d = f.create_dataset("d", data=np.arange(12, dtype="i2").reshape(3, 4))
+        d.attrs["flag_masks"] = np.array([1, 2], "i2")
+        d.attrs["valid_max"] = np.int16(9)
+        d.attrs["levels"] = np.array([1.5, 2.5])
+        d.attrs["names"] = ["a", "bc"]
+    cubeslab.ingest(tmp_path / "in.h5", tmp_path / "s.zarr")
+    cubeslab.export(tmp_path / "s.zarr", tmp_path / "out.h5")
+    with h5py.File(tmp_path / "in.h5") as a, h5py.File(tmp_path / "out.h5") as b:
+        back = b["data"].attrs  # a lone array's name
+        for name in ("flag_masks", "valid_max", "levels"):
+            assert_same_types_and_values({name: back[name]}, {name: a["d"].attrs[name]})
+        assert list(back["names"]) == ["a", "bc"]
 
 
 def test_a_fits_image_from_another_tool_round_trips_with_its_wcs(tmp_path, data_dir):

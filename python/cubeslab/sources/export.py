@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import defaults
 from ..errors import InvalidInputError, StoreExistsError
-from . import fill_attribute
+from . import attribute_types, fill_attribute
 
 
 def export_npy(store: str | os.PathLike, output: str | os.PathLike, *, overwrite: bool = False) -> int:
@@ -154,8 +154,19 @@ class _Export:
                     self.auxiliary[entry] = (other[...], list(other.dimension_names or []), other.attributes)
 
     def attributes(self) -> dict:
-        """The main array's attributes as HDF5 and NetCDF can hold them (nested values as JSON text)."""
-        return _plain(self.description["attributes"])
+        """The main array's attributes as HDF5 and NetCDF hold them, with their source's types."""
+        return self.typed(self.name, self.description["attributes"], self.array.dtype)
+
+    def typed(self, name: str, attributes: dict, dtype) -> dict:
+        """Array ``name``'s ``attributes`` with the types the ingest recorded or CF gives (numeric lists
+        as arrays, other nested values as JSON text)."""
+        record = attribute_types.group_record(self.cube.attributes).get(name)
+        return attribute_types.typed(attributes, dtype, record)
+
+    def global_attributes(self) -> dict:
+        """The group's own attributes (a NetCDF source's global ones), without cubeslab's bookkeeping."""
+        own = {k: v for k, v in self.cube.attributes.items() if not isinstance(v, dict)}
+        return self.typed(attribute_types.GROUP, own, self.array.dtype)
 
     def chunks(self) -> tuple[int, ...]:
         return tuple(min(c, n) for c, n in zip(self.array.chunks, self.array.shape, strict=True))
@@ -171,15 +182,6 @@ def _is_numeric_array(path: str) -> bool:
     except (OSError, ValueError):
         return False
     return metadata.get("node_type") == "array" and metadata.get("data_type") in _engine.dtypes()
-
-
-def _plain(attributes: dict) -> dict:
-    """Attributes as HDF5 and NetCDF hold them: numbers and text, nested values as JSON text."""
-    return {
-        k: v if isinstance(v, (bool, int, float, str)) else json.dumps(v)
-        for k, v in attributes.items()
-        if v is not None and k != "cubeslab"
-    }
 
 
 def _publish(write, output: str) -> None:
@@ -224,10 +226,8 @@ def export_hdf5(
                     data.attrs[key] = value
             for d, (dim, (values, attributes)) in enumerate(export.coordinates.items()):
                 scale = f.create_dataset(dim, data=values)
-                for key, value in attributes.items():
-                    scale.attrs[key] = (
-                        value if isinstance(value, (bool, int, float, str)) else json.dumps(value)
-                    )
+                for key, value in export.typed(dim, attributes, values.dtype).items():
+                    scale.attrs[key] = value
                 scale.make_scale(dim)
                 data.dims[d].attach_scale(scale)
             for d, dim in enumerate(export.cube.dims):  # HDF5's own record of the names, which h5py reads
@@ -257,7 +257,7 @@ def export_netcdf(
     array = export.array
     attributes = export.attributes()
     fill = fill_attribute.decode(attributes.pop("_FillValue", None), array.dtype)
-    global_attributes = {k: v for k, v in export.cube.attributes.items() if isinstance(v, (int, float, str))}
+    global_attributes = export.global_attributes()
 
     def write(path: str) -> None:
         with netCDF4.Dataset(path, "w", format="NETCDF4") as d:
@@ -266,7 +266,7 @@ def export_netcdf(
                 d.createDimension(dim, len(values))
                 if dim == export.name:
                     continue
-                plain = _plain(coordinate_attributes)
+                plain = export.typed(dim, coordinate_attributes, values.dtype)
                 variable = d.createVariable(
                     dim,
                     values.dtype,
@@ -277,7 +277,7 @@ def export_netcdf(
                 variable[:] = values
                 variable.setncatts(plain)
             for name, (values, dims, other_attributes) in export.auxiliary.items():
-                plain = _plain(other_attributes)
+                plain = export.typed(name, other_attributes, values.dtype)
                 other = d.createVariable(
                     name,
                     values.dtype,

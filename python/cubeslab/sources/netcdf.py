@@ -14,7 +14,7 @@ from ..array import Array, zarr_json
 from ..errors import InvalidInputError
 from ..hdf5_file import is_hdf5_file
 from ..locations import publishing
-from . import fill_attribute
+from . import attribute_types, fill_attribute
 from .hdf5 import in_place_reader
 from .ingest import Progress, natural_access, planned, summary, write_in_slabs
 from .raw import check_storable
@@ -157,6 +157,10 @@ def _coordinates(dataset, source) -> dict:
     return found
 
 
+def _raw_attributes(node) -> dict:
+    return {name: node.getncattr(name) for name in node.ncattrs()}
+
+
 def describe_netcdf(path: str | os.PathLike) -> dict:
     """What ``cubeslab info`` shows of a NetCDF file: its variables and global attributes."""
     netCDF4 = _netcdf4()
@@ -207,10 +211,16 @@ def ingest_netcdf(
     chunking = source.chunking() if hasattr(source, "chunking") else "contiguous"
     access = access or natural_access(None if chunking == "contiguous" else chunking)
     chunks, shards = planned(shape, dtype, layout, access, compress)
+    global_attributes = _raw_attributes(dataset)
+    # Zarr's JSON attributes lose their numbers' types; an export writes them back with these.
+    stored = [(name, source), *coordinates.items()]
+    types = {n: attribute_types.numpy_types(_raw_attributes(v)) for n, v in stored}
+    types[attribute_types.GROUP] = attribute_types.numpy_types(global_attributes)
     with publishing(store, overwrite) as publication:
         staging = os.fspath(publication.staging)
+        group_attributes = {k: _value(v) for k, v in global_attributes.items()}
         _engine.create_group(
-            staging, name, zarr_json({k: _value(dataset.getncattr(k)) for k in dataset.ncattrs()})
+            staging, name, zarr_json(group_attributes | {"cubeslab": {attribute_types.RECORD: types}})
         )
         attributes = _attributes(source)
         extra = [c for c in coordinates if c not in source.dimensions and c not in listed]
