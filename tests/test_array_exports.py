@@ -186,6 +186,25 @@ def test_an_hdf5_export_writes_numeric_lists_as_arrays_of_the_types_cf_gives(tmp
         assert list(back["names"]) == ["a", "bc"]
 
 
+def test_a_boolean_store_exports_to_netcdf_as_xarray_writes_booleans(tmp_path):
+    import netCDF4
+    import xarray as xr
+
+    values = np.arange(12).reshape(3, 4) % 3 == 0
+    np.save(tmp_path / "b.npy", values)
+    cubeslab.ingest(tmp_path / "b.npy", tmp_path / "b.zarr")
+    done = subprocess.run([*CLI, "export", str(tmp_path / "b.zarr"), str(tmp_path / "b.nc")],
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    got = xr.open_dataset(tmp_path / "b.nc")["data"]
+    assert got.dtype == bool
+    np.testing.assert_array_equal(got.values, values)
+    xr.Dataset({"data": (got.dims, values)}).to_netcdf(tmp_path / "xarray.nc")
+    with netCDF4.Dataset(tmp_path / "b.nc") as ours, netCDF4.Dataset(tmp_path / "xarray.nc") as theirs:
+        assert ours["data"].dtype == theirs["data"].dtype == np.int8
+        assert ours["data"].getncattr("dtype") == theirs["data"].getncattr("dtype") == "bool"
+
+
 def test_a_fits_image_from_another_tool_round_trips_with_its_wcs(tmp_path, data_dir):
     from astropy.io import fits
 

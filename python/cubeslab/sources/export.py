@@ -237,6 +237,18 @@ def export_hdf5(
     return array.size
 
 
+# NetCDF has no boolean type: booleans go as int8 marked dtype="bool", as xarray writes them and reads them
+# back (netCDF4 refused them with a TypeError).
+NETCDF_BOOL = np.dtype(np.int8)
+
+
+def _netcdf_values(values: np.ndarray, attributes: dict) -> tuple[np.ndarray, dict]:
+    """An array's values and attributes as NetCDF holds them (booleans as marked int8)."""
+    if values.dtype != bool:
+        return values, attributes
+    return values.astype(NETCDF_BOOL), attributes | {"dtype": "bool"}
+
+
 def export_netcdf(
     store: str | os.PathLike,
     output: str | os.PathLike,
@@ -278,6 +290,7 @@ def export_netcdf(
                 variable.setncatts(plain)
             for name, (values, dims, other_attributes) in export.auxiliary.items():
                 plain = export.typed(name, other_attributes, values.dtype)
+                values, plain = _netcdf_values(values, plain)
                 other = d.createVariable(
                     name,
                     values.dtype,
@@ -288,17 +301,19 @@ def export_netcdf(
                 other[...] = values
                 other.setncatts(plain)
             deflate: dict[str, Any] = {"zlib": True, "complevel": level} if level else {}
+            stored_type = NETCDF_BOOL if array.dtype == bool else array.dtype
             main = d.createVariable(
-                export.name, array.dtype, tuple(export.coordinates), fill_value=fill,
+                export.name, stored_type, tuple(export.coordinates), fill_value=fill,
                 chunksizes=export.chunks(), **deflate,
             )  # fmt: skip
             main.set_auto_maskandscale(False)
             # Every other array of the store is a coordinate of the main one: listed, so readers know.
             listed = str(attributes.get("coordinates", "")).split()
             listed += [name for name in export.auxiliary if name not in listed]
-            main.setncatts(attributes | ({"coordinates": " ".join(listed)} if listed else {}))
+            marked = {"dtype": "bool"} if array.dtype == bool else {}
+            main.setncatts(attributes | marked | ({"coordinates": " ".join(listed)} if listed else {}))
             for start, stop in _slabs(array):
-                main[start:stop] = array[start:stop]
+                main[start:stop] = array[start:stop].astype(stored_type)
 
     _publish(write, os.fspath(output))
     return array.size
