@@ -431,7 +431,7 @@ class Cube:
         self._is_group, self._main_name = is_group, Path(contents["main"]).name
         main = self.path / self._main_name if is_group else self.path
         if is_group and isinstance(self.path, Path):
-            _read_ahead_arrays(self.path, self.path / Path(contents["main"]).name, contents["copies"])
+            _read_ahead_arrays(self.path, self.path / self._main_name, contents["copies"])
         self.amplitude = Array(main, self.settings, contents["copies"], cache=cache)
         if is_group:
             self.amplitude.find_overviews = self._fresh_overviews
