@@ -107,7 +107,8 @@ def test_statistics_of_the_data_go_with_its_first_change_and_never_into_a_descri
     [
         ("int8", 300, r"fill_value 300 does not fit the array's type, int8 \(it would be stored as 44\)"),
         ("int32", 1.5, "fill_value 1.5 does not fit"),
-        ("int32", "NaN", "fill_value 'NaN' is no value of the array's type, int32"),
+        ("int32", "NaN", "fill_value 'NaN' does not fit the array's type, int32"),
+        ("int16", "-9999.5", "fill_value '-9999.5' does not fit"),
         ("float32", "abc", "fill_value 'abc' is no value"),
         ("float32", 1e40, "would be stored as inf"),
         ("int32", [7], r"fill_value \[7\] is no value"),
@@ -122,6 +123,16 @@ def test_a_fill_value_the_type_cannot_hold_is_refused_through_the_command_line(t
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert re.search(words, " ".join(done.stderr.split())), done.stderr
     assert not (tmp_path / "x.zarr").exists()
+
+
+def test_a_fill_value_written_out_as_text_is_read_as_numpy_reads_it(tmp_path):
+    for dtype, fill, expected in (
+        ("int16", "-9999", -9999),
+        ("float32", "nan", np.nan),
+        ("float64", "inf", np.inf),
+    ):
+        with cubeslab.create(tmp_path / f"{dtype}.zarr", (2,), dtype, fill_value=fill) as array:
+            np.testing.assert_array_equal(array[...], np.full(2, expected, dtype))
 
 
 def test_a_float_fill_value_may_be_named_or_given_by_its_bits_as_zarr_writes_them(tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -137,11 +138,16 @@ def checked_fill_value(path, fill_value, dtype: np.dtype):
     for floats a Zarr name (``"NaN"``, ``"Infinity"``) or bit pattern (``"0x7fc00000"``). Refused where
     the type would change it (beyond a float's rounding)."""
     value = fill_value
-    if isinstance(value, str) and dtype.kind == "f":
-        if value in ZARR_FLOAT_NAMES:
-            return value
-        if re.fullmatch(rf"0x[0-9a-fA-F]{{{2 * dtype.itemsize}}}", value):
-            value = np.array(int(value, 16), dtype=f"u{dtype.itemsize}").view(dtype)
+    bits = rf"0x[0-9a-fA-F]{{{2 * dtype.itemsize}}}"
+    if isinstance(value, str) and dtype.kind == "f" and value in ZARR_FLOAT_NAMES:
+        return value
+    if isinstance(value, str) and dtype.kind == "f" and re.fullmatch(bits, value):
+        value = np.array(int(value, 16), dtype=f"u{dtype.itemsize}").view(dtype)
+    elif isinstance(value, str):  # a number written out ("-9999", "nan"), as numpy reads one
+        for parse in (int, float):
+            with contextlib.suppress(ValueError):
+                value = parse(value)
+                break
     given = np.asarray(value)
     if given.ndim != 0 or given.dtype.kind not in "biuf":
         raise InvalidInputError(f"{path}: fill_value {fill_value!r} is no value of the array's type, {dtype}")
@@ -182,11 +188,15 @@ def checked_shape_and_type(path, shape, dtype) -> tuple[list[int], np.dtype]:
         raise InvalidInputError(
             f"{path}: dtype {dtype} is not one cubeslab stores ({', '.join(_engine.dtypes())})"
         )
-    sides = list(shape) if isinstance(shape, (list, tuple)) else [shape]
+    sides = list(shape) if np.iterable(shape) and not isinstance(shape, (str, bytes)) else [shape]
     if not all(
         isinstance(n, (int, np.integer)) and not isinstance(n, bool) and 0 <= n < 2**62 for n in sides
     ):
         raise InvalidInputError(f"{path}: shape {shape!r} must list whole sizes from 0 to 2**62")
+    if len(sides) > _engine.max_dims():  # 0-d arrays hold a NetCDF source's scalar coordinates
+        raise InvalidInputError(
+            f"{path}: shape {shape!r}: cubeslab stores at most {_engine.max_dims()} dimensions"
+        )
     return [int(n) for n in sides], dtype
 
 

@@ -396,6 +396,35 @@ class Headers:
         return np.ascontiguousarray(data).view(f"{endian}i{size}")[..., 0].astype(np.int32)
 
 
+class Coordinates(dict):
+    """Each dimension's coordinates by name: a stored coordinate array's values, else its positions
+    0..n-1, made each time they are asked for (kept, a long axis's would take gigabytes at every open)."""
+
+    def __init__(self, sizes: dict[str, int]):
+        super().__init__()
+        self.sizes = sizes
+
+    def __missing__(self, dim: str) -> np.ndarray:
+        if dim not in self.sizes:
+            raise KeyError(dim)
+        return np.arange(self.sizes[dim])
+
+    def __contains__(self, dim) -> bool:
+        return dim in self.sizes
+
+    def get(self, dim, default=None):
+        return self[dim] if dim in self.sizes else default
+
+    def ends(self, dim: str) -> tuple[float, float] | None:
+        """The first and last coordinate of ``dim`` (None for an empty axis), without making positions."""
+        if self.sizes[dim] == 0:
+            return None
+        if dim in self.keys():
+            values = dict.__getitem__(self, dim)
+            return float(values[0]), float(values[-1])
+        return 0.0, float(self.sizes[dim] - 1)
+
+
 class Cube:
     """A seismic survey (or any N-D array) in a Zarr v3 store.
 
@@ -437,10 +466,12 @@ class Cube:
             self.amplitude.find_overviews = self._fresh_overviews
         self._arrays: dict[str, Array] = {Path(contents["main"]).name: self.amplitude} if is_group else {}
         self.dims: list[str] = list(self.amplitude.dimension_names or [f"dim_{i}" for i in range(self.ndim)])
-        self.coords: dict[str, np.ndarray] = {}
+        self.coords = Coordinates(dict(zip(self.dims, self.shape, strict=True)))
         for dim, n in zip(self.dims, self.shape, strict=True):
             coord = self.path / dim
-            self.coords[dim] = self._array(dim)[...] if self.has_coordinate_array(dim) else np.arange(n)
+            if not self.has_coordinate_array(dim):
+                continue  # its positions, made when asked for
+            self.coords[dim] = self._array(dim)[...]
             if self.coords[dim].shape != (n,):
                 raise InvalidInputError(
                     f"{coord}: coordinate array has shape {self.coords[dim].shape}, "
@@ -449,8 +480,13 @@ class Cube:
 
     def has_coordinate_array(self, dim: str) -> bool:
         """Whether the store holds an array of ``dim``'s coordinates. A main array named like one of its
-        dimensions (NetCDF's ``x(y, x)``) is not that dimension's coordinate."""
-        return self._is_group and dim != self._main_name and (self.path / dim / "zarr.json").is_file()
+        dimensions is that dimension's coordinate only if it has no other (NetCDF's ``depth(depth)``, not
+        its ``x(y, x)``); a name that is no folder of the store (``../a``) names none."""
+        if not self._is_group or "/" in dim or "\\" in dim or dim in ("", ".", ".."):
+            return False
+        if dim == self._main_name:
+            return self.dims == [dim]
+        return (self.path / dim / "zarr.json").is_file()
 
     def _fresh_overviews(self) -> list[tuple[tuple[int, ...], str]]:
         """The overview levels the group records now, if made from the main array's data as it is now

@@ -47,7 +47,7 @@ def store_report(store: Path | S3Path) -> dict:
             "volume_bytes": volume,
             # The volume's own ratio; views are copies, counted in their own line below.
             "compression_ratio": round(amplitude.nbytes / volume, 3) if volume else None,
-            "ranges": {d: [float(v[0]), float(v[-1])] for d, v in cube.coords.items() if len(v)},
+            "ranges": {d: list(ends) for d in cube.dims if (ends := cube.coords.ends(d)) is not None},
         }
     )
     extra = cube.attributes.get("cubeslab", {})

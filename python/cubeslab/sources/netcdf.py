@@ -99,14 +99,16 @@ def _is_coordinate_variable(name: str, variable) -> bool:
 
 
 def _choose(path, dataset, variable: str | None) -> str:
-    """The name (with its groups, ``grp/v``) of the variable to ingest: ``variable``, or the file's only
-    data variable."""
+    """The name (with its groups, ``grp/v``) of the variable to ingest: ``variable``, or the root group's
+    only data variable (as xarray opens the root group), else the file's only one."""
     variables = _variables(dataset)
     if variable is None:
         data = [
             name for name, v in variables.items()
             if not _is_coordinate_variable(v.name, v) and v.ndim >= 1 and _numeric(v)
         ]  # fmt: skip
+        in_root = [name for name in data if "/" not in name]
+        data = in_root if in_root else data
         if len(data) != 1:
             listed = ", ".join(f"{n} {variables[n].dimensions}" for n in data) or "none"
             raise InvalidInputError(
