@@ -204,6 +204,10 @@ def _check_cast(path: str, values: np.ndarray, dtype: np.dtype, casting: str) ->
     """Refuse values that writing into a ``dtype`` array would change, unless ``casting`` is
     ``"unsafe"``: of another kind than numpy's ``casting`` allows, or integers outside the array's range
     (checked value by value, so that numpy's default int64 writes into any integer array they fit)."""
+    if values.dtype.kind not in "biufc":
+        raise InvalidInputError(
+            f"{path}: {values.dtype} values (None, text, objects) are no numbers to write"
+        )
     if casting == "unsafe":
         return
     integers = values.dtype.kind in "biu" and dtype.kind in "iu"
@@ -308,7 +312,7 @@ class Array:
     @property
     def overviews(self) -> list[tuple[tuple[int, ...], str]]:
         """The overview levels made from this array's data as it is now: (factors, path), finest first.
-        None while this handle holds changes not yet written back, which no level has seen."""
+        Empty while this handle holds changes not yet written back, which no level has seen."""
         if self.writable and self.cache_info()["dirty_bytes"] > 0:
             return []
         return self.find_overviews()

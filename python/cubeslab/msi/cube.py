@@ -132,6 +132,8 @@ class MsiCube(Cube):
 
     def _kept(self, name: str) -> np.ndarray | None:
         """What the ingest computed as ``name``, if the cube's data is still the version it was made from."""
+        if self.amplitude.writable and self.amplitude.cache_info()["dirty_bytes"] > 0:
+            return None  # this handle's changes, not yet written back, are in no version
         stored = self._array(name)
         made_from = stored.attributes.get("cubeslab", {}).get(MADE_FROM)
         current = data_version(read_node(self.path / Path(self.amplitude.path).name))
