@@ -122,15 +122,15 @@ def normalize_key(key, shape: Sequence[int]) -> tuple[Window, list[int], list[in
     return (starts, stops, steps), drop, reverse
 
 
+ZARR_FLOAT_NAMES = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+"""How Zarr v3 metadata writes non-finite floats (JSON has no such numbers): fill values, and attributes."""
+
+
 def zarr_fill_value(value):
     """A fill value as Zarr v3 metadata writes it: non-finite floats by name."""
     if isinstance(value, float) and not np.isfinite(value):
         return "NaN" if np.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     return value
-
-
-ZARR_FLOAT_NAMES = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-"""How Zarr v3 metadata writes non-finite float fill values."""
 
 
 def checked_fill_value(path, fill_value, dtype: np.dtype):

@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-from . import _engine
+from . import _engine, schema
 from .errors import InvalidInputError
 
 AXES_ATTR = "axes"
@@ -21,7 +21,7 @@ FIELDS = ("axes", "dtype", "chunks", "shards", "compress", "fill_value", "attrib
 AXIS_FIELDS = ("name", "size", "origin", "step", "unit", "values")
 """An unevenly spaced axis gives its coordinates as ``values``, its origin and step null."""
 
-DATA_ATTRIBUTES = frozenset({"statsV1", "coordinates"})
+DATA_ATTRIBUTES = frozenset({schema.STATS_V1, "coordinates"})
 """Attributes that describe the data (MDIO's statistics) or name arrays beside it (CF's auxiliary
 coordinates): a description carries neither, so an empty store made from it does not claim them."""
 

@@ -15,6 +15,8 @@ RAW_HEADERS: str = _ARRAYS["raw_headers"]
 FILE_HEADER: str = _ARRAYS["file_header"]
 CDP_X: str = _ARRAYS["cdp_x"]
 CDP_Y: str = _ARRAYS["cdp_y"]
+STATS_V1: str = _engine.stats_attribute()
+"""The main array's attribute with MDIO's statistics of its data, which a write that changes it removes."""
 
 
 def store_contents(path: str | os.PathLike, *, to_read: bool = True) -> dict:

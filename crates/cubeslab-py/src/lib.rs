@@ -352,6 +352,12 @@ fn store_lock_file() -> &'static str {
     cubeslab_core::store::LOCK_FILE
 }
 
+/// The main array's attribute (MDIO's) holding the statistics of its data.
+#[pyfunction]
+fn stats_attribute() -> &'static str {
+    cubeslab_core::store::STATS_V1
+}
+
 /// The process id of another live process holding the lock of the store
 /// (or staging folder) at `path`, if one does.
 #[pyfunction]
@@ -395,6 +401,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dtypes, m)?)?;
     m.add_function(wrap_pyfunction!(max_dims, m)?)?;
     m.add_function(wrap_pyfunction!(store_lock_file, m)?)?;
+    m.add_function(wrap_pyfunction!(stats_attribute, m)?)?;
     m.add_function(wrap_pyfunction!(lock_holder, m)?)?;
     m.add_class::<plan::CostModel>()?;
     m.add_function(wrap_pyfunction!(plan::measure_profile, m)?)?;

@@ -13,6 +13,7 @@ import json
 
 import numpy as np
 
+from ..array import ZARR_FLOAT_NAMES
 from . import fill_attribute
 
 RECORD = "attribute_types"
@@ -29,9 +30,6 @@ STORED_TYPE = frozenset(
 UNPACKED_TYPE = frozenset({"actual_range"})
 PACKING = ("scale_factor", "add_offset")
 
-# How the store names non-finite numbers (JSON has none): see ``array.zarr_json``.
-NON_FINITE = {"NaN": np.nan, "Infinity": np.inf, "-Infinity": -np.inf}
-
 
 def numpy_types(attributes: dict) -> dict[str, str]:
     """The numpy type of each numeric attribute (a number or an array of them) as the source holds it."""
@@ -46,7 +44,7 @@ def _cast(value, dtype: np.dtype):
     """``value`` (a JSON number or list of them) as ``dtype``, or None where it is not numbers or they do
     not fit: an integer out of range or with a fraction, a finite float that would become infinite."""
     values = value if isinstance(value, list) else [value]
-    numbers = [NON_FINITE.get(v, v) if isinstance(v, str) else v for v in values]
+    numbers = [ZARR_FLOAT_NAMES.get(v, v) if isinstance(v, str) else v for v in values]
     if not all(isinstance(v, (int, float)) for v in numbers):
         return None
     try:
