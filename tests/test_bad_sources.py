@@ -308,8 +308,10 @@ DATA = Path(__file__).resolve().parent / "data"
         ("imzml/Example_Continuous.imzML", ["--dtype", "float64"], "dtype applies to SEG-Y ingest"),
         ("imzml/Example_Continuous.imzML", ["--sample-interval", "4000"], "sample_interval_us applies"),
         ("imzml/Example_Continuous.imzML", ["--dataset", "/x"], "dataset applies to array files"),
-        ("segy/small.sgy", ["--hdu", "1"], "hdu applies to array files"),
+        ("segy/small.sgy", ["--hdu", "1"], "--hdu is for FITS files; this is not one"),
         ("segy/small.sgy", ["--order", "F"], "order applies to array files"),
+        ("v.npy", ["--dataset", "/x"], "--dataset is for HDF5 files; this is not one"),
+        ("v.npy", ["--hdu", "1"], "--hdu is for FITS files; this is not one"),
     ],
 )
 def test_an_option_the_source_would_ignore_is_refused(tmp_path, source, option, named):

@@ -224,7 +224,9 @@ def ingest(
                 raise InvalidInputError(f"{name} applies to {applies_to}; {source} is {kind}")
 
     def refuse_segy_options(kind: str) -> None:
-        refuse_options(kind, segy_only | {"dtype": dtype is not None and shape is None}, "SEG-Y ingest")
+        refuse_options(kind, segy_only, "SEG-Y ingest")
+        if dtype is not None and shape is None:
+            refuse_options(kind, {"dtype": True}, "SEG-Y ingest and raw bytes (with shape)")
 
     def written(done: int, total: int) -> None:
         if progress is not None:
@@ -232,7 +234,8 @@ def ingest(
 
     remote = is_remote(store)
     if is_imzml(source):
-        refuse_options("imzML", segy_only | {"views": False, "dtype": dtype is not None}, "SEG-Y ingest")
+        refuse_options("imzML", segy_only | {"views": False}, "SEG-Y ingest")
+        refuse_options("imzML", {"dtype": dtype is not None}, "SEG-Y ingest and raw bytes (with shape)")
         refuse_options("imzML", array_only, "array files (raw, HDF5, NetCDF, FITS)")
         with reading(source):
             return ingest_imzml(
@@ -253,6 +256,8 @@ def ingest(
         )
         if netcdf or array is not None:
             refuse_segy_options("an N-D array file")
+            if netcdf and (hdu is not None or shape is not None):
+                raise InvalidInputError(f"{source}: --hdu and --shape are not for NetCDF files")
 
             common: dict[str, Any] = dict(
                 overwrite=overwrite, durable=durable, layout=layout, access=access,

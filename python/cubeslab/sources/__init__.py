@@ -90,11 +90,17 @@ def array_source(
             f"{path}: {', '.join(given)} {'is' if len(given) == 1 else 'are'} for raw bytes; this file "
             "describes its own array"
         )
+    fits = head.startswith(FITS_MAGIC)
+    for option, value, applies in (("--hdu", hdu, fits), ("--dataset", dataset, hdf5)):
+        if value is not None and not applies:  # another format's option, which this reader would ignore
+            raise InvalidInputError(
+                f"{path}: {option} is for {'FITS' if option == '--hdu' else 'HDF5'} files; this is not one"
+            )
     if is_seplib_header(path):
         return seplib_source(path)
     if head.startswith(NPY_MAGIC):
         return npy_source(path)
-    if head.startswith(FITS_MAGIC):
+    if fits:
         return fits_source(path, hdu)
     if hdf5:
         return hdf5_source(path, dataset)
