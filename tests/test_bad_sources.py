@@ -170,6 +170,28 @@ def hdf5_damaged_lzf_chunk(folder: Path) -> str:
     return "x.h5"
 
 
+def netcdf_damaged_chunk(folder: Path) -> str:
+    """A szip-compressed NetCDF 4 variable (a filter only netCDF-C decodes here), one chunk overwritten:
+    netCDF-C fails reading it."""
+    import h5py
+    import netCDF4
+
+    with netCDF4.Dataset(folder / "d.nc", "w") as f:
+        f.createDimension("t", 64)
+        f.createDimension("x", 64)
+        v = f.createVariable(
+            "v", "f4", ("t", "x"), compression="szip", szip_coding="nn", szip_pixels_per_block=8,
+            chunksizes=(16, 64),
+        )  # fmt: skip
+        v[:] = np.random.default_rng(1).random((64, 64))
+    with h5py.File(folder / "d.nc") as f:
+        chunk = f["v"].id.get_chunk_info(1)
+    with open(folder / "d.nc", "r+b") as f:
+        f.seek(chunk.byte_offset)
+        f.write(b"\xab" * chunk.size)
+    return "d.nc"
+
+
 def named_but_not(name: str, content: bytes):
     def make(folder: Path) -> str:
         (folder / name).write_bytes(content)
@@ -182,6 +204,7 @@ CASES = {
     "9-D npy": (npy_9d, r"v\.npy: an array of 9 dimensions"),
     "npy header cut": (npy_broken_header, r"v\.npy: cannot read it"),
     "float16 HDF5": (hdf5_float16, r"x\.h5: element type float16 is not one cubeslab stores"),
+    "NetCDF chunk damaged": (netcdf_damaged_chunk, r"d\.nc: cannot read it: RuntimeError: NetCDF: HDF error"),
     "HDF5 lzf chunk damaged": (
         hdf5_damaged_lzf_chunk,
         r"x\.h5: cannot read it: OSError: .*filter returned failure",

@@ -36,6 +36,11 @@ def reading(path: str | os.PathLike) -> Iterator[None]:
             raise
         # The HDF5 library's, through h5py: a filter that failed on a damaged chunk, a truncated file.
         raise InvalidInputError(f"{path}: cannot read it: {_words(error)}") from error
+    except RuntimeError as error:
+        if not str(error).startswith("NetCDF:"):
+            raise
+        # netCDF-C's, through netCDF4 (which calls every library error "NetCDF: ..."): a damaged chunk.
+        raise InvalidInputError(f"{path}: cannot read it: {_words(error)}") from error
     except Exception as error:
         if type(error).__name__ != "VerifyError":  # astropy's, for a card it cannot parse
             raise
