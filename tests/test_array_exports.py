@@ -340,3 +340,13 @@ def test_the_command_line_exports_and_refuses_to_overwrite(tmp_path):
     )
     assert bad.returncode == 1 and "deflate" in bad.stderr + bad.stdout
     assert not (tmp_path / "x.h5").exists() and not (tmp_path / "x.h5.tmp").exists()
+
+
+def test_boolean_attributes_export_to_netcdf_as_ones_and_zeros(tmp_path):
+    import netCDF4
+
+    with cubeslab.create(tmp_path / "b.zarr", (3,), attributes={"flag": True, "flags": [True, False]}) as c:
+        c[...] = 1.0
+    cubeslab.export(tmp_path / "b.zarr", tmp_path / "b.nc")
+    with netCDF4.Dataset(tmp_path / "b.nc") as f:
+        assert f["data"].getncattr("flag") == 1 and f["data"].getncattr("flag").dtype == np.int8

@@ -249,6 +249,14 @@ def _netcdf_values(values: np.ndarray, attributes: dict) -> tuple[np.ndarray, di
     return values.astype(NETCDF_BOOL), attributes | {"dtype": "bool"}
 
 
+def _netcdf_attributes(attributes: dict) -> dict:
+    """``attributes`` as NetCDF can hold them: it has no boolean type, so booleans become int8 1 and 0."""
+    return {
+        key: np.asarray(value, dtype=np.int8) if np.asarray(value).dtype == bool else value
+        for key, value in attributes.items()
+    }
+
+
 def export_netcdf(
     store: str | os.PathLike,
     output: str | os.PathLike,
@@ -273,7 +281,7 @@ def export_netcdf(
 
     def write(path: str) -> None:
         with netCDF4.Dataset(path, "w", format="NETCDF4") as d:
-            d.setncatts(global_attributes)
+            d.setncatts(_netcdf_attributes(global_attributes))
             for dim, (values, coordinate_attributes) in export.coordinates.items():
                 d.createDimension(dim, len(values))
                 if dim == export.name:
@@ -287,7 +295,7 @@ def export_netcdf(
                 )
                 variable.set_auto_maskandscale(False)
                 variable[:] = values
-                variable.setncatts(plain)
+                variable.setncatts(_netcdf_attributes(plain))
             for name, (values, dims, other_attributes) in export.auxiliary.items():
                 plain = export.typed(name, other_attributes, values.dtype)
                 values, plain = _netcdf_values(values, plain)
@@ -299,7 +307,7 @@ def export_netcdf(
                 )
                 other.set_auto_maskandscale(False)
                 other[...] = values
-                other.setncatts(plain)
+                other.setncatts(_netcdf_attributes(plain))
             deflate: dict[str, Any] = {"zlib": True, "complevel": level} if level else {}
             stored_type = NETCDF_BOOL if array.dtype == bool else array.dtype
             main = d.createVariable(
@@ -311,7 +319,8 @@ def export_netcdf(
             listed = str(attributes.get("coordinates", "")).split()
             listed += [name for name in export.auxiliary if name not in listed]
             marked = {"dtype": "bool"} if array.dtype == bool else {}
-            main.setncatts(attributes | marked | ({"coordinates": " ".join(listed)} if listed else {}))
+            listing = {"coordinates": " ".join(listed)} if listed else {}
+            main.setncatts(_netcdf_attributes(attributes) | marked | listing)
             for start, stop in _slabs(array):
                 main[start:stop] = array[start:stop].astype(stored_type)
 
