@@ -230,7 +230,10 @@ def _check_cast(path: str, values: np.ndarray, dtype: np.dtype, casting: str) ->
 
 def _check_overflow(path: str, source: np.ndarray, written: np.ndarray, casting: str) -> None:
     """Refuse finite values that became infinite on their way into a narrower float array."""
-    if casting == "unsafe" or written.dtype.kind not in "fc" or not np.isinf(written).any():
+    # A type the array's holds every value of (float32 into float32) cannot overflow: no pass over the data.
+    if casting == "unsafe" or written.dtype.kind not in "fc" or np.can_cast(source.dtype, written.dtype):
+        return
+    if not np.isinf(written).any():
         return
     grew = np.isinf(written) & np.isfinite(source)
     if grew.any():

@@ -93,6 +93,10 @@ def fetched_store(url: str | os.PathLike, beside: str | os.PathLike) -> Iterator
         shutil.rmtree(folder, ignore_errors=True)
 
 
+DTYPE_APPLIES_TO = "SEG-Y ingest and raw bytes (with shape)"
+"""The sources ``dtype`` means something for; others refuse it."""
+
+
 def ingest(
     source: str | os.PathLike,
     store: str | os.PathLike,
@@ -226,7 +230,7 @@ def ingest(
     def refuse_segy_options(kind: str) -> None:
         refuse_options(kind, segy_only, "SEG-Y ingest")
         if dtype is not None and shape is None:
-            refuse_options(kind, {"dtype": True}, "SEG-Y ingest and raw bytes (with shape)")
+            refuse_options(kind, {"dtype": True}, DTYPE_APPLIES_TO)
 
     def written(done: int, total: int) -> None:
         if progress is not None:
@@ -235,7 +239,7 @@ def ingest(
     remote = is_remote(store)
     if is_imzml(source):
         refuse_options("imzML", segy_only | {"views": False}, "SEG-Y ingest")
-        refuse_options("imzML", {"dtype": dtype is not None}, "SEG-Y ingest and raw bytes (with shape)")
+        refuse_options("imzML", {"dtype": dtype is not None}, DTYPE_APPLIES_TO)
         refuse_options("imzML", array_only, "array files (raw, HDF5, NetCDF, FITS)")
         with reading(source):
             return ingest_imzml(

@@ -91,11 +91,12 @@ def array_source(
             "describes its own array"
         )
     fits = head.startswith(FITS_MAGIC)
-    for option, value, applies in (("--hdu", hdu, fits), ("--dataset", dataset, hdf5)):
+    for option, value, format_name, applies in (
+        ("--hdu", hdu, "FITS", fits),
+        ("--dataset", dataset, "HDF5", hdf5),
+    ):
         if value is not None and not applies:  # another format's option, which this reader would ignore
-            raise InvalidInputError(
-                f"{path}: {option} is for {'FITS' if option == '--hdu' else 'HDF5'} files; this is not one"
-            )
+            raise InvalidInputError(f"{path}: {option} is for {format_name} files; this is not one")
     if is_seplib_header(path):
         return seplib_source(path)
     if head.startswith(NPY_MAGIC):
