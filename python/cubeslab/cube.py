@@ -398,7 +398,8 @@ class Headers:
 
 class Coordinates(dict):
     """Each dimension's coordinates by name: a stored coordinate array's values, else its positions
-    0..n-1, made each time they are asked for (kept, a long axis's would take gigabytes at every open)."""
+    0..n-1, made each time they are asked for rather than kept (a long axis's would take gigabytes at every
+    open)."""
 
     def __init__(self, sizes: dict[str, int]):
         super().__init__()
