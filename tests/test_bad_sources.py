@@ -329,6 +329,9 @@ DATA = Path(__file__).resolve().parent / "data"
         ("v.npy", ["--depth"], "vertical applies to SEG-Y ingest"),
         ("v.npy", ["--inline-byte", "9"], "inline_byte applies to SEG-Y ingest"),
         ("imzml/Example_Continuous.imzML", ["--dtype", "float64"], "dtype applies to SEG-Y ingest"),
+        # The default's own value, given: still an option this source would ignore.
+        ("imzml/Example_Continuous.imzML", ["--dtype", "float32"], "dtype applies to SEG-Y ingest"),
+        ("v.npy", ["--dtype", "float32"], "dtype applies to SEG-Y ingest"),
         ("imzml/Example_Continuous.imzML", ["--sample-interval", "4000"], "sample_interval_us applies"),
         ("imzml/Example_Continuous.imzML", ["--dataset", "/x"], "dataset applies to array files"),
         ("segy/small.sgy", ["--hdu", "1"], "--hdu is for FITS files; this is not one"),

@@ -97,8 +97,15 @@ def header_byte(help: str):
     return typer.Option(min=defaults.HEADER_BYTES[0], max=defaults.HEADER_BYTES[1], help=help)
 
 
+def _defaulted(context: typer.Context, name: str) -> bool:
+    """Whether the option ``name`` took its default (not given on the command line or by a variable)."""
+    # By name: typer carries its own copy of click, whose enum is not click's.
+    return getattr(context.get_parameter_source(name), "name", None) in ("DEFAULT", "DEFAULT_MAP")
+
+
 @app.command()
 def ingest(
+    context: typer.Context,
     source: Annotated[str, typer.Argument(help="SEG-Y file, .npy file, or raw bytes (with --shape)")],
     store: Annotated[str, typer.Argument(help="Zarr store to create: a folder, or s3://bucket/key")],
     overwrite: Annotated[bool, typer.Option(help=HELP["overwrite"])] = False,
@@ -167,7 +174,7 @@ def ingest(
         warnings.simplefilter("always", IngestWarning)
         summary = run_ingest(
             source, store, overwrite=overwrite, resume=resume, durable=durable,
-            dtype=None if dtype == defaults.DTYPE else dtype,  # the default is no option to refuse
+            dtype=None if _defaulted(context, "dtype") else dtype,  # given, refused where it does not apply
             compress=compress, max_error=max_error, layout=layout, access=access,
             views=[v for v in (views or "").split(",") if v.strip()], profile=profile,
             memory_limit=memory_limit, threads=threads, endian=endian.value,
