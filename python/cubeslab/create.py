@@ -12,6 +12,7 @@ from .array import Array, checked_fill_value, checked_shape_and_type, write_cach
 from .cube import Cube
 from .description import create_arguments
 from .errors import InvalidInputError, StoreExistsError
+from .labels import write_values
 from .locations import S3Path, publishing, store_path
 from .opener import open
 from .plan import plan
@@ -99,7 +100,7 @@ def create(
         dimension_names=dims, attributes=attributes, fill_value=fill_value,
     )  # fmt: skip
     for name, values in coordinates.items():
-        Array.from_numpy(Path(path) / name, values, chunks=values.shape, dimension_names=[name])
+        write_values(Path(path) / name, values, [name])
     return open(path, "r+", cache=cache)
 
 

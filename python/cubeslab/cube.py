@@ -17,6 +17,7 @@ from .errors import (
     SelectionError,
     StoreChangedError,
 )
+from .labels import is_text, is_text_node, read_labels
 from .locations import S3Path, storage_options_of, store_path
 from .mdio import header_field, header_keys, struct_headers
 from .overviews import fresh_levels
@@ -163,6 +164,9 @@ class LabelAxis:
         labels = self.labels
         if labels.size == 0:
             return f"this survey has no {self.name} values"
+        if is_text(labels):
+            shown = ", ".join(map(repr, labels[:8].tolist())) + (", ..." if labels.size > 8 else "")
+            return f"its {self.name} labels are {shown} ({labels.size} labels)"
         spacing = np.diff(labels)
         step = f", step {_shown(spacing[0])}" if spacing.size and np.allclose(spacing, spacing[0]) else ""
         first, last = _shown(labels[0]), _shown(labels[-1])
@@ -417,12 +421,13 @@ class Coordinates(dict):
         return self[dim] if dim in self.sizes else default
 
     def ends(self, dim: str) -> tuple[float, float] | None:
-        """The first and last coordinate of ``dim`` (None for an empty axis), without making positions."""
+        """The first and last coordinate of ``dim`` (None for an empty axis, or one labelled by text),
+        without making positions."""
         if self.sizes[dim] == 0:
             return None
         if dim in self.keys():
             values = dict.__getitem__(self, dim)
-            return float(values[0]), float(values[-1])
+            return None if is_text(values) else (float(values[0]), float(values[-1]))
         return 0.0, float(self.sizes[dim] - 1)
 
 
@@ -472,7 +477,7 @@ class Cube:
             coord = self.path / dim
             if not self.has_coordinate_array(dim):
                 continue  # its positions, made when asked for
-            self.coords[dim] = self._array(dim)[...]
+            self.coords[dim] = self.stored_values(dim)
             if self.coords[dim].shape != (n,):
                 raise InvalidInputError(
                     f"{coord}: coordinate array has shape {self.coords[dim].shape}, "
@@ -488,6 +493,19 @@ class Cube:
         if dim == self._main_name:
             return self.dims == [dim]
         return (self.path / dim / "zarr.json").is_file()
+
+    def stored_values(self, name: str) -> np.ndarray:
+        """The values of the group's array ``name`` (a coordinate, ...), whole: numbers, or text labels."""
+        node = self.path / name
+        if not is_text_node(read_node(node)):
+            return self._array(name)[...]
+        if not isinstance(node, Path):
+            raise InvalidInputError(f"{node}: text labels are read from local stores only")
+        return read_labels(node)
+
+    def stored_attributes(self, name: str) -> dict:
+        """The attributes of the group's array ``name`` ({} for none)."""
+        return read_node(self.path / name).get("attributes", {})
 
     def _fresh_overviews(self) -> list[tuple[tuple[int, ...], str]]:
         """The overview levels the group records now, if made from the main array's data as it is now

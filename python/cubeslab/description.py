@@ -53,7 +53,7 @@ def describe(path: str | os.PathLike) -> dict:
         elif cube.attributes:  # a survey: its coordinate arrays, where evenly spaced
             axis["origin"], axis["step"] = regular_axis(cube.coords[name]) or (None, None)
             if cube.has_coordinate_array(name):
-                attributes = cube._array(name).attributes
+                attributes = cube.stored_attributes(name)
                 unit = attributes.get("unitsV1") or attributes.get("units")
                 axis["unit"] = next(iter(unit.values())) if isinstance(unit, dict) and unit else unit
         if axis["origin"] is None:  # unevenly spaced: the coordinates themselves
@@ -105,16 +105,20 @@ def _sides(description: dict, name: str, ndim: int) -> list[int] | None:
 
 
 def _check_values(axis: dict, size: int, where: str) -> None:
-    """An unevenly spaced axis: ``size`` finite numbers, and no origin or step beside them."""
+    """An unevenly spaced axis: ``size`` finite numbers (or text labels), and no origin or step beside
+    them."""
     values = axis["values"]
+    numbers = all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values
+    )
     if (
         not isinstance(values, list)
         or len(values) != size
-        or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values
-        )
+        or not (numbers or all(isinstance(v, str) for v in values))
     ):
-        raise InvalidInputError(f"{where}: 'values' must list {size} finite numbers, one per position")
+        raise InvalidInputError(
+            f"{where}: 'values' must list {size} finite numbers, or {size} text labels, one per position"
+        )
     if axis.get("origin") is not None or axis.get("step") is not None:
         raise InvalidInputError(f"{where}: give 'values' or 'origin' and 'step', not both")
 
@@ -191,7 +195,8 @@ def create_arguments(description) -> dict:
     for a in d["axes"]:
         if a.get("values") is not None:
             axes.append({"origin": None, "step": None, "unit": a.get("unit")})
-            coords[a["name"]] = np.array(a["values"], dtype=np.float64)
+            text = a["values"] and isinstance(a["values"][0], str)
+            coords[a["name"]] = np.array(a["values"], dtype=str if text else np.float64)
             continue
         origin, step = float(a.get("origin", 0.0)), float(a.get("step", 1.0))
         axes.append({"origin": origin, "step": step, "unit": a.get("unit")})

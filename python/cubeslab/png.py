@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import InvalidInputError, SelectionError
+from .labels import is_text
 
 
 def pyplot():
@@ -37,9 +38,15 @@ def save_png(data: np.ndarray, path: Path, title: str, axes=None) -> None:
     extent = None
     if axes is not None:
         (xname, xs), (yname, ys) = axes
-        extent = (float(xs[0]), float(xs[-1]), float(ys[-1]), float(ys[0]))
+        # Text labels (region names, ...) name positions, shown as tick labels.
+        xv, yv = (np.arange(len(v)) if is_text(v) else v for v in (xs, ys))
+        extent = (float(xv[0]), float(xv[-1]), float(yv[-1]), float(yv[0]))
         ax.set_xlabel(xname)
         ax.set_ylabel(yname)
+        for labels, ticks in ((xs, ax.set_xticks), (ys, ax.set_yticks)):
+            if is_text(labels):
+                shown = np.unique(np.linspace(0, len(labels) - 1, min(len(labels), 12)).astype(int))
+                ticks(shown, labels[shown].tolist())
     ax.imshow(
         data.T, cmap="gray", aspect="auto", vmin=-clip, vmax=clip, interpolation="nearest", extent=extent
     )

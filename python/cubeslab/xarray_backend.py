@@ -157,7 +157,7 @@ def survey_dataset(cube: Cube, drop_variables: Iterable[str] = ()) -> xr.Dataset
             continue  # a main array named like its dimension (NetCDF's x(y, x)) leaves that one unlabelled
         # a plain array's dimensions have no stored coordinate: their positions, as in cube.coords
         stored = cube.has_coordinate_array(dim)
-        attributes = cube._array(dim).attributes if stored else {}
+        attributes = cube.stored_attributes(dim) if stored else {}
         attributes = {k: v for k, v in attributes.items() if k not in ENCODING_ATTRIBUTES}
         if stored and dim == cube.vertical:
             units = vertical_units(cube, attributes)

@@ -274,6 +274,46 @@ fn add_group_attributes(py: Python<'_>, path: PathBuf, attributes: &str) -> PyRe
     })
 }
 
+/// Whether an array's `zarr.json` document describes text (labels), not numbers.
+#[pyfunction]
+fn is_text_array(document: &str) -> PyResult<bool> {
+    let metadata: serde_json::Value = serde_json::from_str(document)
+        .map_err(|e| crate::errors::invalid_input(format!("array document: {e}")))?;
+    Ok(cubeslab_core::store::is_text(&metadata))
+}
+
+/// A text array's shape and values (C order).
+#[pyfunction]
+fn read_text_array(py: Python<'_>, path: PathBuf) -> PyResult<(Vec<u64>, Vec<String>)> {
+    engine(py, || cubeslab_core::store::read_text(&path))
+}
+
+/// Write `values` (C order over `shape`) as a new text array at `path`,
+/// with its dimension names and attributes (a JSON object).
+#[pyfunction]
+#[pyo3(signature = (path, shape, values, dimension_names=None, attributes="{}"))]
+fn write_text_array(
+    py: Python<'_>,
+    path: PathBuf,
+    shape: Vec<u64>,
+    values: Vec<String>,
+    dimension_names: Option<Vec<String>>,
+    attributes: &str,
+) -> PyResult<()> {
+    let attributes: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(attributes)
+            .map_err(|e| crate::errors::invalid_input(format!("text array attributes: {e}")))?;
+    engine(py, || {
+        cubeslab_core::store::write_text(
+            &path,
+            &shape,
+            &values,
+            dimension_names.as_deref(),
+            attributes,
+        )
+    })
+}
+
 /// Mark the store at `path` (a group or a lone array) complete.
 #[pyfunction]
 fn mark_complete(py: Python<'_>, path: PathBuf) -> PyResult<()> {
@@ -391,6 +431,9 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(create_group, m)?)?;
     m.add_function(wrap_pyfunction!(add_group_attributes, m)?)?;
     m.add_function(wrap_pyfunction!(mark_complete, m)?)?;
+    m.add_function(wrap_pyfunction!(is_text_array, m)?)?;
+    m.add_function(wrap_pyfunction!(read_text_array, m)?)?;
+    m.add_function(wrap_pyfunction!(write_text_array, m)?)?;
     m.add_function(wrap_pyfunction!(copy_array, m)?)?;
     m.add_function(wrap_pyfunction!(rows::fill_from_rows, m)?)?;
     m.add_function(wrap_pyfunction!(rows::fill_from_binned_rows, m)?)?;

@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import defaults
 from ..errors import InvalidInputError, StoreExistsError
+from ..labels import is_text, is_text_node
 from . import attribute_types, fill_attribute
 
 
@@ -134,7 +135,7 @@ class _Export:
             stored = os.path.join(self.cube.path, dim, "zarr.json")
             if dim != self.name and os.path.isfile(stored):
                 units = {"units": axis["unit"]} if axis.get("unit") else {}
-                self.coordinates[dim] = (self.cube.coords[dim], units | self.cube._array(dim).attributes)
+                self.coordinates[dim] = (self.cube.coords[dim], units | self.cube.stored_attributes(dim))
             else:
                 values = axis["origin"] + axis["step"] * np.arange(axis["size"], dtype=np.float64)
                 units = {"units": axis["unit"]} if axis.get("unit") else {}
@@ -145,13 +146,12 @@ class _Export:
         self.auxiliary: dict[str, tuple[np.ndarray, list[str], dict]] = {}
         if os.path.normpath(self.array.path) != os.path.normpath(self.cube.path):
             for entry in sorted(os.listdir(self.cube.path)):
-                if entry in (self.name, *self.coordinates) or not _is_numeric_array(
-                    os.path.join(self.cube.path, entry)
-                ):
+                node = _array_node(os.path.join(self.cube.path, entry))
+                if entry in (self.name, *self.coordinates) or node is None:
                     continue
-                other = self.cube._array(entry)
-                if set(other.dimension_names or []) <= set(self.cube.dims):
-                    self.auxiliary[entry] = (other[...], list(other.dimension_names or []), other.attributes)
+                dims = list(node.get("dimension_names") or [])
+                if set(dims) <= set(self.cube.dims):
+                    self.auxiliary[entry] = (self.cube.stored_values(entry), dims, node.get("attributes", {}))
 
     def attributes(self) -> dict:
         """The main array's attributes as HDF5 and NetCDF hold them, with their source's types."""
@@ -172,16 +172,19 @@ class _Export:
         return tuple(min(c, n) for c, n in zip(self.array.chunks, self.array.shape, strict=True))
 
 
-def _is_numeric_array(path: str) -> bool:
-    """Whether ``path`` is a Zarr array of a type the engine reads (not, say, MDIO's header structs)."""
+def _array_node(path: str) -> dict | None:
+    """The ``zarr.json`` of the array at ``path`` if it holds numbers of a type the engine reads or text
+    labels (not, say, MDIO's header structs); None otherwise."""
     from .. import _engine
 
     try:
         with open(os.path.join(path, "zarr.json")) as f:
             metadata = json.load(f)
     except (OSError, ValueError):
-        return False
-    return metadata.get("node_type") == "array" and metadata.get("data_type") in _engine.dtypes()
+        return None
+    if metadata.get("node_type") != "array":
+        return None
+    return metadata if metadata.get("data_type") in _engine.dtypes() or is_text_node(metadata) else None
 
 
 def _publish(write, output: str) -> None:
@@ -225,7 +228,12 @@ def export_hdf5(
                 if key not in INTERNAL_ATTRIBUTES:  # a store ingested before they were left out holds some
                     data.attrs[key] = value
             for d, (dim, (values, attributes)) in enumerate(export.coordinates.items()):
-                scale = f.create_dataset(dim, data=values)
+                text = is_text(values)
+                scale = f.create_dataset(
+                    dim,
+                    data=values.astype(object) if text else values,
+                    dtype=h5py.string_dtype() if text else None,
+                )
                 for key, value in export.typed(dim, attributes, values.dtype).items():
                     scale.attrs[key] = value
                 scale.make_scale(dim)
@@ -247,6 +255,22 @@ def _netcdf_values(values: np.ndarray, attributes: dict) -> tuple[np.ndarray, di
     if values.dtype != bool:
         return values, attributes
     return values.astype(NETCDF_BOOL), attributes | {"dtype": "bool"}
+
+
+def _netcdf_variable(d, name: str, values: np.ndarray, dims: list[str], attributes: dict) -> None:
+    """Write a coordinate or other small array of the store as a variable of NetCDF dataset ``d``: text
+    labels as NetCDF 4 strings, as xarray writes them."""
+    values, attributes = _netcdf_values(values, attributes)
+    fill = attributes.pop("_FillValue", None)
+    if is_text(values):
+        variable = d.createVariable(name, str, tuple(dims))
+        variable[...] = values.astype(object)
+    else:
+        fill = fill_attribute.decode(fill, values.dtype)
+        variable = d.createVariable(name, values.dtype, tuple(dims), fill_value=fill)
+        variable.set_auto_maskandscale(False)
+        variable[...] = values
+    variable.setncatts(_netcdf_attributes(attributes))
 
 
 def _netcdf_attributes(attributes: dict) -> dict:
@@ -284,30 +308,12 @@ def export_netcdf(
             d.setncatts(_netcdf_attributes(global_attributes))
             for dim, (values, coordinate_attributes) in export.coordinates.items():
                 d.createDimension(dim, len(values))
-                if dim == export.name:
-                    continue
-                plain = export.typed(dim, coordinate_attributes, values.dtype)
-                variable = d.createVariable(
-                    dim,
-                    values.dtype,
-                    (dim,),
-                    fill_value=fill_attribute.decode(plain.pop("_FillValue", None), values.dtype),
-                )
-                variable.set_auto_maskandscale(False)
-                variable[:] = values
-                variable.setncatts(_netcdf_attributes(plain))
+                if dim != export.name:
+                    _netcdf_variable(
+                        d, dim, values, [dim], export.typed(dim, coordinate_attributes, values.dtype)
+                    )
             for name, (values, dims, other_attributes) in export.auxiliary.items():
-                plain = export.typed(name, other_attributes, values.dtype)
-                values, plain = _netcdf_values(values, plain)
-                other = d.createVariable(
-                    name,
-                    values.dtype,
-                    tuple(dims),
-                    fill_value=fill_attribute.decode(plain.pop("_FillValue", None), values.dtype),
-                )
-                other.set_auto_maskandscale(False)
-                other[...] = values
-                other.setncatts(_netcdf_attributes(plain))
+                _netcdf_variable(d, name, values, dims, export.typed(name, other_attributes, values.dtype))
             deflate: dict[str, Any] = {"zlib": True, "complevel": level} if level else {}
             stored_type = NETCDF_BOOL if array.dtype == bool else array.dtype
             main = d.createVariable(

@@ -6,13 +6,15 @@ the coordinate variables beside it, so that ``xarray.open_zarr(store)[name]`` de
 from __future__ import annotations
 
 import os
+import warnings
 
 import numpy as np
 
 from .. import _engine, defaults
 from ..array import Array, zarr_json
-from ..errors import InvalidInputError
+from ..errors import IngestWarning, InvalidInputError
 from ..hdf5_file import is_hdf5_file
+from ..labels import write_values
 from ..locations import publishing
 from . import attribute_types, fill_attribute
 from .hdf5 import in_place_reader
@@ -244,14 +246,18 @@ def ingest_netcdf(
                 out, lambda start, stop: np.asarray(read(start, stop), dtype=dtype), shards, limit, progress
             )
         for coordinate, c in coordinates.items():
-            if not _numeric(c):
-                continue  # string coordinates: left to the file
-            values = np.asarray(c[...])
-            values = values.astype(values.dtype.newbyteorder("="))
-            Array.from_numpy(
-                os.path.join(staging, coordinate), values, chunks=values.shape,
-                dimension_names=list(c.dimensions), attributes=_attributes(c),
-            )  # fmt: skip
+            if _numeric(c) or c.dtype is str:  # numbers, or NetCDF 4 strings (labels)
+                values = np.asarray(c[...])
+                values = values.astype(str) if c.dtype is str else values
+                write_values(os.path.join(staging, coordinate), values, list(c.dimensions), _attributes(c))
+            else:
+                warnings.warn(
+                    IngestWarning(
+                        f"{path}: coordinate variable {coordinate} ({_type_name(c)}) is not stored; cubeslab "
+                        "stores numbers and NetCDF 4 strings"
+                    ),
+                    stacklevel=2,
+                )
         dataset.close()
         _engine.mark_complete(staging)
         report = summary(os.fspath(path), store, shape, dtype, chunks, shards, layout, access, staging)

@@ -168,8 +168,9 @@ fn declared_main(attributes: &Map<String, Value>) -> Option<&str> {
         .and_then(Value::as_str)
 }
 
-/// The one array of the group at `path` that is not a coordinate (a 1-D
-/// array named as its own dimension, as xarray writes them).
+/// The one array of the group at `path` that is not a coordinate: a 1-D
+/// array named as its own dimension, one another array lists in its
+/// `coordinates` attribute (as xarray writes them), or text labels.
 fn sole_data_array(path: &Path) -> Result<String> {
     let entries = std::fs::read_dir(path).map_err(|e| crate::error::Error::io(path, e))?;
     let mut arrays: Vec<(String, Value)> = Vec::new();
@@ -183,10 +184,18 @@ fn sole_data_array(path: &Path) -> Result<String> {
         }
     }
     arrays.sort_by(|a, b| a.0.cmp(&b.0));
+    let listed: std::collections::HashSet<&str> = arrays
+        .iter()
+        .filter_map(|(_, node)| node.pointer("/attributes/coordinates")?.as_str())
+        .flat_map(str::split_whitespace)
+        .collect();
     let is_coordinate = |(name, node): &(String, Value)| {
-        node.get("dimension_names")
-            .and_then(Value::as_array)
-            .is_some_and(|dims| dims.len() == 1 && dims[0].as_str() == Some(name))
+        listed.contains(name.as_str())
+            || super::is_text(node)
+            || node
+                .get("dimension_names")
+                .and_then(Value::as_array)
+                .is_some_and(|dims| dims.len() == 1 && dims[0].as_str() == Some(name))
     };
     let data: Vec<&String> = arrays
         .iter()

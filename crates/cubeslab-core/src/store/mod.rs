@@ -30,6 +30,7 @@ mod shard_codecs;
 mod sharded;
 mod spec;
 mod task_order;
+mod text;
 mod truncation;
 mod zstd_chunk;
 
@@ -51,4 +52,5 @@ pub use shard_builder::{Prefill, ShardBuilder};
 pub use sharded::{pieces_per_thread, SERIAL_BYTES};
 pub use spec::ArraySpec;
 pub use task_order::{Task, TaskOrder};
+pub use text::{is_text, read_text, write_text};
 pub(crate) use truncation::Watched;
