@@ -314,3 +314,29 @@ def test_engine_name_cubeslab_is_registered(f3_store):
     assert ds["amplitude"].chunks == SHARD_CHUNKS
     xr.testing.assert_identical(ds.compute(), xr.open_dataset(f3_store, engine=ENGINE).compute())
     assert xr.open_dataset(f3_store, chunks={})["amplitude"].chunks == SHARD_CHUNKS
+
+
+def test_a_netcdf_ingest_decodes_through_the_engine_as_xarray_opens_the_file(tmp_path):
+    """Packed values (scale_factor, add_offset, _FillValue) and CF times: engine="cubeslab" and
+    ``to_xarray`` give what xarray.open_dataset gives from the NetCDF file; decode_cf=False the raw."""
+    pytest.importorskip("netCDF4")
+    import pandas as pd
+
+    values = np.array([[10.0, 60.0, np.nan], [12.5, 13.0, 13.5]])
+    source = xr.Dataset(
+        {"v": (("time", "x"), values, {"long_name": "packed"})},
+        coords={"time": pd.date_range("2020-01-01", periods=2), "x": [1, 2, 3]},
+    )
+    packing = {"dtype": "int16", "scale_factor": 0.5, "add_offset": 10.0, "_FillValue": -32767}
+    source.to_netcdf(tmp_path / "p.nc", encoding={"v": packing})
+    cubeslab.ingest(tmp_path / "p.nc", tmp_path / "p.zarr")
+    expected = xr.open_dataset(tmp_path / "p.nc")["v"].load().reset_coords(drop=True)
+
+    mine = xr.open_dataset(tmp_path / "p.zarr", engine="cubeslab")["v"].load().reset_coords(drop=True)
+    xr.testing.assert_identical(mine, expected)
+    xr.testing.assert_identical(
+        cubeslab.open(tmp_path / "p.zarr").to_xarray()["v"].load().reset_coords(drop=True), expected
+    )
+    raw = xr.open_dataset(tmp_path / "p.zarr", engine="cubeslab", decode_cf=False)
+    assert raw["v"].dtype == np.int16 and raw["v"].values[0, 2] == -32767
+    assert raw["time"].values.tolist() == [0, 1]

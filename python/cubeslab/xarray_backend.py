@@ -15,6 +15,9 @@ Compared with xarray's own Zarr engine on the same store, it
 - reads through the engine: parallel, checksummed, routed to the orientation copy (``--views``)
   predicted fastest.
 
+Like the Zarr engine it decodes CF (``scale_factor``/``add_offset``, ``_FillValue``, times) unless told
+not to (``decode_cf=False``, ``mask_and_scale=False``, ...), so a NetCDF ingest reads as the file did.
+
 The Dataset holds ``amplitude`` and ``trace_mask`` as data variables and the survey coordinates:
 ``inline``, ``crossline``, ``offset`` (pre-stack), ``time`` or ``depth`` (with ``units``), and
 ``cdp_x`` / ``cdp_y`` over the trace dimensions. Trace headers stay with :class:`cubeslab.Cube`.
@@ -43,12 +46,31 @@ from . import schema
 from .array import Array
 from .cube import Cube
 from .opener import open as open_cube
+from .sources import fill_attribute
 
 # Variables over the trace dimensions, besides the amplitudes: the first is data, the rest coordinates.
 TRACE_VARIABLES = (schema.TRACE_MASK, schema.CDP_X, schema.CDP_Y)
 TRACE_COORDINATES = (schema.CDP_X, schema.CDP_Y)
 # Attributes that describe the Zarr encoding, not the values (xarray's Zarr engine moves them out too).
-ENCODING_ATTRIBUTES = ("coordinates", "_FillValue")
+ENCODING_ATTRIBUTES = ("coordinates",)
+# CF decoding (masking and scaling, times), as xarray's own engines take it; by default each is on.
+DECODERS = (
+    "mask_and_scale",
+    "decode_times",
+    "decode_timedelta",
+    "use_cftime",
+    "concat_characters",
+    "decode_coords",
+)
+
+
+def _cf_attributes(attributes: dict, dtype) -> dict:
+    """Attributes as CF decoding reads them: the encoding's own left out, ``_FillValue`` as a number
+    (a NetCDF ingest stores it as xarray's Zarr engine does, base64 text for floats)."""
+    kept = {k: v for k, v in attributes.items() if k not in ENCODING_ATTRIBUTES}
+    if "_FillValue" in kept:
+        kept["_FillValue"] = fill_attribute.decode(kept["_FillValue"], dtype)
+    return kept
 
 
 class CubeslabBackendArray(BackendArray):
@@ -113,7 +135,7 @@ def _variable(array: Array, dims: Iterable[str], attrs: dict | None = None) -> x
         "preferred_chunks": dict(zip(dims, preferred, strict=True)),
         "dtype": array.dtype,
     }
-    attributes = {k: v for k, v in (attrs or array.attributes).items() if k not in ENCODING_ATTRIBUTES}
+    attributes = _cf_attributes(attrs or array.attributes, array.dtype)
     data = indexing.LazilyIndexedArray(CubeslabBackendArray(array))
     return xr.Variable(dims, data, attrs=attributes, encoding=encoding)
 
@@ -158,7 +180,7 @@ def survey_dataset(cube: Cube, drop_variables: Iterable[str] = ()) -> xr.Dataset
         # a plain array's dimensions have no stored coordinate: their positions, as in cube.coords
         stored = cube.has_coordinate_array(dim)
         attributes = cube.stored_attributes(dim) if stored else {}
-        attributes = {k: v for k, v in attributes.items() if k not in ENCODING_ATTRIBUTES}
+        attributes = _cf_attributes(attributes, cube.coords[dim].dtype)
         if stored and dim == cube.vertical:
             units = vertical_units(cube, attributes)
             if units is not None:
@@ -201,7 +223,14 @@ class CubeslabBackendEntrypoint(BackendEntrypoint):
     """
 
     description = "cubeslab survey stores (Zarr v3, any codec cubeslab writes) read by cubeslab's engine"
-    open_dataset_parameters = ("filename_or_obj", "drop_variables", "threads", "in_flight", "verify")
+    open_dataset_parameters = (
+        "filename_or_obj",
+        "drop_variables",
+        "threads",
+        "in_flight",
+        "verify",
+        *DECODERS,
+    )
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
         if isinstance(filename_or_obj, Cube):
@@ -218,6 +247,7 @@ class CubeslabBackendEntrypoint(BackendEntrypoint):
         threads: int | None = None,
         in_flight: int | None = None,
         verify: bool = True,
+        **decoders,
     ) -> xr.Dataset:
         if isinstance(drop_variables, str):
             drop_variables = [drop_variables]
@@ -226,7 +256,10 @@ class CubeslabBackendEntrypoint(BackendEntrypoint):
         else:
             cube = open_cube(filename_or_obj, threads=threads, in_flight=in_flight, verify=verify)
             owned = True
-        dataset = survey_dataset(cube, drop_variables or ())
+        # Decoded as xarray's engines decode: a NetCDF ingest's packed values and times come out as
+        # xarray.open_dataset gives them from the file.
+        chosen = {k: v for k, v in decoders.items() if k in DECODERS and v is not None}
+        dataset = xr.decode_cf(survey_dataset(cube, drop_variables or ()), **chosen)
         dataset.encoding["source"] = os.fspath(cube.path)
         dataset.set_close(cube.close if owned else None)
         return dataset
