@@ -81,6 +81,9 @@ def test_netcdf_text_coordinates_ingest_as_xarray_reads_them_and_export_back(tmp
     with h5py.File(tmp_path / "back.h5", "r") as f:
         assert f["region"].asstr()[()].tolist() == REGIONS
         assert f["temp"].dims[0][0].name == "/region"
+    # ... and an HDF5 file's text dimension scale labels the axis it ingests to.
+    cubeslab.ingest(tmp_path / "back.h5", tmp_path / "again.zarr")
+    assert cubeslab.open(tmp_path / "again.zarr").coords["region"].tolist() == REGIONS
 
 
 def test_a_netcdf_coordinate_of_characters_is_named_not_dropped_silently(tmp_path):

@@ -24,6 +24,7 @@ from . import defaults, plan_cli
 from .cli_progress import PhaseBars
 from .defaults import HELP
 from .errors import CubeslabError, IngestWarning, InvalidInputError, SelectionError
+from .labels import is_text
 from .locations import S3Path, store_path
 from .plan import check_access, check_compress, check_dtype
 from .sizes import parse_size, size_text
@@ -486,7 +487,8 @@ def describe(
     table = Table("axis", "size", "origin", "step", "unit")
     for axis in description["axes"]:
         regular = axis.get("values") is None
-        origin, step = (f"{axis['origin']:g}", f"{axis['step']:g}") if regular else ("uneven", "")
+        uneven = "labels" if not regular and is_text(axis["values"]) else "uneven"
+        origin, step = (f"{axis['origin']:g}", f"{axis['step']:g}") if regular else (uneven, "")
         table.add_row(escape(axis["name"]), str(axis["size"]), origin, step, escape(str(axis["unit"] or "")))
     console.print(table)
     for key in ("dtype", "chunks", "shards", "compress", "fill_value", "attributes"):

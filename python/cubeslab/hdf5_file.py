@@ -177,15 +177,24 @@ def dataset_attributes(data) -> dict:
 
 def dataset_axes(data) -> list[dict]:
     """Each dimension's name, and origin, step and unit where a dimension scale gives them (an uneven
-    scale its ``values``, origin and step None)."""
+    scale, or one of text labels, its ``values``, origin and step None)."""
     axes = []
     for d, dim in enumerate(data.dims):
         axis = {"name": dim.label or f"dim_{d}", "origin": 0.0, "step": 1.0, "unit": None}
         if len(dim):
             scale = dim[0]
             axis["name"] = dim.label or scale.name.rsplit("/", 1)[-1]
+            if (
+                scale.ndim == 1
+                and len(scale) == data.shape[d]
+                and h5py_module().check_string_dtype(scale.dtype)
+            ):
+                axis["origin"], axis["step"] = None, None  # text labels (region names, ...)
+                axis["values"] = np.asarray(scale.asstr()[...], dtype=str)
+                axes.append(axis)
+                continue
             if scale.ndim != 1 or scale.dtype.kind not in "biuf":
-                axes.append(axis)  # labels (text) or a scale of several dimensions: no origin and step
+                axes.append(axis)  # a scale of several dimensions, or of other types: no origin and step
                 continue
             values = np.asarray(scale[...], dtype=np.float64)
             steps = np.diff(values)

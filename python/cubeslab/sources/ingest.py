@@ -14,6 +14,7 @@ from .. import _engine, defaults
 from ..array import Array
 from ..create import create, node_name_problem
 from ..description import AXES_ATTR
+from ..labels import is_text
 from ..locations import publishing, recorded_source, store_size
 from ..plan import plan
 from .raw import ArraySource
@@ -108,7 +109,8 @@ def ingest_array(
             # not) become coordinate arrays, as xarray shows them.
             for dim, a, n in zip(dims, source.axes, shape, strict=True):
                 if a.get("values") is not None:
-                    coords[dim] = np.asarray(a["values"], dtype=np.float64)
+                    values = np.asarray(a["values"])
+                    coords[dim] = values if is_text(values) else values.astype(np.float64)
                 elif (a["origin"], a["step"]) != (0.0, 1.0) or a.get("unit"):
                     coords[dim] = a["origin"] + a["step"] * np.arange(n, dtype=np.float64)
         with create(
