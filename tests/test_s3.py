@@ -115,6 +115,20 @@ def test_an_array_file_ingests_to_s3_too(server, tmp_path):
     np.testing.assert_array_equal(cubeslab.open("s3://arrays/a.zarr").amplitude[...], values)
 
 
+def test_text_labels_of_a_store_on_s3_read_as_from_a_folder(server, tmp_path):
+    xr = pytest.importorskip("xarray")
+    pytest.importorskip("netCDF4")
+    server.bucket("labels")
+    regions = ["north", "south", "Zürich"]
+    data = xr.Dataset({"v": (("region", "t"), np.arange(6.0).reshape(3, 2))}, coords={"region": regions})
+    data.to_netcdf(tmp_path / "r.nc", engine="netcdf4")
+    result = cli("ingest", tmp_path / "r.nc", "s3://labels/r.zarr")
+    assert result.returncode == 0, result.stderr
+    cube = cubeslab.open("s3://labels/r.zarr", storage_options=server.storage_options())
+    assert cube.coords["region"].tolist() == regions
+    np.testing.assert_array_equal(cube.axis("region")["Zürich"], [4.0, 5.0])
+
+
 def test_a_store_is_replaced_only_with_overwrite(server, tmp_path):
     server.bucket("replace")
     first, second = np.zeros((10, 12, 14), np.float32), np.ones((6, 7, 8), np.float32)

@@ -497,11 +497,7 @@ class Cube:
     def stored_values(self, name: str) -> np.ndarray:
         """The values of the group's array ``name`` (a coordinate, ...), whole: numbers, or text labels."""
         node = self.path / name
-        if not is_text_node(read_node(node)):
-            return self._array(name)[...]
-        if not isinstance(node, Path):
-            raise InvalidInputError(f"{node}: text labels are read from local stores only")
-        return read_labels(node)
+        return read_labels(node) if is_text_node(read_node(node)) else self._array(name)[...]
 
     def stored_attributes(self, name: str) -> dict:
         """The attributes of the group's array ``name`` ({} for none)."""

@@ -11,6 +11,7 @@ import numpy as np
 
 from . import _engine
 from .array import Array, zarr_json
+from .locations import S3Path, storage_options_of
 
 
 def is_text(values) -> bool:
@@ -23,9 +24,9 @@ def is_text_node(node: dict) -> bool:
     return _engine.is_text_array(json.dumps(node))
 
 
-def read_labels(path: str | os.PathLike) -> np.ndarray:
-    """A text array's values, as numpy ``str``."""
-    shape, values = _engine.read_text_array(os.fspath(path))
+def read_labels(path: str | os.PathLike | S3Path) -> np.ndarray:
+    """A text array's values (a folder, or an :class:`S3Path` on object storage), as numpy ``str``."""
+    shape, values = _engine.read_text_array(os.fspath(path), storage_options_of(path))
     return np.array(values, dtype=str).reshape(shape)
 
 

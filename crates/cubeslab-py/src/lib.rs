@@ -282,12 +282,6 @@ fn is_text_array(document: &str) -> PyResult<bool> {
     Ok(cubeslab_core::store::is_text(&metadata))
 }
 
-/// A text array's shape and values (C order).
-#[pyfunction]
-fn read_text_array(py: Python<'_>, path: PathBuf) -> PyResult<(Vec<u64>, Vec<String>)> {
-    engine(py, || cubeslab_core::store::read_text(&path))
-}
-
 /// Write `values` (C order over `shape`) as a new text array at `path`,
 /// with its dimension names and attributes (a JSON object).
 #[pyfunction]
@@ -432,7 +426,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(add_group_attributes, m)?)?;
     m.add_function(wrap_pyfunction!(mark_complete, m)?)?;
     m.add_function(wrap_pyfunction!(is_text_array, m)?)?;
-    m.add_function(wrap_pyfunction!(read_text_array, m)?)?;
+    m.add_function(wrap_pyfunction!(remote::read_text_array, m)?)?;
     m.add_function(wrap_pyfunction!(write_text_array, m)?)?;
     m.add_function(wrap_pyfunction!(copy_array, m)?)?;
     m.add_function(wrap_pyfunction!(rows::fill_from_rows, m)?)?;

@@ -94,6 +94,24 @@ pub fn store_contents(
     Ok(contents.to_json().to_string())
 }
 
+/// The text array (an axis's labels) at `path`, a folder or an `s3://`
+/// URL: its shape and values (C order).
+#[pyfunction]
+#[pyo3(signature = (path, storage_options=None))]
+pub fn read_text_array(
+    py: Python<'_>,
+    path: &str,
+    storage_options: Option<BTreeMap<String, String>>,
+) -> PyResult<(Vec<u64>, Vec<String>)> {
+    let options = storage_options.unwrap_or_default();
+    match parse(py, path)? {
+        Location::Local(path) => engine(py, || cubeslab_core::store::read_text(&path)),
+        Location::S3(url) => engine(py, || {
+            cubeslab_core::remote::read_remote_text(&url, &options)
+        }),
+    }
+}
+
 /// Bytes of every object under `url`.
 #[pyfunction]
 #[pyo3(signature = (url, storage_options=None))]

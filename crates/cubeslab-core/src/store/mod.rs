@@ -52,5 +52,6 @@ pub use shard_builder::{Prefill, ShardBuilder};
 pub use sharded::{pieces_per_thread, SERIAL_BYTES};
 pub use spec::ArraySpec;
 pub use task_order::{Task, TaskOrder};
+pub(crate) use text::{data_type_name, labels, FIXED_UTF32};
 pub use text::{is_text, read_text, write_text};
 pub(crate) use truncation::Watched;

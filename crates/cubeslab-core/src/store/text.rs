@@ -7,7 +7,10 @@ use std::{path::Path, sync::Arc};
 
 use serde_json::{json, Map, Value};
 use zarrs::{
-    array::{Array, ArrayMetadata, ArrayMetadataV3, ArraySubset},
+    array::{
+        Array, ArrayBytes, ArrayMetadata, ArrayMetadataV3, ArraySubset, DataType, ElementError,
+        ElementOwned,
+    },
     filesystem::FilesystemStore,
 };
 
@@ -20,10 +23,10 @@ use crate::error::Result;
 /// The data type written for text.
 const STRING: &str = "string";
 /// zarr-python's fixed-width text (UTF-32 code units, zero-padded), read only.
-const FIXED_UTF32: &str = "fixed_length_utf32";
+pub(crate) const FIXED_UTF32: &str = "fixed_length_utf32";
 
 /// The name of an array document's data type (`"float32"`, or an object's `name`).
-fn data_type_name(metadata: &Value) -> Option<&str> {
+pub(crate) fn data_type_name(metadata: &Value) -> Option<&str> {
     let data_type = metadata.get("data_type")?;
     data_type
         .as_str()
@@ -48,21 +51,30 @@ pub fn read_text(dir: &Path) -> Result<(Vec<u64>, Vec<String>)> {
     }
     let array = open(dir, metadata)?;
     let shape = array.shape().to_vec();
-    let whole = ArraySubset::new_with_shape(shape.clone());
-    let failed = |e: zarrs::array::ArrayError| metadata_error(dir, format!("text values: {e}"));
-    let values = if kind == STRING {
-        array
-            .retrieve_array_subset::<Vec<String>>(&whole)
-            .map_err(failed)?
-    } else {
-        array
-            .retrieve_array_subset::<Vec<Vec<char>>>(&whole)
-            .map_err(failed)?
+    let failed = |e: String| metadata_error(dir, format!("text values: {e}"));
+    let bytes = array
+        .retrieve_array_subset::<ArrayBytes<'static>>(&ArraySubset::new_with_shape(shape.clone()))
+        .map_err(|e| failed(e.to_string()))?;
+    let values =
+        labels(kind == FIXED_UTF32, array.data_type(), bytes).map_err(|e| failed(e.to_string()))?;
+    Ok((shape, values))
+}
+
+/// Decoded text values as strings (zarr-python's fixed-width text, `fixed`, without its zero padding).
+pub(crate) fn labels(
+    fixed: bool,
+    data_type: &DataType,
+    bytes: ArrayBytes<'_>,
+) -> std::result::Result<Vec<String>, ElementError> {
+    if !fixed {
+        return <String as ElementOwned>::from_array_bytes(data_type, bytes);
+    }
+    Ok(
+        <Vec<char> as ElementOwned>::from_array_bytes(data_type, bytes)?
             .into_iter()
             .map(|chars| chars.into_iter().collect())
-            .collect()
-    };
-    Ok((shape, values))
+            .collect(),
+    )
 }
 
 /// Write `values` (C order over `shape`) as a new text array in `dir`, one chunk.
