@@ -432,6 +432,33 @@ def test_info_reports_the_error_of_lossy_chunks_written_after_the_ingest(ingest_
     assert cubeslab.verify(store)["ok"]
 
 
+@pytest.mark.parametrize("shards", [None, (32, 32, 32)])
+def test_the_error_of_lossy_writes_is_recorded_sharded_or_not(tmp_path, shards):
+    from cubeslab.cli import store_report
+
+    store = tmp_path / "z.zarr"
+    values = np.random.default_rng(5).normal(size=(32, 32, 32)).astype("f4") * 100
+    with cubeslab.create(
+        store, values.shape, "f4", chunks=(16, 16, 16), shards=shards, compress="zfp:tolerance=0.01"
+    ) as a:
+        a[...] = values
+    recorded = cubeslab.open(store).amplitude.attributes["cubeslab"]["rewrites"]
+    measured = float(np.abs(cubeslab.open(store)[...] - values).max())
+    assert recorded["max_abs_error"] == pytest.approx(measured, rel=1e-6)
+    assert 0 < recorded["max_abs_error"] <= 0.01
+    assert store_report(store)["error_of_writes"].startswith(f"{recorded['chunks']} chunks written since")
+
+
+def test_an_array_written_whole_through_zfp_records_its_error(tmp_path):
+    values = np.random.default_rng(6).normal(size=(20, 30)).astype("f4")
+    array = cubeslab.Array.from_numpy(
+        tmp_path / "w.zarr", values, chunks=(8, 8), compress="zfp:tolerance=0.001"
+    )
+    recorded = cubeslab.Array(tmp_path / "w.zarr").attributes["cubeslab"]["rewrites"]
+    assert recorded["chunks"] == 12
+    assert recorded["max_abs_error"] == pytest.approx(float(np.abs(array[...] - values).max()), rel=1e-6)
+
+
 def test_changes_left_in_the_cache_are_written_when_the_array_is_dropped(tmp_path):
     store = tmp_path / "dropped.zarr"
     cube = cubeslab.create(store, (8, 8), "float32", chunks=(4, 4), fill_value=0)

@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use crate::{
+    config::Parallelism,
     error::Result,
     plan::{stored_array, DeviceProfile},
     route::Router,
@@ -93,6 +94,15 @@ impl ArrayHandle {
     /// The volume (not a copy).
     pub fn volume(&self) -> &ZarrArray {
         &self.arrays[0]
+    }
+
+    /// Write the whole volume from `data` (native-endian C-order bytes),
+    /// chunks in parallel, recording the error of lossily compressed ones.
+    pub fn write_whole(&self, data: &[u8], parallelism: Parallelism) -> Result<()> {
+        if let Some(errors) = self.volume().write_array(data, parallelism)? {
+            crate::writer::record_lossy_writes(self.volume().path(), &errors)?;
+        }
+        Ok(())
     }
 
     /// The volume, then its copies.

@@ -305,7 +305,7 @@ impl ZarrArray {
         engine(py, move || {
             // SAFETY: `data` keeps the buffer alive for the call; it is only read.
             let slice = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
-            handle.volume().write_array(slice, parallelism)
+            handle.write_whole(slice, parallelism)
         })
     }
 }

@@ -398,7 +398,9 @@ pub(super) fn create_arrays(
                 generation,
             },
         )?;
-        array.write_array(&bytes, Parallelism::resolve(Some(1), None))
+        array
+            .write_array(&bytes, Parallelism::resolve(Some(1), None))
+            .map(drop)
     };
     let ints =
         |v: &[i64]| -> Vec<u8> { v.iter().flat_map(|&x| (x as i32).to_ne_bytes()).collect() };

@@ -8,7 +8,7 @@ use zarrs::array::{ArrayBytes, CodecOptions};
 
 use super::{write_atomic_aligned, AlignedBuffer, Durability, Prefill, StoreError, ZarrArray};
 use crate::{
-    compress::ChunkErrors,
+    compress::{ChunkErrors, Compression, ErrorStats},
     config::Parallelism,
     error::Result,
     window::{strides, unravel, ChunkSpan, Placement, SelectionError, MAX_DIMS},
@@ -18,7 +18,7 @@ use crate::{
 impl ZarrArray {
     /// Encode one whole chunk (shard) from native-endian C-order bytes of the
     /// full chunk shape and write it atomically. For a lossily compressed
-    /// sharded array, the error of what was written.
+    /// array, the error of what was written.
     pub fn write_chunk(&self, indices: &[u64], data: &[u8]) -> Result<Option<ChunkErrors>> {
         let (mut encoded, errors) = self.encode_chunk(indices, data)?;
         write_atomic_aligned(&self.chunk_path(indices), &mut encoded, Durability::Cached)?;
@@ -30,7 +30,7 @@ impl ZarrArray {
     /// The bytes of the chunk (shard) at `indices` holding `data`
     /// (native-endian C-order bytes of the full chunk shape), as
     /// [`Self::write_chunk`] would store them, and their error for a
-    /// lossily compressed sharded array.
+    /// lossily compressed array.
     pub fn encode_chunk(
         &self,
         indices: &[u64],
@@ -77,14 +77,53 @@ impl ZarrArray {
                 &options,
             )
             .map_err(|e| codec_error(e.to_string()))?;
+        // A lossy chunk is decoded again: its error is recorded, as a shard's chunks' are.
+        let errors = if self.unsharded_lossy() {
+            let decoded = self
+                .array
+                .codecs()
+                .decode(
+                    Cow::Borrowed(&encoded),
+                    &chunk_shape,
+                    self.array.data_type(),
+                    self.array.fill_value(),
+                    &options,
+                )
+                .and_then(|b| Ok(b.into_fixed()?))
+                .map_err(|e| codec_error(e.to_string()))?;
+            let sides: Vec<u64> = (0..self.shape.len())
+                .map(|d| self.chunk_shape[d].min(self.shape[d] - indices[d] * self.chunk_shape[d]))
+                .collect();
+            let stats =
+                ErrorStats::of_chunk_corner(data, &decoded, self.dtype, &self.chunk_shape, &sides);
+            let mut errors = ChunkErrors::default();
+            errors.add(key.as_str(), &stats);
+            Some(errors)
+        } else {
+            None
+        };
         let mut bytes = self.buffers.take(encoded.len());
         bytes.extend_from_slice(&encoded);
-        Ok((bytes, None))
+        Ok((bytes, errors))
+    }
+
+    /// Whether the array's chunks (not sharded) are compressed lossily.
+    fn unsharded_lossy(&self) -> bool {
+        let codecs = self
+            .metadata()
+            .get("codecs")
+            .and_then(serde_json::Value::as_array);
+        codecs.is_some_and(|c| Compression::from_codecs(c).is_some_and(|c| c.is_lossy()))
     }
 
     /// Write the whole array from `data` (native-endian C-order bytes of
-    /// the array's shape), every chunk encoded and written in parallel.
-    pub fn write_array(&self, data: &[u8], parallelism: Parallelism) -> Result<()> {
+    /// the array's shape), every chunk encoded and written in parallel; for
+    /// a lossily compressed array, the error of what was written.
+    pub fn write_array(
+        &self,
+        data: &[u8],
+        parallelism: Parallelism,
+    ) -> Result<Option<ChunkErrors>> {
         let elem = self.dtype.size();
         let expected = self.shape.iter().product::<u64>() as usize * elem;
         if data.len() != expected {
@@ -96,7 +135,7 @@ impl ZarrArray {
         }
         if self.shape.is_empty() {
             // A 0-d array: one element, one chunk, nothing to place.
-            return self.write_chunk(&[], data).map(drop);
+            return self.write_chunk(&[], data);
         }
         let grid = self.chunk_grid_shape();
         let n_chunks: u64 = grid.iter().product();
@@ -114,7 +153,7 @@ impl ZarrArray {
             ndim: nd,
             elem,
         };
-        let write_one = |c: u64| -> Result<()> {
+        let write_one = |c: u64| -> Result<Option<ChunkErrors>> {
             let idx = unravel(c, &grid);
             let spans: Vec<ChunkSpan> = (0..nd)
                 .map(|d| {
@@ -130,13 +169,25 @@ impl ZarrArray {
             let mut chunk = self.fill.repeat(chunk_elems);
             // SAFETY: `chunk` holds a whole chunk; the spans lie inside `data`.
             unsafe { placement.copy(&spans, data, chunk.as_mut_ptr()) };
-            self.write_chunk(&idx[..nd], &chunk).map(drop)
+            self.write_chunk(&idx[..nd], &chunk)
+        };
+        let merged = |a: Option<ChunkErrors>, b: Option<ChunkErrors>| match (a, b) {
+            (Some(mut a), Some(b)) => {
+                a.merge(&b);
+                Some(a)
+            }
+            (a, b) => a.or(b),
         };
         if parallelism.on_caller() {
-            return (0..n_chunks).try_for_each(write_one);
+            return (0..n_chunks)
+                .map(write_one)
+                .try_fold(None, |a, b| Ok(merged(a, b?)));
         }
-        parallelism
-            .pool()
-            .install(|| (0..n_chunks).into_par_iter().try_for_each(write_one))
+        parallelism.pool().install(|| {
+            (0..n_chunks)
+                .into_par_iter()
+                .map(write_one)
+                .try_reduce(|| None, |a, b| Ok(merged(a, b)))
+        })
     }
 }
