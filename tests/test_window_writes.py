@@ -268,6 +268,27 @@ def test_a_lossy_store_refuses_a_write_to_part_of_a_chunk_it_would_have_to_decod
     assert abs(data[0, 0] - 2.5) <= 0.01 and np.abs(data[1:8, 0:8] - 1.5).max() <= 0.01
 
 
+@pytest.mark.parametrize("shards", [None, (32, 32)])
+def test_a_new_lossy_store_takes_planes_into_chunks_never_written(tmp_path, shards):
+    """Planes that cut chunks, into a new zfp store whose cache holds a row of chunks: each chunk is
+    encoded once, from the fill value and the planes, so the values keep the bound."""
+    store = tmp_path / "planes.zarr"
+    values = np.random.default_rng(8).normal(size=(32, 64)).astype("f4") * 10
+    with cubeslab.create(
+        store, values.shape, "f4", chunks=(16, 16), shards=shards, compress="zfp:tolerance=0.01", fill_value=0
+    ) as cube:
+        for row in range(32):
+            cube[row, :] = values[row]
+    back = cubeslab.open(store)[...]
+    assert np.abs(back - values).max() <= 0.01
+    assert cubeslab.verify(store)["ok"]
+    with (
+        cubeslab.open(store, mode="r+") as again,
+        pytest.raises(cubeslab.InvalidInputError, match="written before"),
+    ):
+        again[0, 0:4] = 1.0  # now written: its other values would be encoded a second time
+
+
 def test_create_refuses_an_error_target_that_needs_data_to_tune_on(tmp_path):
     with pytest.raises(cubeslab.InvalidInputError, match="tuned on the data"):
         cubeslab.create(tmp_path / "t.zarr", (8, 8), compress="zfp:snr=40")

@@ -242,17 +242,19 @@ impl ArrayWriter {
         })?;
         if self.lossy {
             // A lossy chunk decoded and encoded again would add a second error to the values
-            // this write leaves alone, past the bound the store records.
-            if let Some((indices, _)) = touched
-                .iter()
-                .find(|(indices, whole)| !whole && !chunks.held.contains_key(indices))
-            {
+            // this write leaves alone, past the bound the store records. One never written
+            // holds the fill value, and one held in the cache has not been encoded yet.
+            for (indices, whole) in &touched {
+                if *whole || chunks.held.contains_key(indices) || self.never_written(indices)? {
+                    continue;
+                }
                 return Err(StoreError::Unsupported {
                     path: self.storage.chunk_name(indices),
                     what: format!(
-                        "a write to part of a chunk of a lossily compressed array: its other values \
-                         would be compressed a second time, adding to their error past the bound the \
-                         store records; write whole chunks ({:?}), or use a lossless store",
+                        "a write to part of a chunk of a lossily compressed array, written before: \
+                         its other values would be compressed a second time, adding to their error \
+                         past the bound the store records; write whole chunks ({:?}), or parts of \
+                         chunks not yet written, or use a lossless store",
                         chunk
                     ),
                 }
@@ -264,6 +266,18 @@ impl ArrayWriter {
             self.get(chunks, indices, !whole)?;
         }
         Ok(touched.into_iter().map(|(indices, _)| indices).collect())
+    }
+
+    /// Whether the chunk at `indices` was never written: absent, in an array
+    /// that does not record a generation, so that it holds the fill value.
+    fn never_written(&self, indices: &[u64]) -> Result<bool> {
+        Ok(self.holds_fill(&self.storage.stamp(indices)?))
+    }
+
+    /// Whether a chunk of this stamp holds the fill value (in an array that
+    /// records a generation, an absent chunk is an error to read).
+    fn holds_fill(&self, stamp: &Stamp) -> bool {
+        *stamp == Stamp::Absent && self.array().generation().is_none()
     }
 
     fn mark_dirty(&self, chunks: &mut Chunks, indices: &[u64]) {
@@ -338,7 +352,7 @@ impl ArrayWriter {
             let stamp = self.storage.stamp(indices)?;
             // A chunk absent from an array that does not record a generation
             // is the fill value (in one that does, reading it is an error).
-            let absent = stamp == Stamp::Absent && self.array().generation().is_none();
+            let absent = self.holds_fill(&stamp);
             let data = if read && !absent {
                 self.read_chunk(indices)?
             } else {
