@@ -509,6 +509,43 @@ def test_a_netcdf_variable_named_like_a_dimension_it_does_not_label_ingests_as_x
     assert store.dims == ["y", "x"] and list(store.coords["x"]) == [0, 1, 2, 3, 4]  # x labels no axis
 
 
+def test_a_curvilinear_netcdf_grid_ingests_its_one_data_variable_with_lat_and_lon(tmp_path):
+    """lat(y, x) and lon(y, x), listed in the data variable's ``coordinates``, are coordinates as xarray
+    takes them: the variable is chosen without --variable, and they come with it."""
+    import xarray as xr
+
+    rng = np.random.default_rng(4)
+    grid = {"lat": (("y", "x"), rng.random((3, 4))), "lon": (("y", "x"), rng.random((3, 4)))}
+    xr.Dataset({"temp": (("y", "x"), rng.random((3, 4)).astype("f4"))}, coords=grid).to_netcdf(
+        tmp_path / "c.nc"
+    )
+    done = subprocess.run(
+        [*CLI, "ingest", str(tmp_path / "c.nc"), str(tmp_path / "c.zarr")], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    expected = xr.open_dataset(tmp_path / "c.nc")["temp"].load()
+    xr.testing.assert_identical(
+        xr.open_zarr(tmp_path / "c.zarr", consolidated=False)["temp"].load(), expected
+    )
+
+
+def test_a_coordinate_another_variable_lists_comes_with_the_variable_ingested(tmp_path):
+    import netCDF4
+    import xarray as xr
+
+    with netCDF4.Dataset(tmp_path / "a.nc", "w") as d:
+        d.createDimension("y", 2)
+        d.createDimension("x", 3)
+        d.createVariable("lat", "f4", ("y", "x"))[:] = np.arange(6).reshape(2, 3)
+        a = d.createVariable("a", "f4", ("y", "x"))
+        a[:], a.coordinates = 1.0, "lat"
+        d.createVariable("b", "f4", ("y", "x"))[:] = 2.0
+    cubeslab.ingest(tmp_path / "a.nc", tmp_path / "b.zarr", variable="b")
+    expected = xr.open_dataset(tmp_path / "a.nc")["b"].load()
+    assert "lat" in expected.coords  # xarray gives a dataset's coordinates to each variable over their dims
+    xr.testing.assert_identical(xr.open_zarr(tmp_path / "b.zarr", consolidated=False)["b"].load(), expected)
+
+
 def test_a_netcdf_variable_in_a_group_is_ingested_by_its_path(tmp_path):
     import netCDF4
 

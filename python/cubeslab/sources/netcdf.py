@@ -102,12 +102,19 @@ def _is_coordinate_variable(name: str, variable) -> bool:
 
 def _choose(path, dataset, variable: str | None) -> str:
     """The name (with its groups, ``grp/v``) of the variable to ingest: ``variable``, or the root group's
-    only data variable (as xarray opens the root group), else the file's only one."""
+    only data variable (as xarray opens the root group), else the file's only one. Variables another one
+    lists in its ``coordinates`` attribute (CF's auxiliary coordinates, such as a curvilinear grid's lat
+    and lon) are coordinates, not data, as xarray takes them."""
     variables = _variables(dataset)
     if variable is None:
+        listed = {
+            f"{name.rsplit('/', 1)[0]}/{c}" if "/" in name else c
+            for name, v in variables.items()
+            for c in str(v.__dict__.get("coordinates", "")).split()
+        }
         data = [
             name for name, v in variables.items()
-            if not _is_coordinate_variable(v.name, v) and v.ndim >= 1 and _numeric(v)
+            if not _is_coordinate_variable(v.name, v) and v.ndim >= 1 and _numeric(v) and name not in listed
         ]  # fmt: skip
         in_root = [name for name in data if "/" not in name]
         data = in_root if in_root else data
@@ -141,7 +148,7 @@ def _visible(group, name: str):
 
 def _coordinates(dataset, source) -> dict:
     """The variables to store beside ``source``, by name: its dimensions' coordinate variables, those its
-    ``coordinates`` attribute lists, and the dataset's scalar coordinates."""
+    ``coordinates`` attribute lists, and those other variables list over its dimensions (scalar ones too)."""
     found = {}
     for dim in source.dimensions:
         c = _visible(source.group(), dim)
@@ -151,11 +158,12 @@ def _coordinates(dataset, source) -> dict:
         c = _visible(source.group(), name)
         if c is not None and name not in found:
             found[name] = c
-    # A scalar coordinate of any variable is one of the whole dataset's, so xarray gives it to each.
+    # A coordinate any variable lists is one of the whole dataset's, so xarray gives it to each variable
+    # over its dimensions (a scalar one to all).
     for other in source.group().variables.values():
         for name in str(other.__dict__.get("coordinates", "")).split():
             c = _visible(source.group(), name)
-            if c is not None and c.ndim == 0 and name not in found:
+            if c is not None and set(c.dimensions) <= set(source.dimensions) and name not in found:
                 found[name] = c
     found.pop(source.name, None)  # a coordinate variable ingested is the store's main array
     return found
