@@ -107,14 +107,14 @@ def _choose(path, dataset, variable: str | None) -> str:
     and lon) are coordinates, not data, as xarray takes them."""
     variables = _variables(dataset)
     if variable is None:
-        listed = {
+        auxiliary = {
             f"{name.rsplit('/', 1)[0]}/{c}" if "/" in name else c
             for name, v in variables.items()
             for c in str(v.__dict__.get("coordinates", "")).split()
         }
         data = [
             name for name, v in variables.items()
-            if not _is_coordinate_variable(v.name, v) and v.ndim >= 1 and _numeric(v) and name not in listed
+            if not _is_coordinate_variable(v.name, v) and v.ndim >= 1 and _numeric(v) and name not in auxiliary
         ]  # fmt: skip
         in_root = [name for name in data if "/" not in name]
         data = in_root if in_root else data
