@@ -114,7 +114,8 @@ def _choose(path, dataset, variable: str | None) -> str:
         }
         data = [
             name for name, v in variables.items()
-            if not _is_coordinate_variable(v.name, v) and v.ndim >= 1 and _numeric(v) and name not in auxiliary
+            if name not in auxiliary and not _is_coordinate_variable(v.name, v)
+            and v.ndim >= 1 and _numeric(v)
         ]  # fmt: skip
         in_root = [name for name in data if "/" not in name]
         data = in_root if in_root else data
