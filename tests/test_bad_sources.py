@@ -170,6 +170,15 @@ def hdf5_damaged_lzf_chunk(folder: Path) -> str:
     return "x.h5"
 
 
+def hdf5_null_dataspace(folder: Path) -> str:
+    """A dataset of HDF5's null dataspace (h5py.Empty): no values at all, not a scalar."""
+    import h5py
+
+    with h5py.File(folder / "x.h5", "w") as f:
+        f.create_dataset("nothing", data=h5py.Empty("f4"))
+    return "x.h5"
+
+
 def netcdf_damaged_chunk(folder: Path) -> str:
     """A szip-compressed NetCDF 4 variable (a filter only netCDF-C decodes here), one chunk overwritten:
     netCDF-C fails reading it."""
@@ -204,6 +213,7 @@ CASES = {
     "9-D npy": (npy_9d, r"v\.npy: an array of 9 dimensions"),
     "npy header cut": (npy_broken_header, r"v\.npy: cannot read it"),
     "float16 HDF5": (hdf5_float16, r"x\.h5: element type float16 is not one cubeslab stores"),
+    "HDF5 null dataspace": (hdf5_null_dataspace, r"x\.h5: no N-D numeric dataset; .*/nothing empty float32"),
     "NetCDF chunk damaged": (netcdf_damaged_chunk, r"d\.nc: cannot read it: RuntimeError: NetCDF: HDF error"),
     "HDF5 lzf chunk damaged": (
         hdf5_damaged_lzf_chunk,
@@ -255,6 +265,17 @@ def test_a_damaged_source_is_refused_naming_the_file(tmp_path, case):
         assert "Traceback" not in done.stderr and "panicked" not in done.stderr, done.stderr
         assert re.search(message, " ".join(done.stderr.split())), done.stderr
     assert not any(p.name.startswith((".out.zarr", "out.zarr")) for p in tmp_path.iterdir())
+
+
+def test_a_null_dataspace_asked_for_is_called_empty_not_a_scalar(tmp_path):
+    hdf5_null_dataspace(tmp_path)
+    for attempt in (
+        lambda: cubeslab.ingest(tmp_path / "x.h5", tmp_path / "o.zarr", dataset="/nothing"),
+        lambda: cubeslab.open(tmp_path / "x.h5", dataset="/nothing"),
+    ):
+        with pytest.raises(cubeslab.InvalidInputError, match=r"/nothing is empty \(a null dataspace"):
+            attempt()
+    assert not (tmp_path / "o.zarr").exists()
 
 
 def test_odd_but_valid_files_ingest_with_the_values_their_library_reads(tmp_path):

@@ -127,7 +127,7 @@ def open_dataset(
                 n for n in names if n not in scales and f[n].ndim >= 1 and f[n].dtype.kind in "biuf"
             ]
             if len(candidates) != 1:
-                listed = ", ".join(f"{n} {f[n].shape} {f[n].dtype}" for n in names) or "none"
+                listed = ", ".join(f"{n} {f[n].shape or 'empty'} {f[n].dtype}" for n in names) or "none"
                 f.close()
                 raise InvalidInputError(
                     f"{path}: {'no' if not candidates else 'more than one'} N-D numeric dataset; choose one "
@@ -143,6 +143,8 @@ def open_dataset(
     problem = None
     if data.dtype.kind not in "biuf":
         problem = f"holds {data.dtype}, not numbers cubeslab stores"
+    elif data.shape is None:  # HDF5's null dataspace (h5py.Empty): no values at all
+        problem = "is empty (a null dataspace: no values, not even one)"
     elif data.ndim == 0:
         problem = f"is a scalar; cubeslab stores 1 to {_engine.max_dims()} dimensions"
     elif data.is_virtual:
