@@ -604,3 +604,25 @@ def test_a_chunked_source_is_planned_for_reads_of_its_own_chunks(tmp_path):
     given = cubeslab.ingest(tmp_path / "c.h5", tmp_path / "d.zarr", dataset="chunked", access="inline")
     assert given["plan"]["access"] == "inline"
     np.testing.assert_array_equal(cubeslab.open(tmp_path / "a.zarr").amplitude[...], volume())
+
+
+def test_a_dataset_behind_an_external_link_is_listed_and_ingested(tmp_path):
+    """h5py reads through an external link; info lists the dataset there, and ingest (no --dataset) and
+    the in-place reader read the other file's values."""
+    import h5py
+
+    values = np.random.default_rng(9).random((40, 24)).astype("f4")
+    with h5py.File(tmp_path / "target.h5", "w") as f:
+        f.create_dataset("d", data=values, chunks=(8, 8), compression="gzip")
+    with h5py.File(tmp_path / "links.h5", "w") as f:
+        f["linked"] = h5py.ExternalLink("target.h5", "/d")
+    done = subprocess.run([*CLI, "info", "links.h5"], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0 and "/linked" in done.stdout and "target.h5" in done.stdout, done.stderr
+    done = subprocess.run(
+        [*CLI, "ingest", "links.h5", "l.zarr"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    np.testing.assert_array_equal(cubeslab.open(tmp_path / "l.zarr")[...], values)
+    np.testing.assert_array_equal(
+        cubeslab.open(tmp_path / "links.h5", dataset="/linked")[5:30, ::3], values[5:30, ::3]
+    )

@@ -57,9 +57,24 @@ def json_value(value):
 
 
 def datasets_in(h5py, group) -> list[str]:
-    """Every dataset under ``group``, by absolute name."""
+    """Every dataset under ``group``, by absolute name, external links to datasets of other files too
+    (h5py reads through them, but visiting the file's objects does not follow them)."""
     found: list[str] = []
-    group.visititems(lambda name, obj: found.append("/" + name) if isinstance(obj, h5py.Dataset) else None)
+
+    def visit(name: str, link) -> None:
+        if isinstance(link, h5py.HardLink):
+            target = group.get(name)
+        elif isinstance(link, h5py.ExternalLink):
+            try:
+                target = group.get(name)
+            except (KeyError, OSError):  # a link to a file or object not there
+                return
+        else:
+            return  # a soft link is another name for an object listed already
+        if isinstance(target, h5py.Dataset):
+            found.append("/" + name)
+
+    group.visititems_links(visit)
     return found
 
 

@@ -27,7 +27,9 @@ def describe_hdf5(path: str | os.PathLike) -> dict:
             d = f[name]
             scale = " (dimension scale)" if d.attrs.get("CLASS") == b"DIMENSION_SCALE" else ""
             shape = "empty (null dataspace)" if d.shape is None else list(d.shape)
-            datasets[name] = f"{d.dtype} {shape}{scale}"
+            link = f.get(name, getlink=True)
+            where = f" (in {link.filename}, {link.path})" if isinstance(link, h5py.ExternalLink) else ""
+            datasets[name] = f"{d.dtype} {shape}{scale}{where}"
         return {"file": os.fspath(path), "format": "hdf5", "datasets": datasets}
 
 
