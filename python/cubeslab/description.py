@@ -50,7 +50,7 @@ def describe(path: str | os.PathLike) -> dict:
         axis = {"name": name, "size": size, "origin": 0.0, "step": 1.0, "unit": None}
         if recorded is not None:
             axis.update({k: recorded[d][k] for k in ("origin", "step", "unit")})
-        elif cube.attributes:  # a survey: its coordinate arrays, where evenly spaced
+        elif cube.attributes or cube.has_coordinate_array(name):  # its coordinates, where evenly spaced
             axis["origin"], axis["step"] = regular_axis(cube.coords[name]) or (None, None)
             if cube.has_coordinate_array(name):
                 attributes = cube.stored_attributes(name)

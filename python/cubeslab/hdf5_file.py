@@ -56,6 +56,13 @@ def json_value(value):
     return value if isinstance(value, (bool, int, float, str, list)) else str(value)
 
 
+def _listed_coordinates(data) -> list[str]:
+    """The names a dataset's CF ``coordinates`` attribute lists."""
+    value = data.attrs.get("coordinates")
+    text = value.decode(errors="replace") if isinstance(value, bytes) else value
+    return text.split() if isinstance(text, str) else []
+
+
 def datasets_in(h5py, group) -> list[str]:
     """Every dataset under ``group``, by absolute name, external links to datasets of other files too
     (h5py reads through them, but visiting the file's objects does not follow them)."""
@@ -138,11 +145,19 @@ def open_dataset(
         names = datasets_in(h5py, f)
         if dataset is None:
             scales = {n for n in names if f[n].attrs.get("CLASS") == b"DIMENSION_SCALE"}
+            # Datasets another lists in a CF `coordinates` attribute (an export's lat and lon) are not data.
+            listed = {"/" + c.lstrip("/") for n in names for c in _listed_coordinates(f[n])}
             candidates = [
-                n for n in names if n not in scales and f[n].ndim >= 1 and f[n].dtype.kind in "biuf"
-            ]
+                n for n in names
+                if n not in scales and n not in listed and f[n].ndim >= 1 and f[n].dtype.kind in "biuf"
+            ]  # fmt: skip
             if len(candidates) != 1:
-                listed = ", ".join(f"{n} {f[n].shape or 'empty'} {f[n].dtype}" for n in names) or "none"
+                listed = (
+                    ", ".join(
+                        f"{n} {'empty' if f[n].shape is None else f[n].shape} {f[n].dtype}" for n in names
+                    )
+                    or "none"
+                )
                 f.close()
                 raise InvalidInputError(
                     f"{path}: {'no' if not candidates else 'more than one'} N-D numeric dataset; choose one "

@@ -44,7 +44,8 @@ from xarray.core import indexing
 
 from . import schema
 from .array import Array
-from .cube import Cube
+from .cube import Cube, read_node
+from .labels import is_text_node
 from .opener import open as open_cube
 from .sources import fill_attribute
 
@@ -168,6 +169,26 @@ def _with_units(attributes: dict) -> dict:
     return attributes
 
 
+def _listed_coordinates(cube: Cube, skipped: set[str]) -> dict[str, xr.Variable]:
+    """The arrays the main array's ``coordinates`` attribute lists (CF's auxiliary and scalar coordinates,
+    a curvilinear grid's lat and lon), over its dimensions, as xarray's engines give them."""
+    found = {}
+    for other in str(cube.amplitude.attributes.get("coordinates", "")).split():
+        if other in skipped or not cube.has_coordinate_array(other):
+            continue
+        node = read_node(cube.path / other)
+        dims = [str(d) for d in node.get("dimension_names") or []]
+        shape = node.get("shape", [])
+        if len(dims) != len(shape) or not set(dims) <= set(cube.dims):
+            continue  # over dimensions the main array has not: not its coordinate
+        attributes = _with_units(node.get("attributes", {}))
+        if is_text_node(node):
+            found[other] = xr.Variable(dims, cube.stored_values(other), attrs=_cf_attributes(attributes, str))
+        else:
+            found[other] = _variable(cube._array(other), dims, attributes)
+    return found
+
+
 def survey_dataset(cube: Cube, drop_variables: Iterable[str] = ()) -> xr.Dataset:
     """The survey in ``cube`` as a lazy Dataset (nothing but metadata and 1-D coordinates read)."""
     dropped = set(drop_variables)
@@ -196,6 +217,8 @@ def survey_dataset(cube: Cube, drop_variables: Iterable[str] = ()) -> xr.Dataset
         dims = array.dimension_names or cube.dims[: array.ndim]
         values = _variable(array, dims, _with_units(array.attributes))
         (coords if variable in TRACE_COORDINATES else data_vars)[variable] = values
+    if is_group:
+        coords |= _listed_coordinates(cube, set(coords) | dropped | {name})
     attributes = {k: v for k, v in cube.attributes.items() if k != "cubeslab"}
     return xr.Dataset(data_vars, coords=coords, attrs=attributes)
 

@@ -26,10 +26,8 @@ def export_npy(store: str | os.PathLike, output: str | os.PathLike, *, overwrite
     temporary = f"{os.fspath(output)}.tmp"
     out = np.lib.format.open_memmap(temporary, mode="w+", dtype=array.dtype, shape=array.shape)
     try:
-        row_bytes = max(1, int(np.prod(array.shape[1:], dtype=np.int64)) * array.dtype.itemsize)
-        rows = max(1, defaults.MEMORY_LIMIT // 2 // row_bytes)
-        for start in range(0, array.shape[0], rows):
-            out[start : start + rows] = array[start : start + rows]
+        for window in _slabs(array):
+            out[window] = array[window]
         out.flush()
         del out
         os.replace(temporary, output)
@@ -57,6 +55,7 @@ def export_seplib(store: str | os.PathLike, output: str | os.PathLike, *, overwr
     name, code = formats[dtype.kind]
     if dtype.itemsize == 8:
         name = "xdr_double"
+    _need_an_axis(store, len(description["axes"]), "SEPlib cubes")
     uneven = [axis["name"] for axis in description["axes"] if axis.get("values") is not None]
     if uneven:
         raise InvalidInputError(
@@ -69,10 +68,8 @@ def export_seplib(store: str | os.PathLike, output: str | os.PathLike, *, overwr
     temporary = f"{binary}.tmp"
     try:
         with open(temporary, "wb") as f:
-            row_bytes = max(1, int(np.prod(array.shape[1:], dtype=np.int64)) * dtype.itemsize)
-            rows = max(1, defaults.MEMORY_LIMIT // 2 // row_bytes)
-            for start in range(0, array.shape[0], rows):
-                f.write(array[start : start + rows].astype(f"{code}{dtype.itemsize}").tobytes())
+            for window in _slabs(array):
+                f.write(array[window].astype(f"{code}{dtype.itemsize}").tobytes())
         os.replace(temporary, binary)
     except BaseException:
         if os.path.exists(temporary):
@@ -98,12 +95,24 @@ def _check_free(paths: list[str], overwrite: bool) -> None:
             raise StoreExistsError(f"{path} already exists; pass overwrite (--overwrite) to replace it")
 
 
+def _need_an_axis(store, ndim: int, kind: str) -> None:
+    """Refuse a 0-d array (one value) for a format whose arrays have axes."""
+    if ndim == 0:
+        raise InvalidInputError(
+            f"{store}: a 0-d array (one value); {kind} have at least one axis: export to .npy, .nc or .h5"
+        )
+
+
 def _slabs(array):
-    """``(start, stop)`` runs of the first axis whose values fit half the memory limit."""
+    """Windows of the array whose values fit half the memory limit: runs along the first axis (the whole
+    of a 0-d array)."""
+    if array.ndim == 0:
+        yield ()
+        return
     row_bytes = max(1, int(np.prod(array.shape[1:], dtype=np.int64)) * array.dtype.itemsize)
     rows = max(1, defaults.MEMORY_LIMIT // 2 // row_bytes)
     for start in range(0, array.shape[0], rows):
-        yield start, min(start + rows, array.shape[0])
+        yield (slice(start, min(start + rows, array.shape[0])),)
 
 
 def _deflate_level(compress: str | None) -> int | None:
@@ -165,11 +174,23 @@ class _Export:
 
     def global_attributes(self) -> dict:
         """The group's own attributes (a NetCDF source's global ones), without cubeslab's bookkeeping."""
-        own = {k: v for k, v in self.cube.attributes.items() if not isinstance(v, dict)}
+        own = {k: v for k, v in self.cube.attributes.items() if not _is_bookkeeping(k, v)}
         return self.typed(attribute_types.GROUP, own, self.array.dtype)
 
-    def chunks(self) -> tuple[int, ...]:
+    def chunks(self) -> tuple[int, ...] | None:
+        """The store's chunk shape within the array; None (contiguous) for an array without values or
+        axes, which HDF5 cannot chunk."""
+        if self.array.ndim == 0 or 0 in self.array.shape:
+            return None
         return tuple(min(c, n) for c, n in zip(self.array.chunks, self.array.shape, strict=True))
+
+
+def _is_bookkeeping(key: str, value) -> bool:
+    """A group attribute that records the store rather than describes the data: cubeslab's own entry, and
+    MDIO's ``attributes`` naming the main array."""
+    return key == "cubeslab" or (
+        key == "attributes" and isinstance(value, dict) and set(value) <= {"defaultVariableName"}
+    )
 
 
 def _array_node(path: str) -> dict | None:
@@ -222,8 +243,8 @@ def export_hdf5(
             data = f.create_dataset(
                 export.name, shape=array.shape, dtype=array.dtype, chunks=export.chunks(), **options
             )
-            for start, stop in _slabs(array):
-                data[start:stop] = array[start:stop]
+            for window in _slabs(array):
+                data[window] = array[window]
             for key, value in export.attributes().items():
                 if key not in INTERNAL_ATTRIBUTES:  # a store ingested before they were left out holds some
                     data.attrs[key] = value
@@ -240,6 +261,21 @@ def export_hdf5(
                 data.dims[d].attach_scale(scale)
             for d, dim in enumerate(export.cube.dims):  # HDF5's own record of the names, which h5py reads
                 data.dims[d].label = dim
+            for key, value in export.global_attributes().items():
+                f.attrs[key] = value
+            for name, (values, _, other_attributes) in export.auxiliary.items():  # lat, lon, ... beside
+                text = is_text(values)
+                other = f.create_dataset(
+                    name,
+                    data=values.astype(object) if text else values,
+                    dtype=h5py.string_dtype() if text else None,
+                )
+                for key, value in export.typed(name, other_attributes, values.dtype).items():
+                    other.attrs[key] = value
+            if (
+                export.auxiliary
+            ):  # listed as CF lists them, so readers (and an ingest) know them for coordinates
+                data.attrs["coordinates"] = " ".join(export.auxiliary)
 
     _publish(write, os.fspath(output))
     return array.size
@@ -327,8 +363,8 @@ def export_netcdf(
             marked = {"dtype": "bool"} if array.dtype == bool else {}
             listing = {"coordinates": " ".join(listed)} if listed else {}
             main.setncatts(_netcdf_attributes(attributes) | marked | listing)
-            for start, stop in _slabs(array):
-                main[start:stop] = array[start:stop].astype(stored_type)
+            for window in _slabs(array):
+                main[window] = array[window].astype(stored_type)
 
     _publish(write, os.fspath(output))
     return array.size
@@ -396,6 +432,7 @@ def export_fits(store: str | os.PathLike, output: str | os.PathLike, *, overwrit
     fits = _astropy()
     _check_free([os.fspath(output)], overwrite)
     export = _Export(store)
+    _need_an_axis(store, export.array.ndim, "FITS images")
     array = export.array
     name = array.dtype.name
     stored, bzero = FITS_OFFSET_TYPES.get(name, (name, 0))
@@ -418,8 +455,8 @@ def export_fits(store: str | os.PathLike, output: str | os.PathLike, *, overwrit
 
     def write(path: str) -> None:
         stream = fits.StreamingHDU(path, header)
-        for start, stop in _slabs(array):
-            values = array[start:stop]
+        for window in _slabs(array):
+            values = array[window]
             if name == "uint64":
                 values = (values - np.uint64(bzero)).view(np.int64)
             elif bzero:

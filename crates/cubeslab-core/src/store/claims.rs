@@ -19,6 +19,15 @@ pub(super) enum Outer {
 impl Outer {
     /// The outer compressor of a chunk codec chain (Zarr v3 JSON).
     pub fn of(codecs: &[Value]) -> Self {
+        let name = |c: &Value| c.get("name").and_then(Value::as_str).map(str::to_owned);
+        if codecs
+            .iter()
+            .any(|c| name(c).as_deref() == Some("sharding_indexed"))
+        {
+            // Compressed whole shards (zarr-python keeps its compressor after a sharding
+            // codec): they decode to a shard and its index, not to one chunk's bytes.
+            return Outer::Other;
+        }
         let outer = codecs
             .iter()
             .rev()
