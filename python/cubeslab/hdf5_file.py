@@ -146,10 +146,10 @@ def open_dataset(
         if dataset is None:
             scales = {n for n in names if f[n].attrs.get("CLASS") == b"DIMENSION_SCALE"}
             # Datasets another lists in a CF `coordinates` attribute (an export's lat and lon) are not data.
-            listed = {"/" + c.lstrip("/") for n in names for c in _listed_coordinates(f[n])}
+            coordinates = {"/" + c.lstrip("/") for n in names for c in _listed_coordinates(f[n])}
             candidates = [
                 n for n in names
-                if n not in scales and n not in listed and f[n].ndim >= 1 and f[n].dtype.kind in "biuf"
+                if n not in scales and n not in coordinates and f[n].ndim >= 1 and f[n].dtype.kind in "biuf"
             ]  # fmt: skip
             if len(candidates) != 1:
                 listed = (
