@@ -472,7 +472,8 @@ class Cube:
             self.amplitude.find_overviews = self._fresh_overviews
         self._arrays: dict[str, Array] = {Path(contents["main"]).name: self.amplitude} if is_group else {}
         # Zarr allows a dimension without a name (null): numbered, as a store without names is.
-        names: list[str | None] = list(self.amplitude.dimension_names or [None] * self.ndim)
+        stored = self.amplitude.dimension_names
+        names: list[str | None] = list(stored) if stored else [None] * self.ndim
         self.dims: list[str] = [n if isinstance(n, str) and n else f"dim_{i}" for i, n in enumerate(names)]
         self.coords = Coordinates(dict(zip(self.dims, self.shape, strict=True)))
         for dim, n in zip(self.dims, self.shape, strict=True):
