@@ -133,3 +133,11 @@ def test_exports_keep_global_attributes_and_auxiliary_arrays(tmp_path):
     done = cli("ingest", tmp_path / "g.h5", tmp_path / "again.zarr")
     assert done.returncode == 0, done.stderr
     np.testing.assert_array_equal(cubeslab.open(tmp_path / "again.zarr")[...], dataset["tas"].values)
+
+
+def test_a_group_of_groups_names_its_members(tmp_path):
+    group = zarr.open_group(tmp_path / "g.zarr", mode="w")
+    group.create_group("inner").create_array("v", data=np.arange(3.0))
+    with pytest.raises(cubeslab.InvalidInputError, match=r"without a data array here \(its members: inner\)"):
+        cubeslab.open(tmp_path / "g.zarr")
+    np.testing.assert_array_equal(cubeslab.open(tmp_path / "g.zarr" / "inner")[...], np.arange(3.0))

@@ -174,15 +174,18 @@ fn declared_main(attributes: &Map<String, Value>) -> Option<&str> {
 fn sole_data_array(path: &Path) -> Result<String> {
     let entries = std::fs::read_dir(path).map_err(|e| crate::error::Error::io(path, e))?;
     let mut arrays: Vec<(String, Value)> = Vec::new();
+    let mut members: Vec<String> = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         let Ok(node) = read_metadata(&entry.path()) else {
             continue; // not a node of this group
         };
+        members.push(name.clone());
         if node.get("node_type").and_then(Value::as_str) == Some("array") {
             arrays.push((name, node));
         }
     }
+    members.sort();
     arrays.sort_by(|a, b| a.0.cmp(&b.0));
     let listed: std::collections::HashSet<&str> = arrays
         .iter()
@@ -204,16 +207,22 @@ fn sole_data_array(path: &Path) -> Result<String> {
         .collect();
     match data.as_slice() {
         [one] => Ok((*one).clone()),
-        _ => Err(StoreError::NoMainArray {
+        [] => Err(StoreError::NoDataArray {
             path: path.to_path_buf(),
-            arrays: if data.is_empty() {
+            members: if members.is_empty() {
                 "none".into()
             } else {
-                data.iter()
-                    .map(|s| s.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                members.join(", ")
             },
+        }
+        .into()),
+        _ => Err(StoreError::NoMainArray {
+            path: path.to_path_buf(),
+            arrays: data
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
         }
         .into()),
     }

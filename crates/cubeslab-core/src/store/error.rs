@@ -146,6 +146,14 @@ pub enum StoreError {
         /// Its arrays that are not coordinates, comma-separated.
         arrays: String,
     },
+    /// A group of another tool without a data array (only coordinates, or groups).
+    #[error("{path}: a Zarr group without a data array here (its members: {members}); open a group or array inside it as {path}/NAME")]
+    NoDataArray {
+        /// The group.
+        path: PathBuf,
+        /// Its arrays and groups, comma-separated.
+        members: String,
+    },
     /// A data type or feature the engine does not handle.
     #[error("{path}: unsupported: {what}")]
     Unsupported {
@@ -174,6 +182,7 @@ impl PartError for StoreError {
             StoreError::Busy { .. } | StoreError::Conflict { .. } => ErrorKind::Busy,
             StoreError::Metadata { .. }
             | StoreError::NoMainArray { .. }
+            | StoreError::NoDataArray { .. }
             | StoreError::Unsupported { .. }
             | StoreError::ReadOnly { .. } => ErrorKind::InvalidInput,
             StoreError::Checksum { .. }
