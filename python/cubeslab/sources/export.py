@@ -248,15 +248,21 @@ def export_hdf5(
             for key, value in export.attributes().items():
                 if key not in INTERNAL_ATTRIBUTES:  # a store ingested before they were left out holds some
                     data.attrs[key] = value
-            for d, (dim, (values, attributes)) in enumerate(export.coordinates.items()):
+
+            def small_dataset(name: str, values: np.ndarray, attributes: dict):
+                """A coordinate or other small array as a dataset (text labels as variable-length strings)."""
                 text = is_text(values)
-                scale = f.create_dataset(
-                    dim,
+                written = f.create_dataset(
+                    name,
                     data=values.astype(object) if text else values,
                     dtype=h5py.string_dtype() if text else None,
                 )
-                for key, value in export.typed(dim, attributes, values.dtype).items():
-                    scale.attrs[key] = value
+                for key, value in export.typed(name, attributes, values.dtype).items():
+                    written.attrs[key] = value
+                return written
+
+            for d, (dim, (values, attributes)) in enumerate(export.coordinates.items()):
+                scale = small_dataset(dim, values, attributes)
                 scale.make_scale(dim)
                 data.dims[d].attach_scale(scale)
             for d, dim in enumerate(export.cube.dims):  # HDF5's own record of the names, which h5py reads
@@ -264,17 +270,10 @@ def export_hdf5(
             for key, value in export.global_attributes().items():
                 f.attrs[key] = value
             for name, (values, _, other_attributes) in export.auxiliary.items():  # lat, lon, ... beside
-                text = is_text(values)
-                other = f.create_dataset(
-                    name,
-                    data=values.astype(object) if text else values,
-                    dtype=h5py.string_dtype() if text else None,
-                )
-                for key, value in export.typed(name, other_attributes, values.dtype).items():
-                    other.attrs[key] = value
+                small_dataset(name, values, other_attributes)
             if (
                 export.auxiliary
-            ):  # listed as CF lists them, so readers (and an ingest) know them for coordinates
+            ):  # listed as CF lists them, so readers (and an ingest) take them for coordinates
                 data.attrs["coordinates"] = " ".join(export.auxiliary)
 
     _publish(write, os.fspath(output))
