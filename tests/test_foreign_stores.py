@@ -141,3 +141,60 @@ def test_a_group_of_groups_names_its_members(tmp_path):
     with pytest.raises(cubeslab.InvalidInputError, match=r"without a data array here \(its members: inner\)"):
         cubeslab.open(tmp_path / "g.zarr")
     np.testing.assert_array_equal(cubeslab.open(tmp_path / "g.zarr" / "inner")[...], np.arange(3.0))
+
+
+def test_a_survey_exported_to_netcdf_and_ingested_again_opens_in_xarray(tmp_path):
+    """The export lists trace_mask among amplitude's coordinates; the engine keeps it a data variable."""
+    from pathlib import Path
+
+    segy = Path(__file__).resolve().parent / "data" / "segy" / "small.sgy"
+    cubeslab.ingest(segy, tmp_path / "s.zarr")
+    cubeslab.export(tmp_path / "s.zarr", tmp_path / "s.nc")
+    cubeslab.ingest(tmp_path / "s.nc", tmp_path / "again.zarr", variable="amplitude")
+    dataset = xr.open_dataset(tmp_path / "again.zarr", engine="cubeslab")
+    np.testing.assert_array_equal(dataset["amplitude"].values, cubeslab.open(tmp_path / "s.zarr")[...])
+
+
+def test_hdf5_files_as_h5py_writes_them_ingest_and_open(tmp_path):
+    import h5py
+
+    values = np.arange(12, dtype="f4").reshape(3, 4)
+    with h5py.File(tmp_path / "f.h5", "w") as f:
+        data = f.create_dataset("data", data=values)
+        data.attrs["_FillValue"] = np.float32(np.nan)  # stored by the ingest as Zarr's "NaN"
+        f["group/alias"] = data  # the same dataset under a second name, as NeXus files link data
+        names = f.create_dataset("city", data=np.array(["Zürich".encode(), b"Bern", b"Basel"]))
+        names.make_scale("city")
+        data.dims[0].attach_scale(names)
+    cubeslab.ingest(tmp_path / "f.h5", tmp_path / "f.zarr")  # one dataset, whatever its names
+    assert cubeslab.open(tmp_path / "f.zarr").coords["city"].tolist() == ["Zürich", "Bern", "Basel"]
+    dataset = xr.open_dataset(tmp_path / "f.zarr", engine="cubeslab")
+    np.testing.assert_array_equal(dataset["data"].values, values)
+
+
+def test_an_hdf5_export_names_the_axes_of_its_auxiliary_arrays(tmp_path):
+    lat = np.arange(9.0).reshape(3, 3)  # square: matching axes by size alone would transpose it
+    dataset = xr.Dataset(
+        {"v": (("y", "x"), np.ones((3, 3)))},
+        coords={"y": [10, 20, 30], "x": [1, 2, 3], "lat": (("y", "x"), lat)},
+    )
+    to_zarr(dataset, tmp_path / "q.zarr")
+    cubeslab.export(tmp_path / "q.zarr", tmp_path / "q.h5")
+    back = xr.open_dataset(tmp_path / "q.h5", engine="netcdf4")
+    assert back["lat"].dims == ("y", "x")
+    assert float(back["lat"].sel(y=10, x=3)) == 2.0
+
+
+def test_a_text_axis_slices_by_its_labels(tmp_path):
+    to_zarr(
+        xr.Dataset(
+            {"v": (("station", "t"), np.arange(8.0).reshape(4, 2))}, coords={"station": ["a", "b", "c", "d"]}
+        ),
+        tmp_path / "t.zarr",
+    )
+    axis = cubeslab.open(tmp_path / "t.zarr").axis("station")
+    assert axis[:].shape == (4, 2)
+    np.testing.assert_array_equal(axis[::2][:, 0], [0.0, 4.0])
+    np.testing.assert_array_equal(axis["b":"d"][:, 0], [2.0, 4.0])
+    with pytest.raises(cubeslab.SelectionError, match="whole number of labels"):
+        axis[::0.5]

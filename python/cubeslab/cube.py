@@ -195,6 +195,8 @@ class LabelAxis:
     def positions(self, key) -> np.ndarray:
         """Positions along the axis of the planes ``key`` selects (a label, slice or list), in order."""
         if isinstance(key, slice):
+            if is_text(self.labels):
+                return self._text_positions(key)
             if self._dim == self._cube.ndim - 1:
                 return self._sample_positions(key)
             return self._line_positions(key)
@@ -222,6 +224,15 @@ class LabelAxis:
         if key.step is not None and key.step == 0:
             raise SelectionError(f"{self.name} slice step cannot be zero")
         return values
+
+    def _text_positions(self, key: slice) -> np.ndarray:
+        """A slice of text labels: from the start label up to the stop label (not included), every ``step``
+        positions, as a list of them slices."""
+        if key.step is not None and (not isinstance(key.step, (int, np.integer)) or key.step == 0):
+            raise SelectionError(f"{self.name} slice step must be a whole number of labels, not {key.step!r}")
+        start = None if key.start is None else self.index(key.start)
+        stop = None if key.stop is None else self.index(key.stop)
+        return np.arange(self.labels.size, dtype=np.int64)[slice(start, stop, key.step)]
 
     def _line_positions(self, key: slice) -> np.ndarray:
         """segyio's line slice: the labels in ``range(start, stop, step)`` that exist, in its order."""

@@ -67,10 +67,15 @@ def datasets_in(h5py, group) -> list[str]:
     """Every dataset under ``group``, by absolute name, external links to datasets of other files too
     (h5py reads through them, but visiting the file's objects does not follow them)."""
     found: list[str] = []
+    seen: set = set()  # a dataset hard-linked under two names (NeXus does) is listed once
 
     def visit(name: str, link) -> None:
         if isinstance(link, h5py.HardLink):
             target = group.get(name)
+            if isinstance(target, h5py.Dataset):
+                if target.id in seen:  # h5py's identifiers are equal, and hash alike, for one object
+                    return
+                seen.add(target.id)
         elif isinstance(link, h5py.ExternalLink):
             try:
                 target = group.get(name)
@@ -221,8 +226,12 @@ def dataset_axes(data) -> list[dict]:
                 and len(scale) == data.shape[d]
                 and h5py_module().check_string_dtype(scale.dtype)
             ):
-                axis["origin"], axis["step"] = None, None  # text labels (region names, ...)
-                axis["values"] = np.asarray(scale.asstr()[...], dtype=str)
+                try:  # text labels (region names, ...), as UTF-8 whatever the type says (ASCII for bytes)
+                    labels = np.asarray(scale.asstr(encoding="utf-8")[...], dtype=str)
+                except UnicodeDecodeError:
+                    axes.append(axis)  # not UTF-8 text: the axis stays numbered
+                    continue
+                axis["origin"], axis["step"], axis["values"] = None, None, labels
                 axes.append(axis)
                 continue
             if scale.ndim != 1 or scale.dtype.kind not in "biuf":

@@ -218,7 +218,7 @@ def survey_dataset(cube: Cube, drop_variables: Iterable[str] = ()) -> xr.Dataset
         values = _variable(array, dims, _with_units(array.attributes))
         (coords if variable in TRACE_COORDINATES else data_vars)[variable] = values
     if is_group:
-        coords |= _listed_coordinates(cube, set(coords) | dropped | {name})
+        coords |= _listed_coordinates(cube, set(coords) | set(data_vars) | dropped | {name})
     attributes = {k: v for k, v in cube.attributes.items() if k != "cubeslab"}
     return xr.Dataset(data_vars, coords=coords, attrs=attributes)
 

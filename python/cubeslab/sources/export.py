@@ -269,8 +269,12 @@ def export_hdf5(
                 data.dims[d].label = dim
             for key, value in export.global_attributes().items():
                 f.attrs[key] = value
-            for name, (values, _, other_attributes) in export.auxiliary.items():  # lat, lon, ... beside
-                small_dataset(name, values, other_attributes)
+            for name, (values, dims, other_attributes) in export.auxiliary.items():  # lat, lon, ... beside
+                other = small_dataset(name, values, other_attributes)
+                for d, dim in enumerate(dims):  # over the main array's axes, named by their scales
+                    if dim in export.coordinates and dim != export.name:
+                        other.dims[d].attach_scale(f[dim])
+                    other.dims[d].label = dim
             if (
                 export.auxiliary
             ):  # listed as CF lists them, so readers (and an ingest) take them for coordinates

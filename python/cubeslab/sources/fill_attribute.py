@@ -9,6 +9,8 @@ import struct
 
 import numpy as np
 
+from ..array import ZARR_FLOAT_NAMES
+
 
 def encode(value, dtype: np.dtype):
     """The attribute for a fill ``value`` of an array of ``dtype``."""
@@ -18,7 +20,10 @@ def encode(value, dtype: np.dtype):
 
 
 def decode(value, dtype: np.dtype):
-    """The fill value an attribute written by :func:`encode` (or a plain number) stands for."""
+    """The fill value an attribute written by :func:`encode` (or a plain number, or Zarr's names of the
+    non-finite ones, ``"NaN"``, which JSON attributes hold) stands for."""
     if np.dtype(dtype).kind == "f" and isinstance(value, str):
+        if value in ZARR_FLOAT_NAMES:
+            return ZARR_FLOAT_NAMES[value]
         return struct.unpack("<d", base64.standard_b64decode(value))[0]
     return value
