@@ -16,7 +16,8 @@ Compared with xarray's own Zarr engine on the same store, it
   predicted fastest.
 
 Like the Zarr engine it decodes CF (``scale_factor``/``add_offset``, ``_FillValue``, times) unless told
-not to (``decode_cf=False``, ``mask_and_scale=False``, ...), so a NetCDF ingest reads as the file did.
+not to (``decode_cf=False``, ``mask_and_scale=False``, ...), so a NetCDF ingest reads as the file did (but for
+float32 packing, which decodes to float64 as from xarray's Zarr engine: docs/formats.md).
 
 The Dataset holds ``amplitude`` and ``trace_mask`` as data variables and the survey coordinates:
 ``inline``, ``crossline``, ``offset`` (pre-stack), ``time`` or ``depth`` (with ``units``), and

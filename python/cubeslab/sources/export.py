@@ -177,6 +177,11 @@ class _Export:
         own = {k: v for k, v in self.cube.attributes.items() if not _is_bookkeeping(k, v)}
         return self.typed(attribute_types.GROUP, own, self.array.dtype)
 
+    def listed_coordinates(self) -> str:
+        """The main array's CF ``coordinates`` attribute: every other array of the store is a coordinate of
+        it (lat, lon, a survey's trace mask), listed so that readers, and an ingest, take them so."""
+        return " ".join(self.auxiliary)
+
     def chunks(self) -> tuple[int, ...] | None:
         """The store's chunk shape within the array; None (contiguous) for an array without values or
         axes, which HDF5 cannot chunk."""
@@ -275,10 +280,8 @@ def export_hdf5(
                     if dim in export.coordinates and dim != export.name:
                         other.dims[d].attach_scale(f[dim])
                     other.dims[d].label = dim
-            if (
-                export.auxiliary
-            ):  # listed as CF lists them, so readers (and an ingest) take them for coordinates
-                data.attrs["coordinates"] = " ".join(export.auxiliary)
+            if export.auxiliary:
+                data.attrs["coordinates"] = export.listed_coordinates()
 
     _publish(write, os.fspath(output))
     return array.size
@@ -360,11 +363,8 @@ def export_netcdf(
                 chunksizes=export.chunks(), **deflate,
             )  # fmt: skip
             main.set_auto_maskandscale(False)
-            # Every other array of the store is a coordinate of the main one: listed, so readers know.
-            listed = str(attributes.get("coordinates", "")).split()
-            listed += [name for name in export.auxiliary if name not in listed]
             marked = {"dtype": "bool"} if array.dtype == bool else {}
-            listing = {"coordinates": " ".join(listed)} if listed else {}
+            listing = {"coordinates": export.listed_coordinates()} if export.auxiliary else {}
             main.setncatts(_netcdf_attributes(attributes) | marked | listing)
             for window in _slabs(array):
                 main[window] = array[window].astype(stored_type)
