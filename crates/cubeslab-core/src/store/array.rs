@@ -23,6 +23,7 @@ use super::{
     write_json_atomic, ArraySpec, BufferPool, Durability, StoreError,
 };
 use crate::{
+    compress::Compression,
     config::Parallelism,
     dtype::DType,
     error::Result,
@@ -62,6 +63,8 @@ pub struct ZarrArray {
     pub(super) sharded: Option<Sharding>,
     /// The compressor unsharded chunks start with (checked against bombs).
     outer: Outer,
+    /// Whether unsharded chunks are compressed lossily (their writes are measured).
+    pub(super) lossy_chunks: bool,
     pub(super) shards: Mutex<HashMap<Vec<u64>, Arc<ShardFile>>>,
     /// The generation of the store that wrote the array, if it recorded one:
     /// then every shard carries its identity, and every shard was written.
@@ -133,12 +136,12 @@ impl ZarrArray {
             })?;
         let fill = array.fill_value().as_ne_bytes().to_vec();
         let sharded = Sharding::from_metadata(&dir, &metadata, shape.len(), &chunk_shape)?;
-        let outer = Outer::of(
-            metadata
-                .get("codecs")
-                .and_then(Value::as_array)
-                .map_or(&[][..], Vec::as_slice),
-        );
+        let codecs = metadata
+            .get("codecs")
+            .and_then(Value::as_array)
+            .map_or(&[][..], Vec::as_slice);
+        let outer = Outer::of(codecs);
+        let lossy_chunks = Compression::from_codecs(codecs).is_some_and(|c| c.is_lossy());
         let generation = metadata
             .get("attributes")
             .and_then(Value::as_object)
@@ -157,6 +160,7 @@ impl ZarrArray {
             metadata,
             sharded,
             outer,
+            lossy_chunks,
             shards: Mutex::new(HashMap::new()),
             generation,
             name,

@@ -4,11 +4,11 @@
 use std::{borrow::Cow, num::NonZeroU64};
 
 use rayon::prelude::*;
-use zarrs::array::{ArrayBytes, CodecOptions};
+use zarrs::array::{ArrayBytes, ArrayToBytesCodecTraits, CodecChain, CodecOptions};
 
 use super::{write_atomic_aligned, AlignedBuffer, Durability, Prefill, StoreError, ZarrArray};
 use crate::{
-    compress::{ChunkErrors, Compression, ErrorStats},
+    compress::{ChunkErrors, ErrorStats},
     config::Parallelism,
     error::Result,
     window::{strides, unravel, ChunkSpan, Placement, SelectionError, MAX_DIMS},
@@ -36,7 +36,6 @@ impl ZarrArray {
         indices: &[u64],
         data: &[u8],
     ) -> Result<(AlignedBuffer, Option<ChunkErrors>)> {
-        use zarrs::array::ArrayToBytesCodecTraits;
         let key = self.array.chunk_key(indices);
         let codec_error = |message: String| -> Error {
             StoreError::Codec {
@@ -78,24 +77,13 @@ impl ZarrArray {
             )
             .map_err(|e| codec_error(e.to_string()))?;
         // A lossy chunk is decoded again: its error is recorded, as a shard's chunks' are.
-        let errors = if self.unsharded_lossy() {
-            let decoded = self
-                .array
-                .codecs()
-                .decode(
-                    Cow::Borrowed(&encoded),
-                    &chunk_shape,
-                    self.array.data_type(),
-                    self.array.fill_value(),
-                    &options,
-                )
-                .and_then(|b| Ok(b.into_fixed()?))
-                .map_err(|e| codec_error(e.to_string()))?;
+        let errors = if self.lossy_chunks {
             let sides: Vec<u64> = (0..self.shape.len())
                 .map(|d| self.chunk_shape[d].min(self.shape[d] - indices[d] * self.chunk_shape[d]))
                 .collect();
+            let chain = self.array.codecs();
             let stats =
-                ErrorStats::of_chunk_corner(data, &decoded, self.dtype, &self.chunk_shape, &sides);
+                self.encoding_error(&chain, &encoded, data, &chunk_shape, &sides, key.as_str())?;
             let mut errors = ChunkErrors::default();
             errors.add(key.as_str(), &stats);
             Some(errors)
@@ -107,13 +95,37 @@ impl ZarrArray {
         Ok((bytes, errors))
     }
 
-    /// Whether the array's chunks (not sharded) are compressed lossily.
-    fn unsharded_lossy(&self) -> bool {
-        let codecs = self
-            .metadata()
-            .get("codecs")
-            .and_then(serde_json::Value::as_array);
-        codecs.is_some_and(|c| Compression::from_codecs(c).is_some_and(|c| c.is_lossy()))
+    /// The error of a lossily encoded chunk: `encoded` decoded with `chain`
+    /// and set beside `chunk` (of `shape`), over its part inside the array
+    /// (`sides`).
+    pub(super) fn encoding_error(
+        &self,
+        chain: &CodecChain,
+        encoded: &[u8],
+        chunk: &[u8],
+        shape: &[NonZeroU64],
+        sides: &[u64],
+        key: &str,
+    ) -> Result<ErrorStats> {
+        let options = CodecOptions::default().with_concurrent_target(1);
+        let decoded = chain
+            .decode(
+                Cow::Borrowed(encoded),
+                shape,
+                self.array.data_type(),
+                self.array.fill_value(),
+                &options,
+            )
+            .and_then(|b| Ok(b.into_fixed()?))
+            .map_err(|e| StoreError::Codec {
+                array: self.dir.clone(),
+                key: key.to_string(),
+                message: e.to_string(),
+            })?;
+        let full: Vec<u64> = shape.iter().map(|n| n.get()).collect();
+        Ok(ErrorStats::of_chunk_corner(
+            chunk, &decoded, self.dtype, &full, sides,
+        ))
     }
 
     /// Write the whole array from `data` (native-endian C-order bytes of

@@ -12,7 +12,7 @@ use super::{
     Durability, StoreError, ZarrArray,
 };
 use crate::{
-    compress::{ChunkErrors, ErrorStats},
+    compress::ChunkErrors,
     error::Result,
     window::{copy_block, unravel},
 };
@@ -318,20 +318,6 @@ impl ZarrArray {
                                     message: e.to_string(),
                                 })?;
                             if let Some(errors) = measured.as_mut() {
-                                let decoded = chain
-                                    .decode(
-                                        Cow::Borrowed(&encoded),
-                                        &shape,
-                                        self.array.data_type(),
-                                        self.array.fill_value(),
-                                        &options,
-                                    )
-                                    .and_then(|b| Ok(b.into_fixed()?))
-                                    .map_err(|e| StoreError::Codec {
-                                        array: self.dir.clone(),
-                                        key: key.as_str().to_string(),
-                                        message: e.to_string(),
-                                    })?;
                                 let pos = unravel(i as u64, &builder.chunks_per_shard);
                                 let sides: Vec<u64> = (0..self.shape.len())
                                     .map(|d| {
@@ -342,13 +328,14 @@ impl ZarrArray {
                                         builder.inner_shape[d].min(self.shape[d] - origin)
                                     })
                                     .collect();
-                                let stats = ErrorStats::of_chunk_corner(
+                                let stats = self.encoding_error(
+                                    chain,
+                                    &encoded,
                                     chunk,
-                                    &decoded,
-                                    self.dtype,
-                                    &builder.inner_shape,
+                                    &shape,
                                     &sides,
-                                );
+                                    key.as_str(),
+                                )?;
                                 errors.add(&format!("{} (inner chunk {i})", key.as_str()), &stats);
                             }
                             entry(out.len() as u64, encoded.len() as u64);
