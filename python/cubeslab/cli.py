@@ -21,10 +21,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import defaults, plan_cli
+from .array import zarr_json
 from .cli_progress import PhaseBars
 from .defaults import HELP
 from .errors import CubeslabError, IngestWarning, InvalidInputError, SelectionError
-from .labels import is_text
 from .locations import S3Path, store_path
 from .plan import check_access, check_compress, check_dtype
 from .sizes import parse_size, size_text
@@ -249,7 +249,7 @@ def info(
 
 def show_report(report: dict, as_json: bool) -> None:
     if as_json:
-        console.print_json(json.dumps(report))
+        console.print_json(zarr_json(report))
         return
     table = Table(show_header=False, box=None)
     for key, value in report.items():
@@ -405,7 +405,7 @@ def verify(
 
     report = run_verify(store, against=against, threads=threads)
     if as_json:
-        console.print_json(json.dumps(report))
+        console.print_json(zarr_json(report))
     else:
         print_verify(report)
     if not report["ok"]:
@@ -479,15 +479,16 @@ def describe(
     """The store's description: axes (name, size, origin, step, unit), dtype, layout, codec, fill value
     and attributes; `create --from-json` makes an empty store from it."""
     from .description import describe as run_describe
+    from .description import is_labels
 
     description = run_describe(store)
     if as_json:
-        console.print_json(json.dumps(description))
+        console.print_json(zarr_json(description))
         return
     table = Table("axis", "size", "origin", "step", "unit")
     for axis in description["axes"]:
         regular = axis.get("values") is None
-        uneven = "labels" if not regular and is_text(axis["values"]) else "uneven"
+        uneven = "labels" if not regular and is_labels(axis["values"]) else "uneven"
         origin, step = (f"{axis['origin']:g}", f"{axis['step']:g}") if regular else (uneven, "")
         table.add_row(escape(axis["name"]), str(axis["size"]), origin, step, escape(str(axis["unit"] or "")))
     console.print(table)

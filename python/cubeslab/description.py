@@ -12,6 +12,7 @@ import os
 import numpy as np
 
 from . import _engine, schema
+from .array import ZARR_FLOAT_NAMES, zarr_fill_value
 from .errors import InvalidInputError
 
 AXES_ATTR = "axes"
@@ -19,7 +20,9 @@ AXES_ATTR = "axes"
 
 FIELDS = ("axes", "dtype", "chunks", "shards", "compress", "fill_value", "attributes")
 AXIS_FIELDS = ("name", "size", "origin", "step", "unit", "values")
-"""An unevenly spaced axis gives its coordinates as ``values``, its origin and step null."""
+"""An unevenly spaced axis gives its coordinates as ``values``, its origin and step null; a value that is
+not finite by its Zarr name (``"NaN"``, ``"Infinity"``), as the fill value and attributes are, since JSON
+has no such numbers."""
 
 DATA_ATTRIBUTES = frozenset({schema.STATS_V1, "coordinates"})
 """Attributes that describe the data (MDIO's statistics) or name arrays beside it (CF's auxiliary
@@ -57,7 +60,7 @@ def describe(path: str | os.PathLike) -> dict:
                 unit = attributes.get("unitsV1") or attributes.get("units")
                 axis["unit"] = next(iter(unit.values())) if isinstance(unit, dict) and unit else unit
         if axis["origin"] is None:  # unevenly spaced: the coordinates themselves
-            axis["values"] = cube.coords[name].tolist()
+            axis["values"] = [zarr_fill_value(v) for v in cube.coords[name].tolist()]
         axes.append(axis)
     codecs = array.metadata.get("codecs", [])
     if array.shards is not None:
@@ -104,20 +107,29 @@ def _sides(description: dict, name: str, ndim: int) -> list[int] | None:
     return value
 
 
+def is_numbers(values: list) -> bool:
+    """Numbers, those that are not finite by their Zarr names (as ``describe`` writes them)."""
+    return all(
+        v in ZARR_FLOAT_NAMES
+        if isinstance(v, str)
+        else isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        for v in values
+    )
+
+
+def is_labels(values: list) -> bool:
+    """Text labels: strings, not all of them Zarr's names of non-finite numbers."""
+    return all(isinstance(v, str) for v in values) and not is_numbers(values)
+
+
 def _check_values(axis: dict, size: int, where: str) -> None:
     """An unevenly spaced axis: ``size`` finite numbers (or text labels), and no origin or step beside
     them."""
     values = axis["values"]
-    numbers = all(
-        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values
-    )
-    if (
-        not isinstance(values, list)
-        or len(values) != size
-        or not (numbers or all(isinstance(v, str) for v in values))
-    ):
+    if not isinstance(values, list) or len(values) != size or not (is_numbers(values) or is_labels(values)):
         raise InvalidInputError(
-            f"{where}: 'values' must list {size} finite numbers, or {size} text labels, one per position"
+            f"{where}: 'values' must list {size} numbers (finite, or named as Zarr names them: "
+            f"{', '.join(map(repr, ZARR_FLOAT_NAMES))}), or {size} text labels, one per position"
         )
     if axis.get("origin") is not None or axis.get("step") is not None:
         raise InvalidInputError(f"{where}: give 'values' or 'origin' and 'step', not both")
@@ -195,8 +207,12 @@ def create_arguments(description) -> dict:
     for a in d["axes"]:
         if a.get("values") is not None:
             axes.append({"origin": None, "step": None, "unit": a.get("unit")})
-            text = a["values"] and isinstance(a["values"][0], str)
-            coords[a["name"]] = np.array(a["values"], dtype=str if text else np.float64)
+            values = a["values"]
+            if is_labels(values):
+                coords[a["name"]] = np.array(values, dtype=str)
+            else:
+                numbers = [ZARR_FLOAT_NAMES[v] if isinstance(v, str) else v for v in values]
+                coords[a["name"]] = np.array(numbers, np.float64)
             continue
         origin, step = float(a.get("origin", 0.0)), float(a.get("step", 1.0))
         axes.append({"origin": origin, "step": step, "unit": a.get("unit")})
