@@ -442,6 +442,22 @@ def test_an_hdf5_dataset_that_does_not_exist_lists_those_that_do(tmp_path):
     assert not (tmp_path / "x.zarr").exists()
 
 
+def test_coordinates_a_dataset_lists_by_a_relative_name_are_found_in_its_own_group(tmp_path):
+    import h5py
+
+    values = np.arange(12, dtype=np.float32).reshape(3, 4)
+    with h5py.File(tmp_path / "g.h5", "w") as f:
+        group = f.create_group("model")
+        group["temp"] = values
+        group["temp"].attrs["coordinates"] = "lat lon"
+        group["lat"] = np.ones((3, 4))  # CF resolves "lat" in /model, the group of the dataset listing it
+        group["lon"] = np.ones((3, 4))
+    cubeslab.ingest(tmp_path / "g.h5", tmp_path / "g.zarr")
+    assert cubeslab.open(tmp_path / "g.zarr").amplitude.attributes["hdf5_dataset"] == "/model/temp"
+    with h5py.File(tmp_path / "g.h5", "r") as f:
+        np.testing.assert_array_equal(cubeslab.open(tmp_path / "g.zarr")[...], f["model/temp"][...])
+
+
 def test_a_damaged_hdf5_file_is_refused_naming_it(tmp_path):
     path = tmp_path / "broken.h5"
     path.write_bytes(b"\x89HDF\r\n\x1a\n" + b"\0" * 4000)

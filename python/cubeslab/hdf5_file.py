@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import posixpath
 
 import numpy as np
 
@@ -61,6 +62,20 @@ def _listed_coordinates(data) -> list[str]:
     value = data.attrs.get("coordinates")
     text = value.decode(errors="replace") if isinstance(value, bytes) else value
     return text.split() if isinstance(text, str) else []
+
+
+def listed_path(dataset: str, listed: str, names: set[str]) -> str:
+    """The dataset that ``dataset``'s ``coordinates`` attribute means by ``listed``: an absolute name as it
+    is; a relative one in the nearest group, from the dataset's own up to the root, that holds it (CF's
+    search by proximity)."""
+    if listed.startswith("/"):
+        return listed
+    group = posixpath.dirname(dataset)
+    while True:
+        path = posixpath.join(group, listed)
+        if path in names or group == "/":
+            return path if path in names else posixpath.join(posixpath.dirname(dataset), listed)
+        group = posixpath.dirname(group)
 
 
 def datasets_in(h5py, group) -> list[str]:
@@ -151,7 +166,8 @@ def open_dataset(
         if dataset is None:
             scales = {n for n in names if f[n].attrs.get("CLASS") == b"DIMENSION_SCALE"}
             # Datasets another lists in a CF `coordinates` attribute (an export's lat and lon) are not data.
-            coordinates = {"/" + c.lstrip("/") for n in names for c in _listed_coordinates(f[n])}
+            known = set(names)
+            coordinates = {listed_path(n, c, known) for n in names for c in _listed_coordinates(f[n])}
             candidates = [
                 n for n in names
                 if n not in scales and n not in coordinates and f[n].ndim >= 1 and f[n].dtype.kind in "biuf"
