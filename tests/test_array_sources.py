@@ -642,3 +642,86 @@ def test_a_dataset_behind_an_external_link_is_listed_and_ingested(tmp_path):
     np.testing.assert_array_equal(
         cubeslab.open(tmp_path / "links.h5", dataset="/linked")[5:30, ::3], values[5:30, ::3]
     )
+
+
+def _sources_to_verify(folder: Path) -> dict:
+    """Files of each N-D format (written by h5py, netCDF4, astropy, numpy), each with the options its
+    ingest needs and its values as that format's own library reads them."""
+    import h5py
+    import netCDF4
+    from astropy.io import fits
+
+    data = volume((9, 6, 5), ">f4")
+    data[2, 3, 1] = np.nan  # NaN in both the file and the store is no difference
+    whole = volume((9, 6, 5), "int16", seed=1)
+    with h5py.File(folder / "a.h5", "w") as f:
+        f.create_dataset("g/x", data=data, chunks=(4, 6, 5), compression="gzip")
+        f["other"] = np.zeros(3, "i2")
+    with netCDF4.Dataset(folder / "b.nc", "w") as f:
+        for name, n in zip("tzx", whole.shape, strict=True):
+            f.createDimension(name, n)
+        variable = f.createGroup("grp").createVariable("v", "i2", ("t", "z", "x"))
+        variable[:], variable.scale_factor = whole, 0.01  # compared raw, as stored
+    fits.PrimaryHDU(whole).writeto(folder / "c.fits")
+    np.save(folder / "d.npy", data.astype("<f8"))
+    (folder / "e.raw").write_bytes(b"\0" * 16 + data.tobytes(order="F"))
+    header = write_seplib(folder, np.nan_to_num(data))
+    with (
+        h5py.File(folder / "a.h5") as f,
+        netCDF4.Dataset(folder / "b.nc") as n,
+        fits.open(folder / "c.fits") as c,
+    ):
+        n.set_auto_maskandscale(False)
+        read = {"a.h5": f["g/x"][...], "b.nc": n["grp/v"][...], "c.fits": c[0].data}
+    return {
+        "a.h5": (["--dataset", "/g/x"], read["a.h5"]),
+        "b.nc": (["--variable", "grp/v"], read["b.nc"]),
+        "c.fits": ([], read["c.fits"]),
+        "d.npy": ([], np.load(folder / "d.npy")),
+        "e.raw": (
+            ["--shape", "9,6,5", "--dtype", ">f4", "--order", "F", "--offset", "16"],
+            np.fromfile(folder / "e.raw", ">f4", offset=16).reshape((9, 6, 5), order="F"),
+        ),
+        header.name: ([], np.fromfile(folder / "cube.H@", ">f4").reshape((9, 6, 5), order="F").transpose()),
+    }
+
+
+def test_verify_against_compares_a_store_with_the_array_file_it_came_from(tmp_path):
+    for name, (options, values) in _sources_to_verify(tmp_path).items():
+        store = tmp_path / f"{name}.zarr"
+        subprocess.run(
+            [*CLI, "ingest", str(tmp_path / name), str(store), *options], check=True, capture_output=True
+        )
+        run = subprocess.run(
+            [*CLI, "verify", str(store), "--against", str(tmp_path / name)], capture_output=True, text=True
+        )
+        assert run.returncode == 0, (name, run.stdout, run.stderr)
+        assert f"({np.count_nonzero(~np.isnan(values.astype(float))):,} values): max |error| 0," in " ".join(
+            run.stdout.split()
+        ), name
+        # One value changed in the store: found, and counted.
+        with cubeslab.open(store, "r+") as cube:
+            cube[1, 1, 1] = values[1, 1, 1] + 1
+        report = cubeslab.verify(store, against=tmp_path / name)
+        assert not report["ok"] and report["against"]["differing"] == 1, name
+        assert report["against"]["max_abs_error"] == 1.0, name
+        assert "differs from its source in 1 values" in report["against"]["problem"]
+
+
+def test_verify_against_measures_a_lossy_store_and_refuses_a_file_that_is_not_its_source(tmp_path):
+    data = volume((20, 16, 12), "float32")
+    np.save(tmp_path / "v.npy", data)
+    cubeslab.ingest(tmp_path / "v.npy", tmp_path / "v.zarr", compress="zfp:tolerance=0.5")
+    against = cubeslab.verify(tmp_path / "v.zarr", against=tmp_path / "v.npy")["against"]
+    error = np.abs(cubeslab.open(tmp_path / "v.zarr")[...].astype(np.float64) - data)
+    assert against["lossy"] and "problem" not in against
+    assert against["max_abs_error"] == pytest.approx(error.max()) and error.max() <= 0.5
+    assert against["differing"] == np.count_nonzero(error)
+    np.save(tmp_path / "w.npy", data[:, :, :5])
+    run = subprocess.run(
+        [*CLI, "verify", str(tmp_path / "v.zarr"), "--against", str(tmp_path / "w.npy")],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 1 and "holds an array of shape [20, 16, 5]" in run.stderr
+    assert "Traceback" not in run.stderr

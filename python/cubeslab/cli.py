@@ -395,7 +395,12 @@ def demo(
 @app.command()
 def verify(
     store: Annotated[str, typer.Argument(help="Store (or array) to check")],
-    against: Annotated[Path | None, typer.Option(help="SEG-Y source to compare the amplitudes with")] = None,
+    against: Annotated[
+        Path | None,
+        typer.Option(
+            help="The file the store was ingested from (SEG-Y or an N-D array file), to compare with"
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
     threads: Annotated[int | None, typer.Option(min=1, help="Worker threads (default: all cores)")] = None,
 ) -> None:
@@ -432,7 +437,8 @@ def print_verify(report: dict) -> None:
         console.print(f"[yellow]leftover temporary file[/] {escape(f)}")
     if "against" in report:
         a = report["against"]
-        console.print(f"against {escape(a['source'])} ({a['traces']} traces): {error_summary(a)}")
+        compared = f"{a['traces']} traces" if "traces" in a else f"{a['values']:,} values"
+        console.print(f"against {escape(a['source'])} ({compared}): {error_summary(a)}")
         worst = a.get("worst_chunk_max_abs_error")
         if worst:
             console.print(f"largest error in chunk {escape(worst['chunk'])}: {worst['max_abs_error']}")

@@ -1,17 +1,22 @@
 """``cubeslab verify``: every chunk re-read with checksums on; optionally the store against its
-SEG-Y source (maximum absolute error, RMS error, SNR, PSNR, per volume and worst chunk)."""
+source, SEG-Y or an N-D array file (maximum absolute error, RMS error, SNR, PSNR; for SEG-Y per volume
+and worst chunk)."""
 
 from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 from . import _engine
+from .array import Array, ReadSettings
 from .errors import CubeslabError, InvalidInputError
 from .foreign import recheck_unreadable
 from .locations import S3Path, storage_options_of, store_path
-from .pyramid import check_pyramid
+from .msi.ingest import is_imzml
+from .pyramid import check_pyramid, is_lossy
 from .schema import store_contents
+from .sources.compare import compare_with_array_file, is_array_file
 
 
 def verify(
@@ -28,9 +33,10 @@ def verify(
     Every chunk of every array is read back with its crc32c checked (checksums cannot be
     turned off here); arrays of a data type the engine does not read (MDIO's ``struct`` trace
     headers) are decoded chunk by chunk in Python. A chunk that fails is named in
-    ``arrays[name]["bad"]``. With ``against`` (the SEG-Y file the store was ingested from, read
-    with the byte order and header bytes the ingest recorded), ``against`` holds the error
-    statistics; a store whose compression is lossless must match its source exactly.
+    ``arrays[name]["bad"]``. With ``against`` (the file the store was ingested from: SEG-Y, read with
+    the byte order and header bytes the ingest recorded, or an N-D array file, read with the dataset,
+    variable, HDU or raw layout it recorded), ``against`` holds the error statistics; a store whose
+    compression is lossless must match its source exactly.
     """
     where = store_path(store, storage_options)
     if against is not None and isinstance(where, S3Path):
@@ -38,36 +44,15 @@ def verify(
     report = json.loads(_engine.verify_store(os.fspath(where), threads, None, storage_options_of(where)))
     if report.get("unreadable"):  # data types the engine does not read, as MDIO's struct headers
         recheck_unreadable(report)
-    if against is not None:
-        recorded = store_contents(store, to_read=False)["attributes"].get("cubeslab", {})
-        fingerprint = recorded.get("fingerprint", {})
-        source_options = _engine.IngestOptions(
-            **{
-                key: fingerprint[key]
-                for key in (
-                    "inline_byte",
-                    "crossline_byte",
-                    "offset_byte",
-                    "allow_truncated",
-                    "sample_interval_us",
-                )
-                if fingerprint.get(key) is not None
-            },
-            endian=fingerprint.get("endianness", "auto"),
-            threads=threads,
-            memory_limit=None if memory_limit is None else int(memory_limit),
-        )
-        errors = json.loads(_engine.compare_with_source(os.fspath(store), os.fspath(against), source_options))
-        errors["source"] = os.fspath(against)
-        lossy = recorded.get("compression", {}).get("lossy", False)
-        errors["lossy"] = lossy
-        report["against"] = errors
-        if not lossy and errors["max_abs_error"] != 0:
-            report["ok"] = False
-            rounded = any(str(w).startswith("samples of format") for w in recorded.get("warnings", []))
-            report["against"]["problem"] = "lossless store differs from its source" + (
-                ": float32 rounds its samples (ingest with --dtype native to keep them)" if rounded else ""
+    if against is not None and not isinstance(where, S3Path):
+        if is_imzml(against):
+            raise InvalidInputError(
+                f"{against}: --against reads SEG-Y and N-D array files; an imzML's spectra are binned "
+                "or masked on ingest, so its store is checked by reading both (pyimzML's getspectrum)"
             )
+        compare = against_array_file if is_array_file(against) else against_segy
+        report["against"] = compare(where, against, threads, memory_limit)
+        report["ok"] = report["ok"] and "problem" not in report["against"]
     if not isinstance(where, S3Path):
         # Levels are compared only in a store whose arrays all read back; leftovers are named either way,
         # where the store still opens.
@@ -81,3 +66,51 @@ def verify(
             report["pyramid"] = pyramid
             report["ok"] = report["ok"] and not pyramid["problems"]
     return report
+
+
+def against_segy(store: Path, against, threads: int | None, memory_limit: int | None) -> dict:
+    """The store's amplitudes against the SEG-Y file it was ingested from, read with the byte order and
+    header bytes the ingest recorded."""
+    recorded = store_contents(store, to_read=False)["attributes"].get("cubeslab", {})
+    fingerprint = recorded.get("fingerprint", {})
+    source_options = _engine.IngestOptions(
+        **{
+            key: fingerprint[key]
+            for key in (
+                "inline_byte",
+                "crossline_byte",
+                "offset_byte",
+                "allow_truncated",
+                "sample_interval_us",
+            )
+            if fingerprint.get(key) is not None
+        },
+        endian=fingerprint.get("endianness", "auto"),
+        threads=threads,
+        memory_limit=None if memory_limit is None else int(memory_limit),
+    )
+    errors = json.loads(_engine.compare_with_source(os.fspath(store), os.fspath(against), source_options))
+    errors["source"] = os.fspath(against)
+    errors["lossy"] = lossy = recorded.get("compression", {}).get("lossy", False)
+    if not lossy and errors["max_abs_error"] != 0:
+        rounded = any(str(w).startswith("samples of format") for w in recorded.get("warnings", []))
+        errors["problem"] = "lossless store differs from its source" + (
+            ": float32 rounds its samples (ingest with --dtype native to keep them)" if rounded else ""
+        )
+    return errors
+
+
+def against_array_file(store: Path, against, threads: int | None, memory_limit: int | None) -> dict:
+    """The store's data array against the N-D array file it was ingested from; a lossless store must
+    hold every value exactly (NaN where the file has NaN)."""
+    contents = store_contents(store, to_read=False)
+    is_group = contents["node_type"] == "group"
+    data = Array(store / Path(contents["main"]).name if is_group else store, ReadSettings(threads=threads))
+    errors = compare_with_array_file(
+        store, against, contents["attributes"] if is_group else {}, data, memory_limit
+    )
+    errors["source"] = os.fspath(against)
+    errors["lossy"] = lossy = is_lossy(data)
+    if not lossy and errors["differing"]:
+        errors["problem"] = f"lossless store differs from its source in {errors['differing']:,} values"
+    return errors

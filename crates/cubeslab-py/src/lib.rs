@@ -449,6 +449,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(plan::check_compress, m)?)?;
     m.add_function(wrap_pyfunction!(verify::verify_store, m)?)?;
     m.add_function(wrap_pyfunction!(verify::compare_with_source, m)?)?;
+    m.add_class::<verify::ErrorTally>()?;
     m.add_function(wrap_pyfunction!(verify::codec_trial, m)?)?;
     Ok(())
 }

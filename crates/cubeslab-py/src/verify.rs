@@ -4,7 +4,7 @@
 use std::{collections::BTreeMap, path::PathBuf};
 
 use cubeslab_core::{
-    compress::{tune, Compression, Sample},
+    compress::{tune, Compression, ErrorStats, Sample},
     config::Parallelism,
     dtype::DType,
     remote::Location,
@@ -55,6 +55,55 @@ pub fn compare_with_source(
         )
     })?;
     Ok(comparison.to_json().to_string())
+}
+
+/// Error statistics of stored values against their source's, counted slab
+/// by slab (the measures of compress/metrics.rs): what `verify --against`
+/// reports for a source read in Python (HDF5, NetCDF, FITS, SEPlib, .npy).
+#[pyclass]
+#[derive(Default)]
+pub struct ErrorTally {
+    stats: ErrorStats,
+}
+
+#[pymethods]
+impl ErrorTally {
+    #[new]
+    fn new() -> Self {
+        Self::default()
+    }
+
+    /// Count `stored` values (elements of `stored_type`, native endian)
+    /// against as many `original` ones (of `original_type`).
+    fn add(
+        &mut self,
+        py: Python<'_>,
+        original: PyBuffer<u8>,
+        original_type: &str,
+        stored: PyBuffer<u8>,
+        stored_type: &str,
+    ) -> PyResult<()> {
+        let dtype = |name: &str| {
+            DType::from_name(name)
+                .ok_or_else(|| crate::errors::invalid_input(format!("unsupported dtype {name}")))
+        };
+        let (original_type, stored_type) = (dtype(original_type)?, dtype(stored_type)?);
+        let (original, stored) = (original.to_vec(py)?, stored.to_vec(py)?);
+        if original.len() / original_type.size() != stored.len() / stored_type.size() {
+            return Err(crate::errors::invalid_input(
+                "the original and stored values differ in number",
+            ));
+        }
+        let counted =
+            py.detach(|| ErrorStats::of_mixed(&original, original_type, &stored, stored_type));
+        self.stats.merge(&counted);
+        Ok(())
+    }
+
+    /// The statistics so far as JSON (infinities as null).
+    fn to_json(&self) -> String {
+        self.stats.to_json().to_string()
+    }
 }
 
 /// Compress and decompress `chunks` (C-order chunks of `chunk_shape` and

@@ -19,7 +19,7 @@ from ..locations import publishing
 from . import attribute_types, fill_attribute
 from .hdf5 import in_place_reader
 from .ingest import Progress, natural_access, planned, summary, write_in_slabs
-from .raw import check_storable
+from .raw import ArraySource, check_storable
 
 NETCDF_CLASSIC_MAGICS = (b"CDF\x01", b"CDF\x02", b"CDF\x05")
 
@@ -192,6 +192,27 @@ def describe_netcdf(path: str | os.PathLike) -> dict:
         raise InvalidInputError(f"{path}: not a NetCDF file netCDF4 reads: {error}") from None
 
 
+SOURCE_VARIABLE = "netcdf_variable"
+"""Where, in a store's ``cubeslab`` group attributes, an ingest records the variable it read (``grp/v``)."""
+
+
+def netcdf_source(path: str | os.PathLike, variable: str) -> ArraySource:
+    """The variable ``variable`` (``grp/v``) of a NetCDF file, read as its ingest reads it: raw values,
+    CF attributes not applied."""
+    netCDF4 = _netcdf4()
+    try:
+        dataset = netCDF4.Dataset(path)
+    except OSError as error:
+        raise InvalidInputError(f"{path}: not a NetCDF file netCDF4 reads: {error}") from None
+    dataset.set_auto_maskandscale(False)
+    variables = _variables(dataset)
+    if variable not in variables:
+        raise InvalidInputError(
+            f"{path}: no variable {variable}; the variables: {', '.join(variables) or 'none'}"
+        )
+    return ArraySource(os.fspath(path), variables[variable], "netcdf")
+
+
 def ingest_netcdf(
     path: str | os.PathLike,
     store: str | os.PathLike,
@@ -232,9 +253,8 @@ def ingest_netcdf(
     with publishing(store, overwrite) as publication:
         staging = os.fspath(publication.staging)
         group_attributes = {k: _value(v) for k, v in global_attributes.items()}
-        _engine.create_group(
-            staging, name, zarr_json(group_attributes | {"cubeslab": {attribute_types.RECORD: types}})
-        )
+        ours = {attribute_types.RECORD: types, SOURCE_VARIABLE: chosen}
+        _engine.create_group(staging, name, zarr_json(group_attributes | {"cubeslab": ours}))
         attributes = _attributes(source)
         extra = [c for c in coordinates if c not in source.dimensions and c not in listed]
         if extra:

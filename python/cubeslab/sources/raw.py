@@ -13,6 +13,8 @@ from .. import _engine
 from ..errors import InvalidInputError
 
 NPY_MAGIC = b"\x93NUMPY"
+RAW_DTYPE, RAW_ORDER, RAW_OFFSET = "raw_dtype", "raw_order", "raw_offset"
+"""The attributes that record how an ingest read raw bytes: their type (``>f4``), order and offset."""
 
 
 @dataclass
@@ -104,4 +106,6 @@ def raw_source(path: str | os.PathLike, *, shape, dtype, order: str, offset: int
             f"{offset} needs {expected:,}"
         )
     data = np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape, order=order)  # type: ignore[call-overload]
-    return ArraySource(os.fspath(path), data, "raw")
+    # Kept with the store, so that `verify --against` reads the bytes as the ingest did.
+    recorded = {RAW_DTYPE: dtype.str, RAW_ORDER: order, RAW_OFFSET: offset}
+    return ArraySource(os.fspath(path), data, "raw", attributes=recorded)

@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 use crate::{
     config::Parallelism,
     error::Result,
-    store::{read_metadata, Group, ReadOptions, StoreState, ZarrArray},
+    store::{read_metadata, ReadOptions, StoreContents, StoreState, ZarrArray},
     window::{unravel, DimRange, Window},
 };
 
@@ -214,11 +214,8 @@ impl StoreCheck {
 /// Check every array of the store at `path` (a group, or a lone array).
 pub fn check_store(path: &Path, parallelism: Parallelism) -> Result<StoreCheck> {
     let meta = read_metadata(path)?;
-    let state = if meta["node_type"] == "group" {
-        Group::open(path)?.state()
-    } else {
-        StoreState::Foreign
-    };
+    // A lone array records its state in its own attributes, as a group does.
+    let state = StoreContents::of_node(path, &meta).state;
     let mut check = StoreCheck {
         path: path.to_path_buf(),
         state,
