@@ -316,9 +316,11 @@ def test_engine_name_cubeslab_is_registered(f3_store):
     assert xr.open_dataset(f3_store, chunks={})["amplitude"].chunks == SHARD_CHUNKS
 
 
-def test_a_netcdf_ingest_decodes_through_the_engine_as_xarray_opens_the_file(tmp_path):
+@pytest.mark.parametrize("packing_type", [np.float64, np.float32])
+def test_a_netcdf_ingest_decodes_through_the_engine_as_xarray_opens_the_file(tmp_path, packing_type):
     """Packed values (scale_factor, add_offset, _FillValue) and CF times: engine="cubeslab" and
-    ``to_xarray`` give what xarray.open_dataset gives from the NetCDF file; decode_cf=False the raw."""
+    ``to_xarray`` give what xarray.open_dataset gives from the NetCDF file, float32 packing decoded to
+    float32 (its JSON attributes alone would give float64); decode_cf=False the raw."""
     pytest.importorskip("netCDF4")
     import pandas as pd
 
@@ -327,16 +329,18 @@ def test_a_netcdf_ingest_decodes_through_the_engine_as_xarray_opens_the_file(tmp
         {"v": (("time", "x"), values, {"long_name": "packed"})},
         coords={"time": pd.date_range("2020-01-01", periods=2), "x": [1, 2, 3]},
     )
-    packing = {"dtype": "int16", "scale_factor": 0.5, "add_offset": 10.0, "_FillValue": -32767}
+    scale, offset = packing_type(0.5), packing_type(10)
+    packing = {"dtype": "int16", "scale_factor": scale, "add_offset": offset, "_FillValue": -32767}
     source.to_netcdf(tmp_path / "p.nc", encoding={"v": packing})
     cubeslab.ingest(tmp_path / "p.nc", tmp_path / "p.zarr")
     expected = xr.open_dataset(tmp_path / "p.nc")["v"].load().reset_coords(drop=True)
+    assert expected.dtype == packing_type
 
     mine = xr.open_dataset(tmp_path / "p.zarr", engine="cubeslab")["v"].load().reset_coords(drop=True)
     xr.testing.assert_identical(mine, expected)
-    xr.testing.assert_identical(
-        cubeslab.open(tmp_path / "p.zarr").to_xarray()["v"].load().reset_coords(drop=True), expected
-    )
+    through_cube = cubeslab.open(tmp_path / "p.zarr").to_xarray()["v"].load().reset_coords(drop=True)
+    xr.testing.assert_identical(through_cube, expected)
+    assert mine.dtype == through_cube.dtype == expected.dtype  # identical() does not compare types
     raw = xr.open_dataset(tmp_path / "p.zarr", engine="cubeslab", decode_cf=False)
     assert raw["v"].dtype == np.int16 and raw["v"].values[0, 2] == -32767
     assert raw["time"].values.tolist() == [0, 1]

@@ -17,6 +17,16 @@ CDP_X: str = _ARRAYS["cdp_x"]
 CDP_Y: str = _ARRAYS["cdp_y"]
 STATS_V1: str = _engine.stats_attribute()
 """The main array's attribute with MDIO's statistics of its data, which a write that changes it removes."""
+MAIN_ARRAY_ATTRIBUTE: str = _engine.main_array_attribute()
+"""Where, in a group's MDIO ``attributes`` entry, a store names its main array."""
+
+
+def is_bookkeeping(key: str, value) -> bool:
+    """A group attribute that records the store rather than describes the data: cubeslab's own entry, and
+    MDIO's ``attributes`` entry when it only names the main array."""
+    return key == "cubeslab" or (
+        key == "attributes" and isinstance(value, dict) and set(value) <= {MAIN_ARRAY_ATTRIBUTE}
+    )
 
 
 def store_contents(path: str | os.PathLike, *, to_read: bool = True) -> dict:

@@ -48,7 +48,7 @@ from .array import Array
 from .cube import Cube, read_node
 from .labels import is_text_node
 from .opener import open as open_cube
-from .sources import fill_attribute
+from .sources import attribute_types, fill_attribute
 
 # Variables over the trace dimensions, besides the amplitudes: the first is data, the rest coordinates.
 TRACE_VARIABLES = (schema.TRACE_MASK, schema.CDP_X, schema.CDP_Y)
@@ -66,12 +66,18 @@ DECODERS = (
 )
 
 
-def _cf_attributes(attributes: dict, dtype) -> dict:
+def _cf_attributes(attributes: dict, dtype, recorded: dict[str, str] | None = None) -> dict:
     """Attributes as CF decoding reads them: the encoding's own left out, ``_FillValue`` as a number
-    (a NetCDF ingest stores it as xarray's Zarr engine does, base64 text for floats)."""
+    (a NetCDF ingest stores it as xarray's Zarr engine does, base64 text for floats), and ``scale_factor``
+    and ``add_offset`` of the type the source ``recorded`` (float32 packing decodes to float32, as
+    xarray decodes the NetCDF file, not to the float64 a JSON number gives)."""
     kept = {k: v for k, v in attributes.items() if k not in ENCODING_ATTRIBUTES}
     if "_FillValue" in kept:
         kept["_FillValue"] = fill_attribute.decode(kept["_FillValue"], dtype)
+    for name in attribute_types.PACKING:
+        kind = (recorded or {}).get(name)
+        if name in kept and kind is not None and isinstance(kept[name], (int, float)):
+            kept[name] = np.dtype(kind).type(kept[name])
     return kept
 
 
@@ -127,8 +133,11 @@ class CubeslabBackendArray(BackendArray):
         return np.moveaxis(out, 0, kept)
 
 
-def _variable(array: Array, dims: Iterable[str], attrs: dict | None = None) -> xr.Variable:
-    """A lazy variable over ``array``, whose encoding advertises the shard shape to xarray."""
+def _variable(
+    array: Array, dims: Iterable[str], attrs: dict | None = None, recorded: dict[str, str] | None = None
+) -> xr.Variable:
+    """A lazy variable over ``array``, whose encoding advertises the shard shape to xarray; ``recorded``:
+    its attributes' types, as the ingest recorded them."""
     dims = tuple(dims)
     preferred = array.shards or array.chunks
     encoding = {
@@ -137,7 +146,7 @@ def _variable(array: Array, dims: Iterable[str], attrs: dict | None = None) -> x
         "preferred_chunks": dict(zip(dims, preferred, strict=True)),
         "dtype": array.dtype,
     }
-    attributes = _cf_attributes(attrs or array.attributes, array.dtype)
+    attributes = _cf_attributes(attrs or array.attributes, array.dtype, recorded)
     data = indexing.LazilyIndexedArray(CubeslabBackendArray(array))
     return xr.Variable(dims, data, attrs=attributes, encoding=encoding)
 
@@ -186,7 +195,8 @@ def _listed_coordinates(cube: Cube, skipped: set[str]) -> dict[str, xr.Variable]
         if is_text_node(node):
             found[other] = xr.Variable(dims, cube.stored_values(other), attrs=_cf_attributes(attributes, str))
         else:
-            found[other] = _variable(cube._array(other), dims, attributes)
+            recorded = attribute_types.group_record(cube.attributes).get(other)
+            found[other] = _variable(cube._array(other), dims, attributes, recorded)
     return found
 
 
@@ -210,7 +220,9 @@ def survey_dataset(cube: Cube, drop_variables: Iterable[str] = ()) -> xr.Dataset
         coords[dim] = xr.Variable((dim,), cube.coords[dim], attrs=_with_units(attributes))
     data_vars: dict[str, xr.Variable] = {}
     if name not in dropped:
-        data_vars[name] = _variable(cube.amplitude, cube.dims)
+        data_vars[name] = _variable(
+            cube.amplitude, cube.dims, None, attribute_types.group_record(cube.attributes).get(name)
+        )
     for variable in TRACE_VARIABLES if is_group else ():
         if variable in dropped or not (cube.path / variable / "zarr.json").is_file():
             continue
@@ -220,7 +232,7 @@ def survey_dataset(cube: Cube, drop_variables: Iterable[str] = ()) -> xr.Dataset
         (coords if variable in TRACE_COORDINATES else data_vars)[variable] = values
     if is_group:
         coords |= _listed_coordinates(cube, set(coords) | set(data_vars) | dropped | {name})
-    attributes = {k: v for k, v in cube.attributes.items() if k != "cubeslab"}
+    attributes = {k: v for k, v in cube.attributes.items() if not schema.is_bookkeeping(k, v)}
     return xr.Dataset(data_vars, coords=coords, attrs=attributes)
 
 

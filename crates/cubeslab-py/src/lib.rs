@@ -392,6 +392,12 @@ fn stats_attribute() -> &'static str {
     cubeslab_core::store::STATS_V1
 }
 
+/// The key, in a group's MDIO `attributes` entry, that names the main array.
+#[pyfunction]
+fn main_array_attribute() -> &'static str {
+    cubeslab_core::store::MAIN_ARRAY_ATTR
+}
+
 /// The process id of another live process holding the lock of the store
 /// (or staging folder) at `path`, if one does.
 #[pyfunction]
@@ -439,6 +445,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(max_dims, m)?)?;
     m.add_function(wrap_pyfunction!(store_lock_file, m)?)?;
     m.add_function(wrap_pyfunction!(stats_attribute, m)?)?;
+    m.add_function(wrap_pyfunction!(main_array_attribute, m)?)?;
     m.add_function(wrap_pyfunction!(lock_holder, m)?)?;
     m.add_class::<plan::CostModel>()?;
     m.add_function(wrap_pyfunction!(plan::measure_profile, m)?)?;

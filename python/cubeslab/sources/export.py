@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import defaults
+from .. import defaults, schema
 from ..errors import InvalidInputError, StoreExistsError
 from ..labels import is_text, is_text_node
 from . import attribute_types, fill_attribute
@@ -174,7 +174,7 @@ class _Export:
 
     def global_attributes(self) -> dict:
         """The group's own attributes (a NetCDF source's global ones), without cubeslab's bookkeeping."""
-        own = {k: v for k, v in self.cube.attributes.items() if not _is_bookkeeping(k, v)}
+        own = {k: v for k, v in self.cube.attributes.items() if not schema.is_bookkeeping(k, v)}
         return self.typed(attribute_types.GROUP, own, self.array.dtype)
 
     def listed_coordinates(self) -> str:
@@ -188,14 +188,6 @@ class _Export:
         if self.array.ndim == 0 or 0 in self.array.shape:
             return None
         return tuple(min(c, n) for c, n in zip(self.array.chunks, self.array.shape, strict=True))
-
-
-def _is_bookkeeping(key: str, value) -> bool:
-    """A group attribute that records the store rather than describes the data: cubeslab's own entry, and
-    MDIO's ``attributes`` naming the main array."""
-    return key == "cubeslab" or (
-        key == "attributes" and isinstance(value, dict) and set(value) <= {"defaultVariableName"}
-    )
 
 
 def _array_node(path: str) -> dict | None:
