@@ -79,6 +79,19 @@ def _numeric(variable) -> bool:
     return isinstance(variable.datatype, np.dtype) and variable.datatype.kind in "biuf"
 
 
+def _is_characters(variable) -> bool:
+    """Whether a variable holds text as characters along its last dimension (``char name(station,
+    strlen)``, NetCDF classic's only text), which xarray joins into one label per position."""
+    return (
+        isinstance(variable.datatype, np.dtype) and variable.datatype == np.dtype("S1") and variable.ndim >= 1
+    )
+
+
+def _label_dimensions(variable) -> tuple[str, ...]:
+    """A coordinate's dimensions as stored: a character array's without its length dimension."""
+    return tuple(variable.dimensions[:-1] if _is_characters(variable) else variable.dimensions)
+
+
 def _type_name(variable) -> str:
     kind = variable.datatype
     if isinstance(kind, np.dtype):
@@ -164,7 +177,7 @@ def _coordinates(dataset, source) -> dict:
     for other in source.group().variables.values():
         for name in str(other.__dict__.get("coordinates", "")).split():
             c = _visible(source.group(), name)
-            if c is not None and set(c.dimensions) <= set(source.dimensions) and name not in found:
+            if c is not None and set(_label_dimensions(c)) <= set(source.dimensions) and name not in found:
                 found[name] = c
     found.pop(source.name, None)  # a coordinate variable ingested is the store's main array
     return found
@@ -211,6 +224,20 @@ def netcdf_source(path: str | os.PathLike, variable: str) -> ArraySource:
             f"{path}: no variable {variable}; the variables: {', '.join(variables) or 'none'}"
         )
     return ArraySource(os.fspath(path), variables[variable], "netcdf")
+
+
+def _labels_of_characters(path, name: str, variable) -> np.ndarray:
+    """A character array's labels, each its characters joined (decoded as its ``_Encoding`` says, UTF-8
+    without one)."""
+    encoding = str(variable.__dict__.get("_Encoding", "utf-8"))
+    variable.set_auto_chartostring(False)  # netCDF4 joins them itself only where _Encoding is set
+    joined = np.ascontiguousarray(variable[...]).view(f"S{variable.shape[-1]}")[..., 0]
+    try:
+        return np.vectorize(lambda b: b.decode(encoding), otypes=[str])(joined)
+    except (UnicodeDecodeError, LookupError) as error:
+        raise InvalidInputError(
+            f"{path}: coordinate variable {name} is not {encoding} text: {error}"
+        ) from None
 
 
 def ingest_netcdf(
@@ -275,10 +302,15 @@ def ingest_netcdf(
                 out, lambda start, stop: np.asarray(read(start, stop), dtype=dtype), shards, limit, progress
             )
         for coordinate, c in coordinates.items():
+            where = os.path.join(staging, coordinate)
             if _numeric(c) or c.dtype is str:  # numbers, or NetCDF 4 strings (labels)
                 values = np.asarray(c[...])
                 values = values.astype(str) if c.dtype is str else values
-                write_values(os.path.join(staging, coordinate), values, list(c.dimensions), _attributes(c))
+                write_values(where, values, list(c.dimensions), _attributes(c))
+            elif _is_characters(c):  # labels as characters: joined, as xarray joins them
+                labels = _labels_of_characters(path, coordinate, c)
+                attributes = {k: v for k, v in _attributes(c).items() if k != "_Encoding"}
+                write_values(where, labels, list(_label_dimensions(c)), attributes)
             else:
                 warnings.warn(
                     IngestWarning(
