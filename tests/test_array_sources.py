@@ -725,3 +725,40 @@ def test_verify_against_measures_a_lossy_store_and_refuses_a_file_that_is_not_it
     )
     assert run.returncode == 1 and "holds an array of shape [20, 16, 5]" in run.stderr
     assert "Traceback" not in run.stderr
+
+
+def test_an_hdf5_datasets_auxiliary_coordinates_are_stored_beside_it_and_survive_an_export(tmp_path):
+    import h5py
+    import xarray as xr
+
+    rng = np.random.default_rng(3)
+    temp, lat, lon = rng.random((3, 4, 5)), rng.random((4, 5)) * 90, rng.random((4, 5)) * 180
+    with h5py.File(tmp_path / "grid.h5", "w") as f:
+        f["temp"] = temp.astype(np.float32)
+        for name, n in (("t", 3), ("y", 4), ("x", 5)):
+            f[name] = np.arange(n, dtype=np.float64) * 2
+            f[name].make_scale(name)
+        for d, name in enumerate("tyx"):
+            f["temp"].dims[d].attach_scale(f[name])
+        f["lat"], f["lon"] = lat, lon
+        f["lat"].attrs["units"] = "degrees_north"
+        f["lon"].dims[0].attach_scale(f["y"])  # placed by its scales; lat by its sizes
+        f["lon"].dims[1].attach_scale(f["x"])
+        f["site"] = np.array(["a", "b", "c", "d", "e"], dtype=h5py.string_dtype())
+        f["temp"].attrs["coordinates"] = "lat lon site missing"
+    with pytest.warns(cubeslab.IngestWarning, match="coordinate missing of /temp is no dataset"):
+        cubeslab.ingest(tmp_path / "grid.h5", tmp_path / "grid.zarr")
+    for dataset in (
+        xr.open_dataset(tmp_path / "grid.zarr", engine="cubeslab"),
+        xr.open_zarr(tmp_path / "grid.zarr", consolidated=False),
+    ):
+        assert dataset["lat"].dims == ("y", "x") and dataset["site"].dims == ("x",)
+        np.testing.assert_array_equal(dataset["lat"].values, lat)
+        np.testing.assert_array_equal(dataset["lon"].values, lon)
+        assert dataset["site"].values.tolist() == list("abcde")
+        assert dataset["lat"].attrs["units"] == "degrees_north"
+    cubeslab.export(tmp_path / "grid.zarr", tmp_path / "back.h5")
+    cubeslab.ingest(tmp_path / "back.h5", tmp_path / "again.zarr")
+    again = xr.open_dataset(tmp_path / "again.zarr", engine="cubeslab")
+    np.testing.assert_array_equal(again["lon"].values, lon)
+    assert again["lon"].dims == ("y", "x") and again["site"].values.tolist() == list("abcde")

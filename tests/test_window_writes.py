@@ -536,6 +536,41 @@ def test_create_with_coordinates_makes_a_group_that_xarray_reads_labelled(tmp_pa
 
 
 @pytest.mark.parametrize(
+    ("coords", "words"),
+    [
+        ({"lat": np.zeros(10)}, "give another coordinate as \\(dimensions, values\\)"),
+        ({"lat": (("x", "q"), np.zeros((10, 6)))}, "not distinct dimensions"),
+        ({"lat": (("x", "x"), np.zeros((10, 10)))}, "not distinct dimensions"),
+        ({"lat": (("x", "t"), np.zeros((6, 10)))}, "must have shape \\(10, 6\\)"),
+        ({"x": (("t",), np.zeros(6))}, "its coordinate lies along it alone"),
+        ({"lat": (("x",), np.zeros(10), "m")}, "attributes must be a dict"),
+    ],
+)
+def test_create_refuses_a_coordinate_off_the_arrays_axes_and_writes_nothing(tmp_path, coords, words):
+    with pytest.raises(cubeslab.InvalidInputError, match=words):
+        cubeslab.create(tmp_path / "bad.zarr", (10, 6), dims=("x", "t"), coords=coords)
+    assert not (tmp_path / "bad.zarr").exists()
+
+
+def test_create_stores_a_coordinate_over_several_axes_as_xarray_takes_it(tmp_path):
+    import xarray as xr
+
+    lat = np.arange(60.0).reshape(10, 6)
+    with cubeslab.create(
+        tmp_path / "c.zarr", (10, 6), dims=("x", "t"), coords={"lat": (("x", "t"), lat, {"units": "deg"})},
+        attributes={"coordinates": "other"},
+    ) as cube:  # fmt: skip
+        cube[...] = 1.0
+    for dataset in (
+        xr.open_dataset(tmp_path / "c.zarr", engine="cubeslab"),
+        xr.open_zarr(tmp_path / "c.zarr", consolidated=False),
+    ):
+        assert dataset["lat"].dims == ("x", "t") and dataset["lat"].attrs == {"units": "deg"}
+        np.testing.assert_array_equal(dataset["lat"].values, lat)
+    assert cubeslab.open(tmp_path / "c.zarr").amplitude.attributes["coordinates"] == "other lat"
+
+
+@pytest.mark.parametrize(
     ("options", "words"),
     [
         ({"cache": True}, "cache=True: give the write cache's size"),

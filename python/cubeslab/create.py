@@ -39,9 +39,11 @@ def create(
     """Create an empty N-D array store and open it for writing (as ``open(path, "r+")``).
 
     ``description``: a store's JSON description (see :func:`cubeslab.describe`) instead of the
-    other arguments. ``coords``: 1-D coordinate values for some of ``dims`` (by name): the store
-    is then a group holding the array (``data``) and a coordinate array per name, as a survey
-    holds its. Without ``chunks``, ``layout`` (as ingest's ``--layout``: ``auto``, ``cube:N``,
+    other arguments. ``coords``: 1-D coordinate values for some of ``dims`` (by name), and, as xarray
+    takes them, other coordinates over some of the dimensions, ``{"lat": (("y", "x"), values)}`` or
+    ``(dims, values, attributes)`` (CF's auxiliary coordinates, listed in the array's ``coordinates``
+    attribute): the store is then a group holding the array (``data``) and an array per coordinate,
+    as a survey holds its. Without ``chunks``, ``layout`` (as ingest's ``--layout``: ``auto``, ``cube:N``,
     ``AxBxC/DxExF``) chooses them; ``auto``: the planner picks chunks and shards for ``access``
     (default: every plane), as ingest does. ``compress`` takes the ``--compress`` names with fixed parameters
     (``zstd:3``, ``zfp:tolerance=0.01``, ...); error targets (``zfp:snr=40``,
@@ -95,12 +97,19 @@ def create(
     array_path = Path(path) / MAIN_ARRAY if coordinates else Path(path)
     if coordinates:
         _engine.create_group(path, MAIN_ARRAY)
+    auxiliary = [name for name in coordinates if dims is None or name not in dims]
+    if auxiliary:  # listed, as CF lists them, so that readers find them
+        listed = str((attributes or {}).get("coordinates", "")).split()
+        attributes = {
+            **(attributes or {}),
+            "coordinates": " ".join([*listed, *(a for a in auxiliary if a not in listed)]),
+        }
     Array.create(
         array_path, shape, dtype, chunks=chunks, shards=shards, compress=compress,
         dimension_names=dims, attributes=attributes, fill_value=fill_value,
     )  # fmt: skip
-    for name, values in coordinates.items():
-        write_values(Path(path) / name, values, [name])
+    for name, (over, values, own) in coordinates.items():
+        write_values(Path(path) / name, values, over, own)
     return open(path, "r+", cache=cache)
 
 
@@ -133,23 +142,60 @@ def node_name_problem(name) -> str | None:
     return None
 
 
-def checked_coords(coords: dict, dims, shape: tuple[int, ...]) -> dict[str, np.ndarray]:
-    """Coordinate values by dimension name, each 1-D and as long as its dimension."""
+def checked_coords(
+    coords: dict, dims, shape: tuple[int, ...]
+) -> dict[str, tuple[list[str], np.ndarray, dict]]:
+    """Each coordinate's dimensions, values and attributes, by name: a dimension's 1-D and as long as it,
+    another's (given as ``(dims, values[, attributes])``) over dimensions of the array, of their sizes."""
     if coords and dims is None:
         raise InvalidInputError("coords= names dimensions: give dims= too")
     if dims is not None and len(set(dims)) != len(list(dims)):
         raise InvalidInputError(f"dims: {list(dims)} names a dimension twice")
+    if dims is not None and len(list(dims)) != len(shape):
+        raise InvalidInputError(
+            f"dims: {list(dims)} names {len(list(dims))} dimensions; the shape has {len(shape)}"
+        )
+    sizes = dict(zip(dims, shape, strict=True)) if dims is not None else {}
     out = {}
-    for name, values in coords.items():
-        if name not in dims:
-            raise InvalidInputError(f"coords: {name!r} is not one of the dimensions {list(dims)}")
+    for name, given in coords.items():
+        over, values, attributes = (
+            ([name], given, {}) if not isinstance(given, tuple) else _coordinate(name, given)
+        )
         if (problem := node_name_problem(name)) is not None:
-            raise InvalidInputError(f"coords: the dimension {name!r} {problem}; name it otherwise")
-        values = np.asarray(values)
-        n = shape[list(dims).index(name)]
-        if values.shape != (n,):
+            raise InvalidInputError(f"coords: the coordinate {name!r} {problem}; name it otherwise")
+        if name not in sizes and not isinstance(given, tuple):
             raise InvalidInputError(
-                f"coords: {name!r} must be 1-D of length {n}, not of shape {values.shape}"
+                f"coords: {name!r} is not one of the dimensions {list(dims)}; give another coordinate as "
+                f"(dimensions, values), as xarray takes it"
             )
-        out[name] = values
+        if name in sizes and over != [name]:
+            raise InvalidInputError(f"coords: {name!r} is a dimension; its coordinate lies along it alone")
+        unknown = [d for d in over if d not in sizes]
+        if unknown or len(set(over)) != len(over):
+            raise InvalidInputError(
+                f"coords: {name!r} lies along {over}, not distinct dimensions of {list(dims)}"
+            )
+        values = np.asarray(values)
+        wanted = tuple(sizes[d] for d in over)
+        if values.shape != wanted and name in sizes:
+            raise InvalidInputError(
+                f"coords: {name!r} must be 1-D of length {wanted[0]}, not of shape {values.shape}"
+            )
+        if values.shape != wanted:
+            raise InvalidInputError(
+                f"coords: {name!r} along {over} must have shape {wanted}, not {values.shape}"
+            )
+        out[name] = (over, values, attributes)
     return out
+
+
+def _coordinate(name: str, given: tuple) -> tuple[list[str], object, dict]:
+    """``(dims, values)`` or ``(dims, values, attributes)``, checked."""
+    if len(given) not in (2, 3) or not isinstance(given[0], (list, tuple)):
+        raise InvalidInputError(
+            f"coords: {name!r} must be values, (dims, values) or (dims, values, attributes)"
+        )
+    attributes = given[2] if len(given) == 3 else {}
+    if not isinstance(attributes, dict):
+        raise InvalidInputError(f"coords: {name!r}'s attributes must be a dict")
+    return [str(d) for d in given[0]], given[1], attributes

@@ -4,13 +4,15 @@ attributes as cubeslab keeps them. Shared by HDF5 ingest and by datasets read in
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import posixpath
+import warnings
 
 import numpy as np
 
 from . import _engine
-from .errors import InvalidInputError
+from .errors import IngestWarning, InvalidInputError
 
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
 
@@ -226,6 +228,64 @@ INTERNAL_ATTRIBUTES = frozenset(
 def dataset_attributes(data) -> dict:
     """A dataset's own attributes as JSON values."""
     return {k: json_value(v) for k, v in data.attrs.items() if k not in INTERNAL_ATTRIBUTES}
+
+
+def auxiliary_coordinates(data, largest: int) -> dict[str, tuple[tuple[int, ...], np.ndarray, dict]]:
+    """The arrays ``data``'s CF ``coordinates`` attribute lists (a curvilinear grid's lat and lon), by
+    name: the axes of ``data`` each lies along, its values (numbers, or text labels) and attributes. One
+    that cannot be placed on those axes, is not numbers or UTF-8 text, or is larger than ``largest``
+    bytes is left out with an :class:`IngestWarning` naming it."""
+    known = set(datasets_in(h5py_module(), data.file))
+    found: dict[str, tuple[tuple[int, ...], np.ndarray, dict]] = {}
+    for listed in _listed_coordinates(data):
+        path = listed_path(data.name, listed, known)
+        name = posixpath.basename(path)
+        placed = _auxiliary(data, data.file.get(path) if path in known else None, largest)
+        if isinstance(placed, str) or name in found:
+            problem = placed if isinstance(placed, str) else f"has the name of another listed one ({name})"
+            message = f"{data.file.filename}: coordinate {listed} of {data.name} {problem}; not stored"
+            warnings.warn(IngestWarning(message), stacklevel=3)
+            continue
+        found[name] = placed
+    return found
+
+
+def _auxiliary(data, aux, largest: int) -> tuple[tuple[int, ...], np.ndarray, dict] | str:
+    """An auxiliary coordinate's axes, values and attributes, or what keeps it out."""
+    h5py = h5py_module()
+    if aux is None or not isinstance(aux, h5py.Dataset) or aux.shape is None:
+        return "is no dataset of the file"
+    text = h5py.check_string_dtype(aux.dtype) is not None
+    if not text and aux.dtype.kind not in "biuf":
+        return f"holds {aux.dtype}, not numbers or text"
+    if aux.nbytes > largest:
+        return f"holds {aux.nbytes:,} bytes, more than the {largest:,} an ingest reads whole"
+    axes = _placed_on(aux, data)
+    if axes is None:
+        return f"of shape {aux.shape} lies along no axes of {data.shape} that its scales or sizes name"
+    if not text:
+        return axes, np.asarray(aux[...]), dataset_attributes(aux)
+    try:
+        return axes, np.array(aux.asstr(encoding="utf-8")[...], dtype=str), dataset_attributes(aux)
+    except UnicodeDecodeError:
+        return "is not UTF-8 text"
+
+
+def _placed_on(aux, data) -> tuple[int, ...] | None:
+    """The axes of ``data`` that the sides of ``aux`` lie along: each side's dimension scale where it
+    shares one with ``data``, else the one way of matching its sides' lengths in order, or None."""
+    scales = [{s.id for s in dim.values()} for dim in data.dims]
+    shared = [
+        next((d for d, own in enumerate(scales) if {s.id for s in dim.values()} & own), -1)
+        for dim in aux.dims
+    ]
+    if -1 not in shared and len(set(shared)) == len(shared):
+        return tuple(shared)
+    matches = [
+        axes for axes in itertools.combinations(range(data.ndim), aux.ndim)
+        if all(data.shape[d] == n for d, n in zip(axes, aux.shape, strict=True))
+    ]  # fmt: skip
+    return matches[0] if len(matches) == 1 else None
 
 
 def dataset_axes(data) -> list[dict]:

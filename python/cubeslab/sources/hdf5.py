@@ -6,8 +6,16 @@ from __future__ import annotations
 
 import os
 
+from .. import defaults
 from ..errors import InvalidInputError
-from ..hdf5_file import dataset_attributes, dataset_axes, datasets_in, h5py_module, open_dataset
+from ..hdf5_file import (
+    auxiliary_coordinates,
+    dataset_attributes,
+    dataset_axes,
+    datasets_in,
+    h5py_module,
+    open_dataset,
+)
 from .raw import ArraySource
 
 __all__ = ["describe_hdf5", "hdf5_source"]
@@ -55,4 +63,5 @@ def hdf5_source(path: str | os.PathLike, dataset: str | None = None) -> ArraySou
         attributes={"hdf5_dataset": dataset, **dataset_attributes(data)},
         slab_reader=in_place_reader(path, dataset),
         chunks=data.chunks,
+        auxiliary=auxiliary_coordinates(data, defaults.MEMORY_LIMIT // 4),
     )

@@ -100,7 +100,7 @@ def ingest_array(
     with publishing(store, overwrite) as publication:
         attributes: dict = {"source": recorded_source(source.path), **(source.attributes or {})}
         dims = [f"dim_{d}" for d in range(len(shape))]
-        coords = {}
+        coords: dict = {}
         if source.axes is not None:
             dims = dimension_names([a["name"] for a in source.axes])
             recorded = [{k: a[k] for k in ("origin", "step", "unit")} for a in source.axes]
@@ -113,6 +113,10 @@ def ingest_array(
                     coords[dim] = values if is_text(values) else values.astype(np.float64)
                 elif (a["origin"], a["step"]) != (0.0, 1.0) or a.get("unit"):
                     coords[dim] = a["origin"] + a["step"] * np.arange(n, dtype=np.float64)
+        for name, (axes, values, own) in (source.auxiliary or {}).items():
+            if name in dims:
+                continue  # a dimension's own coordinate comes from its scale
+            coords[name] = (tuple(dims[d] for d in axes), values, own)
         with create(
             os.fspath(publication.staging), shape, dtype, dims=dims, coords=coords, chunks=chunks,
             shards=shards, compress=compress, cache=max(limit // 2, 1), attributes=attributes,

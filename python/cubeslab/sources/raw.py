@@ -31,6 +31,8 @@ class ArraySource:
     # Reads rows start:stop faster than slicing `data` (an HDF5 dataset read in place, in parallel).
     slab_reader: Callable[[int, int], np.ndarray] | None = None
     chunks: tuple[int, ...] | None = None  # the file's own chunk shape, if it is chunked
+    # CF's auxiliary coordinates, by name: the axes each lies along, its values and attributes.
+    auxiliary: dict[str, tuple[tuple[int, ...], np.ndarray, dict]] | None = None
 
     def __post_init__(self) -> None:
         check_storable(self.path, self.shape, self.dtype)
