@@ -725,6 +725,13 @@ def test_verify_against_measures_a_lossy_store_and_refuses_a_file_that_is_not_it
     )
     assert run.returncode == 1 and "holds an array of shape [20, 16, 5]" in run.stderr
     assert "Traceback" not in run.stderr
+    segy = Path(__file__).resolve().parent / "data/segy/f3.sgy"
+    for against, words in (
+        (tmp_path / "gone.npy", "no such file"),
+        (segy, "holds no survey ingested from SEG-Y"),
+    ):
+        with pytest.raises(cubeslab.InvalidInputError, match=words):
+            cubeslab.verify(tmp_path / "v.zarr", against=against)
 
 
 def test_an_hdf5_datasets_auxiliary_coordinates_are_stored_beside_it_and_survive_an_export(tmp_path):

@@ -8,7 +8,7 @@ import json
 import os
 from pathlib import Path
 
-from . import _engine
+from . import _engine, schema
 from .array import Array, ReadSettings
 from .errors import CubeslabError, InvalidInputError
 from .foreign import recheck_unreadable
@@ -45,6 +45,8 @@ def verify(
     if report.get("unreadable"):  # data types the engine does not read, as MDIO's struct headers
         recheck_unreadable(report)
     if against is not None and not isinstance(where, S3Path):
+        if not os.path.isfile(against):
+            raise InvalidInputError(f"{against}: no such file to compare {store} with")
         if is_imzml(against):
             raise InvalidInputError(
                 f"{against}: --against reads SEG-Y and N-D array files; an imzML's spectra are binned "
@@ -71,7 +73,12 @@ def verify(
 def against_segy(store: Path, against, threads: int | None, memory_limit: int | None) -> dict:
     """The store's amplitudes against the SEG-Y file it was ingested from, read with the byte order and
     header bytes the ingest recorded."""
-    recorded = store_contents(store, to_read=False)["attributes"].get("cubeslab", {})
+    contents = store_contents(store, to_read=False)
+    if Path(contents["main"]).name != schema.AMPLITUDE or contents["node_type"] != "group":
+        raise InvalidInputError(
+            f"{against}: read as SEG-Y, but {store} holds no survey ingested from SEG-Y to compare with it"
+        )
+    recorded = contents["attributes"].get("cubeslab", {})
     fingerprint = recorded.get("fingerprint", {})
     source_options = _engine.IngestOptions(
         **{
