@@ -209,15 +209,21 @@ SOURCE_VARIABLE = "netcdf_variable"
 """Where, in a store's ``cubeslab`` group attributes, an ingest records the variable it read (``grp/v``)."""
 
 
-def netcdf_source(path: str | os.PathLike, variable: str) -> ArraySource:
-    """The variable ``variable`` (``grp/v``) of a NetCDF file, read as its ingest reads it: raw values,
-    CF attributes not applied."""
+def _open_raw(path: str | os.PathLike):
+    """The file, open to read its variables' values as stored (CF scaling and masking not applied)."""
     netCDF4 = _netcdf4()
     try:
         dataset = netCDF4.Dataset(path)
     except OSError as error:
         raise InvalidInputError(f"{path}: not a NetCDF file netCDF4 reads: {error}") from None
     dataset.set_auto_maskandscale(False)
+    return dataset
+
+
+def netcdf_source(path: str | os.PathLike, variable: str) -> ArraySource:
+    """The variable ``variable`` (``grp/v``) of a NetCDF file, read as its ingest reads it: raw values,
+    CF attributes not applied."""
+    dataset = _open_raw(path)
     variables = _variables(dataset)
     if variable not in variables:
         raise InvalidInputError(
@@ -254,12 +260,7 @@ def ingest_netcdf(
     progress: Progress | None = None,
 ) -> dict:
     """Write one variable of a NetCDF file, with its coordinates, into a new store."""
-    netCDF4 = _netcdf4()
-    try:
-        dataset = netCDF4.Dataset(path)
-    except OSError as error:
-        raise InvalidInputError(f"{path}: not a NetCDF file netCDF4 reads: {error}") from None
-    dataset.set_auto_maskandscale(False)
+    dataset = _open_raw(path)
     chosen = _choose(path, dataset, variable)
     source = _variables(dataset)[chosen]
     name = source.name
