@@ -752,9 +752,13 @@ def test_an_hdf5_datasets_auxiliary_coordinates_are_stored_beside_it_and_survive
         f["lon"].dims[0].attach_scale(f["y"])  # placed by its scales; lat by its sizes
         f["lon"].dims[1].attach_scale(f["x"])
         f["site"] = np.array(["a", "b", "c", "d", "e"], dtype=h5py.string_dtype())
-        f["temp"].attrs["coordinates"] = "lat lon site missing"
-    with pytest.warns(cubeslab.IngestWarning, match="coordinate missing of /temp is no dataset"):
+        f["data"] = np.zeros(5)  # named as the store's own array
+        f["temp"].attrs["coordinates"] = "lat lon site missing data"
+    with pytest.warns(cubeslab.IngestWarning) as warned:
         cubeslab.ingest(tmp_path / "grid.h5", tmp_path / "grid.zarr")
+    messages = " ".join(str(w.message) for w in warned)
+    assert "coordinate missing of /temp is no dataset" in messages
+    assert "coordinate data is the name of the store's own array" in messages
     for dataset in (
         xr.open_dataset(tmp_path / "grid.zarr", engine="cubeslab"),
         xr.open_zarr(tmp_path / "grid.zarr", consolidated=False),

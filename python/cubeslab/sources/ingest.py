@@ -5,6 +5,7 @@ pieces (plan, slab writing, summary) serve every non-SEG-Y source."""
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from .. import _engine, defaults
 from ..array import Array
 from ..create import create, node_name_problem
 from ..description import AXES_ATTR
+from ..errors import IngestWarning
 from ..labels import is_text
 from ..locations import publishing, recorded_source, store_size
 from ..plan import plan
@@ -116,6 +118,11 @@ def ingest_array(
         for name, (axes, values, own) in (source.auxiliary or {}).items():
             if name in dims:
                 continue  # a dimension's own coordinate comes from its scale
+            if (problem := node_name_problem(name)) is not None:
+                warnings.warn(
+                    IngestWarning(f"{source.path}: coordinate {name} {problem}; not stored"), stacklevel=2
+                )
+                continue
             coords[name] = (tuple(dims[d] for d in axes), values, own)
         with create(
             os.fspath(publication.staging), shape, dtype, dims=dims, coords=coords, chunks=chunks,
