@@ -664,7 +664,7 @@ def _sources_to_verify(folder: Path) -> dict:
         variable[:], variable.scale_factor = whole, 0.01  # compared raw, as stored
     fits.PrimaryHDU(whole).writeto(folder / "c.fits")
     np.save(folder / "d.npy", data.astype("<f8"))
-    (folder / "e.raw").write_bytes(b"\0" * 16 + data.tobytes(order="F"))
+    (folder / "e.f32").write_bytes(b"\0" * 16 + data.tobytes(order="F"))
     header = write_seplib(folder, np.nan_to_num(data))
     with (
         h5py.File(folder / "a.h5") as f,
@@ -678,9 +678,9 @@ def _sources_to_verify(folder: Path) -> dict:
         "b.nc": (["--variable", "grp/v"], read["b.nc"]),
         "c.fits": ([], read["c.fits"]),
         "d.npy": ([], np.load(folder / "d.npy")),
-        "e.raw": (
+        "e.f32": (  # raw bytes named by no suffix cubeslab knows: the store's record says how to read them
             ["--shape", "9,6,5", "--dtype", ">f4", "--order", "F", "--offset", "16"],
-            np.fromfile(folder / "e.raw", ">f4", offset=16).reshape((9, 6, 5), order="F"),
+            np.fromfile(folder / "e.f32", ">f4", offset=16).reshape((9, 6, 5), order="F"),
         ),
         header.name: ([], np.fromfile(folder / "cube.H@", ">f4").reshape((9, 6, 5), order="F").transpose()),
     }
@@ -728,7 +728,7 @@ def test_verify_against_measures_a_lossy_store_and_refuses_a_file_that_is_not_it
     segy = Path(__file__).resolve().parent / "data/segy/f3.sgy"
     for against, words in (
         (tmp_path / "gone.npy", "no such file"),
-        (segy, "holds no survey ingested from SEG-Y"),
+        (segy, "holds no survey from SEG-Y"),
     ):
         with pytest.raises(cubeslab.InvalidInputError, match=words):
             cubeslab.verify(tmp_path / "v.zarr", against=against)

@@ -52,7 +52,8 @@ def verify(
                 f"{against}: --against reads SEG-Y and N-D array files; an imzML's spectra are binned "
                 "or masked on ingest, so its store is checked by reading both (pyimzML's getspectrum)"
             )
-        compare = against_array_file if is_array_file(against) else against_segy
+        survey = is_segy_survey(store_contents(where, to_read=False))
+        compare = against_segy if survey and not is_array_file(against) else against_array_file
         report["against"] = compare(where, against, threads, memory_limit)
         report["ok"] = report["ok"] and "problem" not in report["against"]
     if not isinstance(where, S3Path):
@@ -70,15 +71,15 @@ def verify(
     return report
 
 
+def is_segy_survey(contents: dict) -> bool:
+    """Whether a store (as :func:`store_contents` gives it) holds a survey ingested from SEG-Y."""
+    return contents["node_type"] == "group" and Path(contents["main"]).name == schema.AMPLITUDE
+
+
 def against_segy(store: Path, against, threads: int | None, memory_limit: int | None) -> dict:
     """The store's amplitudes against the SEG-Y file it was ingested from, read with the byte order and
     header bytes the ingest recorded."""
-    contents = store_contents(store, to_read=False)
-    if Path(contents["main"]).name != schema.AMPLITUDE or contents["node_type"] != "group":
-        raise InvalidInputError(
-            f"{against}: read as SEG-Y, but {store} holds no survey ingested from SEG-Y to compare with it"
-        )
-    recorded = contents["attributes"].get("cubeslab", {})
+    recorded = store_contents(store, to_read=False)["attributes"].get("cubeslab", {})
     fingerprint = recorded.get("fingerprint", {})
     source_options = _engine.IngestOptions(
         **{

@@ -43,7 +43,9 @@ def source_of(store: Path, against: str | os.PathLike, group: dict, data: Array)
         raise InvalidInputError(f"{store} was ingested from HDF5 dataset {dataset}; {against} is not HDF5")
     found = array_source(against, dataset=dataset, hdu=attributes.get("fits_hdu"))
     if found is None:
-        raise InvalidInputError(f"{against}: not an N-D array file cubeslab reads")
+        raise InvalidInputError(
+            f"{against}: not an N-D array file cubeslab reads, and {store} holds no survey from SEG-Y"
+        )
     return found
 
 
