@@ -251,6 +251,16 @@ def test_export_refuses_an_existing_file_unless_overwrite(store, tmp_path):
         assert f.tracecount == 414
 
 
+def test_export_refuses_a_name_of_no_format_and_seg_y_of_a_store_that_holds_no_survey(store, tmp_path):
+    result = run("export", store, tmp_path / "out.xyz", expect=1)
+    assert "says no format cubeslab writes" in result.stderr and ".sgy" in result.stderr
+    np.save(tmp_path / "a.npy", np.zeros((3, 4, 5), np.float32))
+    run("ingest", tmp_path / "a.npy", tmp_path / "a.zarr")
+    result = run("export", tmp_path / "a.zarr", tmp_path / "a.SEGY", expect=1)
+    assert "holds an N-D array: export it to .npy" in " ".join(result.stderr.split())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.npy", "a.zarr"]
+
+
 # -- demo ------------------------------------------------------------------------------------------
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _engine, cluster_ingest, defaults
+from . import _engine, cluster_ingest, defaults, schema
 from .compression import with_max_error
 from .errors import GeometryError, IngestWarning, InvalidInputError
 from .jobs import Phase, ProgressCallback, run_watched
@@ -28,6 +28,7 @@ from .locations import (
     store_path,
 )
 from .msi.ingest import ingest_imzml, is_imzml
+from .schema import store_contents
 from .sources import FORMAT_BY_SUFFIX, array_source, is_netcdf
 from .sources.ingest import ingest_array
 from .sources.netcdf import ingest_netcdf
@@ -338,7 +339,13 @@ def export(
         raise InvalidInputError(f"{output}: exports are written on this machine, not to object storage")
     output = store_path(output)  # file:// URLs too
 
-    kind = FORMAT_BY_SUFFIX.get(os.path.splitext(os.fspath(output))[1])
+    suffix = os.path.splitext(os.fspath(output))[1]
+    kind = FORMAT_BY_SUFFIX.get(suffix)
+    if kind is None and suffix.lower() not in schema.SEGY_SUFFIXES:
+        raise InvalidInputError(
+            f"{output}: the file's name says no format cubeslab writes; name it "
+            f"{', '.join(schema.SEGY_SUFFIXES)} (SEG-Y), or {', '.join(FORMAT_BY_SUFFIX)}"
+        )
     if is_remote(store) and kind != "npy":  # .npy reads the store where it is
         with fetched_store(store, beside=output) as local:
             return export(
@@ -358,6 +365,11 @@ def export(
         return array_export.export_fits(store, output, overwrite=overwrite)
     if mdio.is_mdio_export_source(store):
         return mdio.export_segy(store, output, format=format, overwrite=overwrite, threads=threads)
+    if not schema.is_segy_survey(store_contents(store, to_read=False)):
+        raise InvalidInputError(
+            f"{store}: SEG-Y export writes a survey ingested from SEG-Y; this store holds an N-D array: "
+            f"export it to {', '.join(FORMAT_BY_SUFFIX)}"
+        )
     options = _engine.ExportOptions(format=format, overwrite=overwrite, threads=threads)
     return _engine.export(os.fspath(store), os.fspath(output), options)
 

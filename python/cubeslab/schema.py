@@ -21,6 +21,15 @@ MAIN_ARRAY_ATTRIBUTE: str = _engine.main_array_attribute()
 """Where, in a group's MDIO ``attributes`` entry, a store names its main array."""
 
 
+SEGY_SUFFIXES = (".sgy", ".segy", ".seg")
+"""The names of SEG-Y files, in any case: what ``export`` writes as SEG-Y."""
+
+
+def is_segy_survey(contents: dict) -> bool:
+    """Whether a store (as :func:`store_contents` gives it) holds a survey ingested from SEG-Y."""
+    return contents["node_type"] == "group" and os.path.basename(contents["main"]) == AMPLITUDE
+
+
 def is_bookkeeping(key: str, value) -> bool:
     """A group attribute that records the store rather than describes the data: cubeslab's own entry, and
     MDIO's ``attributes`` entry when it only names the main array."""

@@ -52,7 +52,7 @@ def verify(
                 f"{against}: --against reads SEG-Y and N-D array files; an imzML's spectra are binned "
                 "or masked on ingest, so its store is checked by reading both (pyimzML's getspectrum)"
             )
-        survey = is_segy_survey(store_contents(where, to_read=False))
+        survey = schema.is_segy_survey(store_contents(where, to_read=False))
         compare = against_segy if survey and not is_array_file(against) else against_array_file
         report["against"] = compare(where, against, threads, memory_limit)
         report["ok"] = report["ok"] and "problem" not in report["against"]
@@ -69,11 +69,6 @@ def verify(
             report["pyramid"] = pyramid
             report["ok"] = report["ok"] and not pyramid["problems"]
     return report
-
-
-def is_segy_survey(contents: dict) -> bool:
-    """Whether a store (as :func:`store_contents` gives it) holds a survey ingested from SEG-Y."""
-    return contents["node_type"] == "group" and Path(contents["main"]).name == schema.AMPLITUDE
 
 
 def against_segy(store: Path, against, threads: int | None, memory_limit: int | None) -> dict:
