@@ -261,6 +261,19 @@ def test_export_refuses_a_name_of_no_format_and_seg_y_of_a_store_that_holds_no_s
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.npy", "a.zarr"]
 
 
+def test_read_by_survey_label_is_refused_on_a_store_without_that_axis(tmp_path):
+    np.save(tmp_path / "a.npy", np.arange(60, dtype=np.float32).reshape(3, 4, 5))
+    run("ingest", tmp_path / "a.npy", tmp_path / "a.zarr")
+    for option in ("--inline", "--crossline", "--time"):
+        result = run("read", tmp_path / "a.zarr", "-o", tmp_path / "p.npy", option, "1", expect=1)
+        assert "this store's axes are dim_0, dim_1, dim_2: choose positions with --window" in " ".join(
+            result.stderr.split()
+        )
+    assert not (tmp_path / "p.npy").exists()
+    run("read", tmp_path / "a.zarr", "-o", tmp_path / "p.npy", "--window", "1")
+    np.testing.assert_array_equal(np.load(tmp_path / "p.npy"), np.load(tmp_path / "a.npy")[1])
+
+
 # -- demo ------------------------------------------------------------------------------------------
 
 

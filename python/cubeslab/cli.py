@@ -274,6 +274,7 @@ def read(
     """Read a plane (by survey label) or a window (by position) to .npy or .png; of an MSI store, an
     ion image or a spectrum (a plot with an m/z axis)."""
     from . import open as open_cube
+    from .cube import VERTICAL_NAMES
 
     output = local_output(output_name)
     chosen = [x is not None for x in (inline, crossline, time, window, ion_image, spectrum)]
@@ -291,6 +292,16 @@ def read(
         read_msi(cube, output, ion_image, tol, spectrum)
         return
     axes = None
+    for option, value, d, names in (
+        ("--inline", inline, 0, ("inline",)),
+        ("--crossline", crossline, 1, ("crossline",)),
+        ("--time/--depth", time, cube.ndim - 1, VERTICAL_NAMES),
+    ):
+        if value is not None and (cube.ndim < 3 or cube.dims[d] not in names):
+            raise InvalidInputError(
+                f"{store}: {option} reads a survey's axis {' or '.join(names)}; this store's axes are "
+                f"{', '.join(cube.dims)}: choose positions with --window"
+            )
     if inline is not None:
         data, title, kept = cube.inline[inline], f"inline {inline:g}", (1, cube.ndim - 1)
     elif crossline is not None:
