@@ -297,7 +297,7 @@ def read(
         ("--crossline", crossline, 1, ("crossline",)),
         ("--time/--depth", time, cube.ndim - 1, VERTICAL_NAMES),
     ):
-        if value is not None and (cube.ndim < 3 or cube.dims[d] not in names):
+        if value is not None and (d >= cube.ndim or cube.dims[d] not in names):
             raise InvalidInputError(
                 f"{store}: {option} reads a survey's axis {' or '.join(names)}; this store's axes are "
                 f"{', '.join(cube.dims)}: choose positions with --window"
