@@ -180,6 +180,7 @@ def test_unknown_labels_raise_a_label_error_naming_axis_label_and_range(f3):
         (lambda: cube.time_slice[5.0], "time 5.0 .*4.0..300.0 .*step 4.0"),
         (lambda: cube.time_slice[[4.0, 302.0]], "time 302.0 .*4.0..300.0"),
         (lambda: cube.trace(111, 900), "crossline 900 .*875..892"),
+        (lambda: cube.axis("offset"), "no axis 'offset'; the axes are inline, crossline, time"),
     ]
     for read, message in cases:
         with pytest.raises(cubeslab.LabelError, match=message):

@@ -559,6 +559,8 @@ class Cube:
     # -- access by label -----------------------------------------------------
     def axis(self, dim: str) -> LabelAxis:
         """Label-keyed planes along the named dimension."""
+        if dim not in self.dims:
+            raise LabelError(f"{self.path}: no axis {dim!r}; the axes are {', '.join(self.dims)}")
         return LabelAxis(self, self.dims.index(dim))
 
     @property
