@@ -76,6 +76,14 @@ def test_a_cubeslab_error_exits_1_with_a_message_naming_the_file(tmp_path):
     assert "no-such.sgy" in result.stderr
 
 
+def test_a_store_that_cannot_be_made_where_asked_is_named_as_asked(segy_dir, tmp_path):
+    (tmp_path / "a-file").write_text("not a folder")
+    result = cubeslab_cli("ingest", segy_dir / "small.sgy", tmp_path / "a-file" / "out.zarr")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    message = " ".join(result.stderr.split())
+    assert "a-file/out.zarr:" in message and "cubeslab-new" not in message
+
+
 def test_verify_of_a_corrupted_store_exits_1_saying_problems_found(small_store):
     shard = next(p for p in (small_store / "amplitude" / "c").rglob("*") if p.is_file())
     data = bytearray(shard.read_bytes())

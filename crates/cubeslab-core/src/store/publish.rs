@@ -97,7 +97,8 @@ impl Publication {
             .into());
         }
         Self::clear_stale(&staging)?;
-        fs::create_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
+        // Named by the store asked for: the staging folder beside it is an internal name.
+        fs::create_dir_all(&staging).map_err(|e| Error::io(target, e))?;
         Ok(Self {
             target: target.to_path_buf(),
             staging_lock: Some(StoreLock::acquire(&staging)?),
