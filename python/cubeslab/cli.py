@@ -226,8 +226,6 @@ def info(
     if isinstance(where, S3Path):
         show_report(store_report(where), as_json)
         return
-    if not where.exists():
-        raise InvalidInputError(f"{path}: no such file or store")
     if not where.is_file():
         report = store_report(where)
     elif (described := describe_file(where)) is not None:
