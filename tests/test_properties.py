@@ -91,6 +91,37 @@ def test_out_buffer_is_filled_in_place(tmp_path):
     assert np.array_equal(out, expected[5:15])
 
 
+@pytest.mark.parametrize(
+    "key",
+    [
+        (1, slice(None, None, -1)),
+        (slice(None, None, -2), 3),
+        (slice(18, 2, -3), slice(None, None, -1)),
+        (slice(None, None, -1),),
+    ],
+)
+@pytest.mark.parametrize("keep_integer_axes", [False, True])
+def test_out_buffer_of_a_reversed_window_holds_the_result(tmp_path, key, keep_integer_axes):
+    expected = random_data((20, 30), np.dtype("float32"), 3)
+    array = cubeslab.Array.from_numpy(tmp_path / "a.zarr", expected, chunks=(7, 8), shards=(14, 16))
+    want = expected[key]
+    full = key + (slice(None),) * (expected.ndim - len(key))
+    kept = tuple(slice(k, k + 1) if isinstance(k, int) else k for k in full)
+    shape = expected[kept].shape if keep_integer_axes else want.shape
+    out = np.full(shape, np.nan, np.float32)
+    result = array.read(key, out=out)
+    assert result is out
+    assert np.array_equal(out.reshape(want.shape), want)
+
+
+def test_non_integer_slice_bounds_are_refused_with_a_clear_error(tmp_path):
+    array = cubeslab.Array.from_numpy(tmp_path / "a.zarr", np.zeros((4, 4), np.float32), chunks=(2, 2))
+    with pytest.raises(cubeslab.SelectionError, match="whole numbers"):
+        array[0.5:2]
+    with pytest.raises(cubeslab.SelectionError, match="whole numbers"):
+        array[:, 0:2:1.0]
+
+
 def test_out_buffer_of_wrong_shape_or_dtype_is_refused(tmp_path):
     array = cubeslab.Array.from_numpy(tmp_path / "a.zarr", np.zeros((4, 4), np.float32), chunks=(2, 2))
     with pytest.raises(cubeslab.SelectionError, match="out must be"):

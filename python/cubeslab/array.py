@@ -100,6 +100,12 @@ def normalize_key(key, shape: Sequence[int]) -> tuple[Window, list[int], list[in
             steps.append(1)
             drop.append(dim)
         elif isinstance(k, slice):
+            if not all(v is None or (isinstance(v, (int, np.integer)) and not isinstance(v, bool))
+                       for v in (k.start, k.stop, k.step)):  # fmt: skip
+                raise SelectionError(
+                    f"slice {k.start}:{k.stop}:{k.step} for dimension {dim}: positions are whole numbers "
+                    "(to select by coordinate value, use the cube's labels or xarray's .sel)"
+                )
             if k.step == 0:
                 raise SelectionError(f"slice step cannot be zero (dimension {dim})")
             start, stop, step = k.indices(n)
@@ -504,8 +510,13 @@ class Array:
                 self.settings.verify if verify is None else verify,
             )
         if reverse:
-            kept = [d - sum(1 for x in drop if x < d) for d in reverse if d not in drop]
-            out = np.flip(out, axis=tuple(kept))
+            # The engine fills ``out`` in increasing order; flip it in place so a caller's buffer holds
+            # the result too. ``out`` keeps integer-indexed axes when it has the window's full shape.
+            if out.shape == shape:
+                axes = tuple(d - sum(1 for x in drop if x < d) for d in reverse if d not in drop)
+            else:
+                axes = tuple(reverse)
+            out[...] = np.flip(out, axis=axes).copy()
         return out
 
     def overview_for(
