@@ -198,3 +198,20 @@ def test_a_text_axis_slices_by_its_labels(tmp_path):
     np.testing.assert_array_equal(axis["b":"d"][:, 0], [2.0, 4.0])
     with pytest.raises(cubeslab.SelectionError, match="whole number of labels"):
         axis[::0.5]
+
+
+def test_a_float_labelled_axis_slices_by_value_as_xarray_sel(tmp_path):
+    # Labels 1.5 apart on a first axis: a label-range slice must give every plane in [a, b), as .sel does.
+    dataset = xr.Dataset(
+        {"v": (("t", "x"), np.arange(12.0).reshape(6, 2))}, coords={"t": np.arange(6) * 1.5, "x": [0, 1]}
+    )
+    to_zarr(dataset, tmp_path / "f.zarr")
+    axis = cubeslab.open(tmp_path / "f.zarr").axis("t")
+    for key in [slice(0.0, 6.0), slice(1.5, None), slice(None, 4.5), slice(0.0, 7.5, 3.0)]:
+        # .sel includes its stop; a cube slice, as Python's, does not
+        stop = None if key.stop is None else key.stop - 1e-9
+        expected = dataset.v.sel(t=slice(key.start, stop)).values[:: 1 if key.step is None else 2]
+        np.testing.assert_array_equal(axis[key], expected, err_msg=str(key))
+    np.testing.assert_array_equal(axis[4.5:0.0:-1.5], dataset.v.values[3:0:-1])
+    with pytest.raises(cubeslab.SelectionError, match="not a multiple"):
+        axis[0.0:6.0:1.0]

@@ -143,10 +143,11 @@ class LabelAxis:
       last five label numbers) and a start past the last label steps back
       from the last one (in surveys with negative labels bounds are plain
       labels instead);
-    - on the sample axis (``cube.time_slice``), a slice of times
-      ``[t0:t1:step]`` gives the samples with ``t0 <= t < t1``; the step, in ms
-      (or m), must be a multiple of the sample interval and counts from the
-      first sample selected;
+    - on the sample axis (``cube.time_slice``), or any axis whose labels are
+      not whole numbers, a slice of values ``[t0:t1:step]`` gives the planes
+      with ``t0 <= t < t1`` (as xarray's ``.sel``); the step, in label units,
+      must be a multiple of the label interval and counts from the first
+      plane selected;
     - a list (or array) of labels: those planes, each of which must exist.
 
     Several planes come back stacked in one ``ndarray`` whose first axis runs
@@ -197,7 +198,7 @@ class LabelAxis:
         if isinstance(key, slice):
             if is_text(self.labels):
                 return self._text_positions(key)
-            if self._dim == self._cube.ndim - 1:
+            if self._dim == self._cube.ndim - 1 or self.labels.dtype.kind == "f":
                 return self._sample_positions(key)
             return self._line_positions(key)
         if isinstance(key, tuple):
@@ -235,33 +236,28 @@ class LabelAxis:
         return np.arange(self.labels.size, dtype=np.int64)[slice(start, stop, key.step)]
 
     def _line_positions(self, key: slice) -> np.ndarray:
-        """segyio's line slice: the labels in ``range(start, stop, step)`` that exist, in its order."""
-        integral = self.labels.dtype.kind in "iub"
-        start, stop, step = self._bounds(key, integral)
+        """segyio's line slice of whole-number labels: those in ``range(start, stop, step)`` that exist,
+        in its order."""
+        start, stop, step = self._bounds(key, integral=True)
         step = 1 if step is None else step
-        values = self.labels.astype(np.int64 if integral else np.float64)
+        values = self.labels.astype(np.int64)
         if values.size == 0:
             return np.empty(0, dtype=np.int64)
         if start is None:
             start = values.min() if step > 0 else values.max()
-        if integral and values.min() >= 0:
+        if values.min() >= 0:
             # segyio's model: labels index a list 0..last, sliced as Python slices a list (a negative
             # bound counts back from last + 1, a start past the last label steps back from the last)
             start, stop, step = slice(int(start), stop, step).indices(int(values.max()) + 1)
-        tolerance = 0 if integral else 1e-6 * max(1.0, float(np.abs(values).max()))
         if step > 0:
-            inside = values >= start - tolerance
+            inside = values >= start
             if stop is not None:
-                inside &= values < stop - tolerance
+                inside &= values < stop
         else:
-            inside = values <= start + tolerance
+            inside = values <= start
             if stop is not None:
-                inside &= values > stop + tolerance
-        if integral:
-            inside &= (values - start) % step == 0
-        else:
-            units = (values - start) / step
-            inside &= np.abs(units - np.round(units)) <= tolerance / abs(step)
+                inside &= values > stop
+        inside &= (values - start) % step == 0
         return self._ordered(np.flatnonzero(inside), step)
 
     def _sample_positions(self, key: slice) -> np.ndarray:
