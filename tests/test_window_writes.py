@@ -584,3 +584,17 @@ def test_create_refuses_contradictory_or_malformed_options_leaving_nothing(tmp_p
     with pytest.raises(cubeslab.InvalidInputError, match=words):
         cubeslab.create(tmp_path / "c.zarr", (3, 3), **options)
     assert not (tmp_path / "c.zarr").exists()
+
+
+@pytest.mark.parametrize("shards", [None, ()])
+def test_a_zero_dimensional_array_takes_writes(tmp_path, shards):
+    # One element, sharded or not: written whole and through the window cache, as zarr-python reads it.
+    store = tmp_path / "scalar.zarr"
+    cubeslab.Array.from_numpy(store, np.array(3.5, np.float32), chunks=(), shards=shards)
+    assert zarr.open_array(store)[()] == 3.5
+    with cubeslab.open(store, mode="r+") as array:
+        array[()] = 7
+        assert array.read() == 7
+        array[...] = np.float32(-2.25)
+    assert cubeslab.open(store).read() == -2.25
+    assert zarr.open_array(store)[()] == -2.25

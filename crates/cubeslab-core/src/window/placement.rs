@@ -135,6 +135,11 @@ impl Placement<'_> {
     /// address, and no other thread may write those elements concurrently.
     /// `src` must hold the whole chunk described by `src_strides`.
     pub unsafe fn copy(&self, spans: &[ChunkSpan], src: &[u8], dst: *mut u8) {
+        if self.ndim == 0 {
+            assert!(src.len() >= self.elem);
+            std::ptr::copy_nonoverlapping(src.as_ptr(), dst, self.elem);
+            return;
+        }
         let inner = self.inner_dim(spans);
         let last = (spans[inner].count as usize - 1)
             * (self.steps[inner] * self.src_strides[inner]) as usize
@@ -180,6 +185,11 @@ impl Placement<'_> {
         to: *mut u8,
     ) {
         let e = self.elem;
+        if self.ndim == 0 {
+            // A 0-d array: its one element.
+            std::ptr::copy_nonoverlapping(from, to, e);
+            return;
+        }
         let inner = self.inner_dim(spans);
         let count = spans[inner].count as usize;
         let chunk_step = (self.steps[inner] * self.src_strides[inner]) as usize * e;
@@ -220,6 +230,10 @@ impl Placement<'_> {
     /// As for [`Placement::copy`].
     pub unsafe fn fill(&self, spans: &[ChunkSpan], value: &[u8], dst: *mut u8) {
         let e = self.elem;
+        if self.ndim == 0 {
+            std::ptr::copy_nonoverlapping(value.as_ptr(), dst, e);
+            return;
+        }
         let inner = self.inner_dim(spans);
         let count = spans[inner].count as usize;
         let dst_step = self.dst_strides[inner] as usize * e;

@@ -225,3 +225,24 @@ proptest! {
         }
     }
 }
+
+/// A 0-d array's one element goes both ways, and a fill sets it.
+#[test]
+fn a_zero_dimensional_placement_moves_its_one_element() {
+    let zeros = [0u64; MAX_DIMS];
+    let placement = Placement {
+        src_strides: &zeros,
+        dst_strides: &zeros,
+        steps: &[1; MAX_DIMS],
+        ndim: 0,
+        elem: 4,
+    };
+    let mut chunk = 7u32.to_ne_bytes().to_vec();
+    let mut out = [0u8; 4];
+    unsafe { placement.copy(&[], &chunk, out.as_mut_ptr()) };
+    assert_eq!(u32::from_ne_bytes(out), 7);
+    placement.copy_back(&[], &9u32.to_ne_bytes(), &mut chunk);
+    assert_eq!(chunk, 9u32.to_ne_bytes());
+    unsafe { placement.fill(&[], &5u32.to_ne_bytes(), out.as_mut_ptr()) };
+    assert_eq!(u32::from_ne_bytes(out), 5);
+}
