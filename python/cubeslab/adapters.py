@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .array import Array
+from .errors import SelectionError
 
 
 def to_dask(array: Array, chunks=None):
@@ -17,6 +18,12 @@ def to_dask(array: Array, chunks=None):
         chunks = array.shards or array.chunks
     elif chunks == "inner":
         chunks = array.chunks
-    return da.from_array(
-        array, chunks=chunks, lock=False, asarray=False, meta=np.empty((0,) * array.ndim, array.dtype)
-    )
+    try:
+        return da.from_array(
+            array, chunks=chunks, lock=False, asarray=False, meta=np.empty((0,) * array.ndim, array.dtype)
+        )
+    except ValueError as error:
+        raise SelectionError(
+            f"{array.path}: chunks={chunks!r}: {error} (give 'shards', 'inner', or dask's chunks for shape "
+            f"{array.shape})"
+        ) from None

@@ -206,6 +206,27 @@ def checked_shape_and_type(path, shape, dtype) -> tuple[list[int], np.dtype]:
     return [int(n) for n in sides], dtype
 
 
+CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
+"""numpy's casting rules, which :meth:`Array.write` takes."""
+
+
+def _as_numbers(path: str, values, dtype: np.dtype) -> np.ndarray:
+    """``values`` as a numpy array. Python integers beyond int64, which numpy keeps as objects, become
+    floats for a float array; for an integer array they are out of range."""
+    array = np.asarray(values)
+    if array.dtype != object or not array.size:
+        return array
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in array.flat):
+        return array  # refused by _check_cast as no numbers
+    if dtype.kind in "fc":
+        return array.astype(np.float64)
+    limits = np.iinfo(dtype)
+    outside = next((v for v in array.flat if not limits.min <= v <= limits.max), None)
+    if outside is None:
+        return array.astype(dtype)
+    raise InvalidInputError(f"{path}: {outside} is outside {dtype}'s range ({limits.min}..{limits.max})")
+
+
 def _check_cast(path: str, values: np.ndarray, dtype: np.dtype, casting: str) -> None:
     """Refuse values that writing into a ``dtype`` array would change, unless ``casting`` is
     ``"unsafe"``: of another kind than numpy's ``casting`` allows, or integers outside the array's range
@@ -353,6 +374,15 @@ class Array:
     ) -> Array:
         """Create an empty array. With ``shards``, chunks are inner chunks inside shards."""
         shape, dtype = checked_shape_and_type(path, shape, dtype)
+        for name, sides in (("chunks", chunks), ("shards", shards)):
+            if sides is not None and not (
+                np.iterable(sides)
+                and not isinstance(sides, (str, bytes))
+                and all(isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n > 0 for n in sides)
+            ):
+                raise InvalidInputError(
+                    f"{path}: {name}={sides!r}: give one positive whole size per dimension"
+                )
         spec = {
             "shape": shape,
             "dtype": dtype.name,
@@ -388,7 +418,9 @@ class Array:
         """
         if values is WHOLE_ARRAY:
             window, values = (), window
-        values = np.asarray(values)
+        if casting not in CASTINGS:
+            raise InvalidInputError(f"casting={casting!r}: one of {', '.join(map(repr, CASTINGS))}")
+        values = _as_numbers(self.path, values, self.dtype)
         _check_cast(self.path, values, self.dtype, casting)
         (starts, stops, steps), drop, reverse = normalize_key(window, self.shape)
         full_shape = tuple(len(range(a, b, s)) for a, b, s in zip(starts, stops, steps, strict=True))

@@ -177,6 +177,10 @@ class LabelAxis:
         """Position of ``label`` along the axis."""
         if not _is_scalar(label):
             raise SelectionError(f"{self.name} index: {_shown(label)} is not one label")
+        if isinstance(label, (bool, np.bool_)) and self.labels.dtype.kind != "b":
+            raise SelectionError(
+                f"{self.name} index: {label} is a truth value, not a label; {self._range_text()}"
+            )
         if self.labels.dtype.kind == "f":
             try:
                 tolerance = 1e-6 * max(1.0, abs(float(label)))
@@ -391,6 +395,11 @@ class Headers:
         mdio = struct_headers(cube.path)
         if mdio is not None:  # an MDIO store: its "headers" struct array, by MDIO or segyio name
             return header_field(mdio, field)
+        if isinstance(field, (bool, np.bool_)) or not isinstance(field, (str, int, np.integer)):
+            raise LabelError(
+                f"trace header field {field!r}: give a segyio TraceField name or a whole 1-based "
+                "byte position"
+            )
         if isinstance(field, str):
             if field not in TRACE_FIELDS:
                 raise LabelError(
@@ -646,6 +655,10 @@ class Cube:
         if isinstance(chunks, str) and chunks == "shards":
             chunks = {}
         elif isinstance(chunks, (tuple, list)):
+            if len(chunks) != len(self.dims):
+                raise SelectionError(
+                    f"chunks={chunks!r}: give one size per dimension ({', '.join(self.dims)}), or a dict"
+                )
             chunks = dict(zip(self.dims, chunks, strict=True))
         # The backend registered as "cubeslab" takes this open cube (its read settings kept);
         # xarray's own annotation names only paths, buffers and stores.

@@ -85,12 +85,21 @@ pub fn array_spec(text: &str) -> PyResult<ArraySpec> {
             Some(v) => Some(u64s(v, "inner_chunks")?),
         },
         codecs: compression.codecs(dt).map_err(invalid_input)?,
-        dimension_names: match m.get("dimension_names").and_then(Value::as_array) {
+        dimension_names: match m.get("dimension_names") {
+            None | Some(Value::Null) => ArraySpec::default_dimension_names(shape.len()),
             Some(names) => names
-                .iter()
-                .map(|n| n.as_str().unwrap_or("").to_string())
-                .collect(),
-            None => ArraySpec::default_dimension_names(shape.len()),
+                .as_array()
+                .and_then(|names| {
+                    names
+                        .iter()
+                        .map(|n| n.as_str().map(str::to_string))
+                        .collect()
+                })
+                .ok_or_else(|| {
+                    invalid_input(format!(
+                        "dimension_names must be a list of texts, not {names}"
+                    ))
+                })?,
         },
         fill_value: m
             .get("fill_value")

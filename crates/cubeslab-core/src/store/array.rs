@@ -241,11 +241,11 @@ impl ZarrArray {
         let dir = dir.as_ref();
         spec.check()
             .map_err(|message| metadata_error(dir, message))?;
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         let metadata = spec.metadata();
-        // Let zarrs validate the document before it is written.
+        // Let zarrs validate the document before anything is written.
         serde_json::from_value::<ArrayMetadata>(metadata.clone())
             .map_err(|e| metadata_error(dir, e.to_string()))?;
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         write_json_atomic(&dir.join("zarr.json"), &metadata, Durability::Cached)?;
         Self::open(dir)
     }

@@ -60,6 +60,13 @@ impl ArraySpec {
                 ));
             }
         }
+        if self.dimension_names.len() != nd {
+            return Err(format!(
+                "{} dimension names {:?} for an array of {nd} dimensions: give one name per dimension",
+                self.dimension_names.len(),
+                self.dimension_names
+            ));
+        }
         if let Some(inner) = &self.inner_chunks {
             if inner.iter().zip(&self.chunk_shape).any(|(i, s)| s % i != 0) {
                 return Err(format!(

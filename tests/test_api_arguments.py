@@ -1,0 +1,79 @@
+"""Wrong arguments to the Python API get a cubeslab error that names the argument, and leave nothing
+behind; the values that are right keep working (numpy is the oracle)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cubeslab
+from cubeslab.errors import InvalidInputError, LabelError, SelectionError
+
+
+@pytest.fixture
+def cube(synthetic_segy, ingest_cube):
+    return ingest_cube(synthetic_segy().path)
+
+
+def test_truth_values_are_no_labels(cube):
+    with pytest.raises(SelectionError, match="truth value"):
+        cube.inline[True]
+    with pytest.raises(SelectionError, match="truth value"):
+        cube.axis("crossline")[np.True_]
+
+
+@pytest.mark.parametrize("field", [189.7, True, None, (189,)])
+def test_header_fields_are_names_or_whole_byte_positions(cube, field):
+    with pytest.raises(LabelError, match="trace header field"):
+        cube.headers[field]
+
+
+def test_a_whole_numpy_byte_position_is_a_header_field(cube):
+    np.testing.assert_array_equal(cube.headers[np.int64(189)], cube.headers["INLINE_3D"])
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"dimension_names": ["a"]}, "1 dimension names"),
+        ({"dimension_names": ["a", 3]}, "dimension_names must be a list of texts"),
+        ({"chunks": [-1, 2]}, r"chunks=\[-1, 2\]"),
+        ({"chunks": [2, 2], "shards": [4, 0]}, r"shards=\[4, 0\]"),
+    ],
+)
+def test_a_create_refused_leaves_no_store(tmp_path, options, message):
+    store = tmp_path / "a.zarr"
+    options = {"chunks": [2, 3], **options}
+    with pytest.raises(InvalidInputError, match=message):
+        cubeslab.Array.create(store, (4, 6), "f4", **options)
+    assert not store.exists()
+
+
+def test_chunks_of_the_wrong_rank_are_named(cube):
+    with pytest.raises(SelectionError, match=r"chunks=\(2,\): give one size per dimension"):
+        cube.to_xarray(chunks=(2,))
+    with pytest.raises(SelectionError, match="chunks='bogus'"):
+        cube.to_dask("bogus")
+
+
+def test_an_unknown_casting_rule_is_named(tmp_path):
+    cubeslab.Array.from_numpy(tmp_path / "a.zarr", np.zeros((4, 4), "f4"), chunks=(2, 2))
+    array = cubeslab.open(tmp_path / "a.zarr", mode="r+")
+    with pytest.raises(InvalidInputError, match="casting='bogus'"):
+        array.write(np.ones((4, 4)), casting="bogus")
+
+
+def test_python_integers_beyond_int64_are_numbers(tmp_path):
+    cubeslab.Array.from_numpy(tmp_path / "f.zarr", np.zeros((2, 3), "f4"), chunks=(2, 2))
+    cubeslab.Array.from_numpy(tmp_path / "i.zarr", np.zeros((2, 3), "i4"), chunks=(2, 2))
+    with cubeslab.open(tmp_path / "f.zarr", mode="r+") as floats:
+        floats[0] = 2**70
+        floats[1] = [1, 2**65, -(2**66)]
+    np.testing.assert_array_equal(
+        cubeslab.open(tmp_path / "f.zarr")[...], np.array([[2.0**70] * 3, [1, 2.0**65, -(2.0**66)]], "f4")
+    )
+    integers = cubeslab.open(tmp_path / "i.zarr", mode="r+")
+    with pytest.raises(InvalidInputError, match="1180591620717411303424 is outside int32's range"):
+        integers[0] = [1, 2**70, 3]
+    integers.close()
+    assert not cubeslab.open(tmp_path / "i.zarr")[...].any()
