@@ -368,6 +368,6 @@ def test_an_option_the_source_would_ignore_is_refused(tmp_path, source, option, 
         shutil.copytree(DATA / Path(source).parent, tmp_path / Path(source).parent)
     command = [*CLI, "ingest", source, "out.zarr", *option]
     done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 1, done.stderr
+    assert done.returncode == 2, done.stderr  # a usage error
     assert named in " ".join(done.stderr.split()) and source in done.stderr
     assert not (tmp_path / "out.zarr").exists()

@@ -59,6 +59,30 @@ def test_a_bad_option_value_is_a_usage_error_naming_the_option(segy_dir, tmp_pat
     assert not (tmp_path / "out.zarr").exists()
 
 
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["export", "{store}", "{tmp}/x.h5", "--compress", "zstd"], "--compress 'zstd'"),
+        (["export", "{store}", "{tmp}/x.npy", "--compress", "deflate:2"], "compress="),
+        (["pyramid", "{store}", "--method", "median"], "method='median'"),
+        (["pyramid", "{store}", "--axes", "bogus"], "axes: 'bogus'"),
+        (["ingest", "{src}", "{tmp}/o.zarr", "--compress", "zfp", "--max-error", "abc"], "max-error"),
+        (["ingest", "{tmp}/a.npy", "{tmp}/o.zarr", "--inline-byte", "17"], "inline"),
+    ],
+)
+def test_an_option_value_the_command_cannot_use_is_a_usage_error(
+    segy_dir, small_store, tmp_path, args, named
+):
+    np.save(tmp_path / "a.npy", np.zeros((3, 4), np.float32))
+    filled = [a.format(src=segy_dir / "small.sgy", store=small_store, tmp=tmp_path) for a in args]
+    before = sorted(p.name for p in tmp_path.iterdir())
+    result = cubeslab_cli(*filled)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert named in " ".join(result.stderr.split()), result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
 def test_memory_limit_takes_binary_units_with_or_without_the_i(segy_dir, tmp_path):
     from cubeslab.cli import parse_size
 

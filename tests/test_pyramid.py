@@ -301,7 +301,7 @@ def test_bad_axes_and_max_shapes_are_refused_naming_them(survey):
     done = subprocess.run(
         [str(CLI), "pyramid", str(store), "--axes", "nosuch"], capture_output=True, text=True
     )
-    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "axes: 'nosuch' is not a dimension of" in " ".join(done.stderr.split())
     done = subprocess.run(
         [str(CLI), "pyramid", str(store), "--axes", "2", "--max-side", "50"], capture_output=True

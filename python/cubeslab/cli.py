@@ -24,7 +24,7 @@ from . import defaults, plan_cli
 from .array import zarr_json
 from .cli_progress import PhaseBars
 from .defaults import HELP
-from .errors import CubeslabError, IngestWarning, InvalidInputError, SelectionError
+from .errors import CubeslabError, IngestWarning, InvalidInputError, OptionError, SelectionError
 from .locations import S3Path, store_path
 from .plan import check_access, check_compress, check_dtype
 from .sizes import parse_size, size_text
@@ -574,7 +574,7 @@ def run(args: list[str] | None = None) -> int:
         code = app(args=args, prog_name="cubeslab", standalone_mode=False)
     except CubeslabError as error:
         errors.print(f"[red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
-        return 1
+        return 2 if isinstance(error, OptionError) else 1
     except KeyboardInterrupt:
         code = INTERRUPTED
     except OSError as error:

@@ -19,6 +19,7 @@ __all__ = [
     "InternalError",
     "InvalidInputError",
     "LabelError",
+    "OptionError",
     "SelectionError",
     "StoreBusyError",
     "StoreChangedError",
@@ -33,6 +34,11 @@ class CubeslabError(Exception):
 
 class InvalidInputError(CubeslabError, ValueError):
     """Malformed or unsupported input: a SEG-Y header field, a store's metadata."""
+
+
+class OptionError(InvalidInputError):
+    """An option given a value the command cannot use: an unknown name, a number out of range, an option
+    that does not apply to this source. A usage error: exit code 2 at the command line."""
 
 
 class GeometryError(InvalidInputError):

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import _engine, cluster_ingest, defaults, schema
 from .compression import with_max_error
-from .errors import GeometryError, IngestWarning, InvalidInputError
+from .errors import GeometryError, IngestWarning, InvalidInputError, OptionError
 from .jobs import Phase, ProgressCallback, run_watched
 from .locations import (
     FetchedSource,
@@ -226,7 +226,7 @@ def ingest(
     def refuse_options(kind: str, options: dict[str, bool], applies_to: str) -> None:
         for name, given in options.items():
             if given:
-                raise InvalidInputError(f"{name} applies to {applies_to}; {source} is {kind}")
+                raise OptionError(f"{name} applies to {applies_to}; {source} is {kind}")
 
     def refuse_segy_options(kind: str) -> None:
         refuse_options(kind, segy_only, "SEG-Y ingest")
@@ -352,7 +352,7 @@ def export(
                 local, output, format=format, overwrite=overwrite, threads=threads, compress=compress
             )
     if compress is not None and kind not in ("hdf5", "netcdf"):
-        raise InvalidInputError(f"{output}: compress= applies to HDF5 and NetCDF exports only")
+        raise OptionError(f"{output}: compress= applies to HDF5 and NetCDF exports only")
     if kind == "npy":
         return array_export.export_npy(store, output, overwrite=overwrite)
     if kind == "seplib":

@@ -28,7 +28,7 @@ import numpy as np
 
 from . import _engine, defaults
 from .array import Array, zarr_json
-from .errors import InvalidInputError
+from .errors import InvalidInputError, OptionError
 from .locations import local_only
 from .overviews import MADE_FROM, Level, data_version, level_name, recorded_levels
 
@@ -109,7 +109,7 @@ def build_pyramid(
 
     path = local_only(store, "writing overview levels")
     if method not in METHODS:
-        raise InvalidInputError(f"method={method!r}: use one of {', '.join(METHODS)}")
+        raise OptionError(f"method={method!r}: use one of {', '.join(METHODS)}")
     if max_side < 1:
         raise InvalidInputError(f"max_side={max_side}: levels need a positive side")
     cube = open_store(path)
@@ -160,11 +160,11 @@ def chosen_axes(axes, dims: list[str], path) -> tuple[int, ...]:
         elif isinstance(axis, (int, str)) and str(axis).isdecimal() and int(axis) < len(dims):
             chosen.add(int(axis))
         else:
-            raise InvalidInputError(
+            raise OptionError(
                 f"axes: {axis!r} is not a dimension of {path} ({', '.join(dims)}, or 0 to {len(dims) - 1})"
             )
     if not chosen:
-        raise InvalidInputError(f"axes: name at least one dimension of {path} ({', '.join(dims)})")
+        raise OptionError(f"axes: name at least one dimension of {path} ({', '.join(dims)})")
     return tuple(sorted(chosen))
 
 

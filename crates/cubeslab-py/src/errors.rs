@@ -31,6 +31,12 @@ pub fn invalid_input(message: impl AsRef<str>) -> PyErr {
     Python::attach(|py| raise(py, "InvalidInputError", message.as_ref()))
 }
 
+/// An `OptionError` (an `InvalidInputError`): an option's value the
+/// engine cannot use, a usage error at the command line.
+pub fn option_error(message: impl AsRef<str>) -> PyErr {
+    Python::attach(|py| raise(py, "OptionError", message.as_ref()))
+}
+
 /// The Python class each kind of engine error is raised as, for the test
 /// that every one exists.
 #[pyfunction]

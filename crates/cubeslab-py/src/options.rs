@@ -15,7 +15,7 @@ use cubeslab_core::{
 };
 use pyo3::prelude::*;
 
-use crate::errors::invalid_input;
+use crate::errors::{invalid_input, option_error};
 use serde_json::{Map, Value};
 
 /// Keys a new array's description takes.
@@ -224,7 +224,7 @@ impl IngestOptions {
                     "big" => Some(Endian::Big),
                     "little" => Some(Endian::Little),
                     other => {
-                        return Err(invalid_input(format!(
+                        return Err(option_error(format!(
                             "endian must be auto, big or little, not {other}"
                         )))
                     }
@@ -238,15 +238,15 @@ impl IngestOptions {
                 "float32" => AmplitudeType::Float32,
                 name => AmplitudeType::Given(
                     DType::from_name(name)
-                        .ok_or_else(|| invalid_input(format!("unsupported dtype {name}")))?,
+                        .ok_or_else(|| option_error(format!("unsupported dtype {name}")))?,
                 ),
             },
-            layout: Strategy::parse(&layout).map_err(invalid_input)?,
+            layout: Strategy::parse(&layout).map_err(option_error)?,
             access: access.clone(),
             codec: chunk_codec(&device, Some(&compress)),
             profile: device,
             views: views.clone(),
-            compression: Compression::parse(&compress).map_err(invalid_input)?,
+            compression: Compression::parse(&compress).map_err(option_error)?,
             memory_limit: memory_limit.unwrap_or(defaults.memory_limit),
             parallelism: Parallelism::resolve(threads, in_flight),
             overwrite,
@@ -323,7 +323,7 @@ impl ExportOptions {
             None => None,
             Some(code) => Some(
                 SampleFormat::from_code(code)
-                    .ok_or_else(|| invalid_input(format!("unknown SEG-Y sample format {code}")))?,
+                    .ok_or_else(|| option_error(format!("unknown SEG-Y sample format {code}")))?,
             ),
         };
         Ok(Self {

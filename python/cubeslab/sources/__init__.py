@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, OptionError
 from ..hdf5_file import is_hdf5_file
 from .fits import FITS_MAGIC, fits_source
 from .hdf5 import hdf5_source
@@ -96,7 +96,7 @@ def array_source(
         ("--dataset", dataset, "HDF5", hdf5),
     ):
         if value is not None and not applies:  # another format's option, which this reader would ignore
-            raise InvalidInputError(f"{path}: {option} is for {format_name} files; this is not one")
+            raise OptionError(f"{path}: {option} is for {format_name} files; this is not one")
     if is_seplib_header(path):
         return seplib_source(path)
     if head.startswith(NPY_MAGIC):

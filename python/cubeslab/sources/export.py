@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from .. import defaults, schema
-from ..errors import InvalidInputError, StoreExistsError
+from ..errors import InvalidInputError, OptionError, StoreExistsError
 from ..labels import is_text, is_text_node
 from . import attribute_types, fill_attribute
 
@@ -121,9 +121,7 @@ def _deflate_level(compress: str | None) -> int | None:
         return None
     name, _, level = compress.partition(":")
     if name != "deflate" or (level and not (level.isdigit() and 1 <= int(level) <= 9)):
-        raise InvalidInputError(
-            f"--compress {compress!r}: HDF5 and NetCDF exports take deflate or deflate:1..9"
-        )
+        raise OptionError(f"--compress {compress!r}: HDF5 and NetCDF exports take deflate or deflate:1..9")
     return int(level or 4)
 
 
