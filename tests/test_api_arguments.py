@@ -3,6 +3,10 @@ behind; the values that are right keep working (numpy is the oracle)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -77,3 +81,11 @@ def test_python_integers_beyond_int64_are_numbers(tmp_path):
         integers[0] = [1, 2**70, 3]
     integers.close()
     assert not cubeslab.open(tmp_path / "i.zarr")[...].any()
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-2", "1.5"])
+def test_a_thread_count_in_the_environment_that_is_no_count_is_said_to_be_ignored(value):
+    env = {**os.environ, "CUBESLAB_THREADS": value}
+    done = subprocess.run([sys.executable, "-c", "import cubeslab"], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert f"CUBESLAB_THREADS={value!r} is not a whole number above 0; ignored" in done.stderr

@@ -57,7 +57,13 @@ def warn_over_limits_in_environment() -> None:
 
     def number(name: str) -> int | None:
         text = os.environ.get(name, "").strip()
-        return int(text) if text.isdigit() else None
+        if text.isdigit() and int(text) > 0:
+            return int(text)
+        if text:  # the engine ignores it too; say so rather than run with a setting the user did not get
+            warnings.warn(
+                f"{name}={text!r} is not a whole number above 0; ignored", RuntimeWarning, stacklevel=3
+            )
+        return None
 
     threads, in_flight = number("CUBESLAB_THREADS"), number("CUBESLAB_IN_FLIGHT")
     warn_over_limits(threads, None, "CUBESLAB_THREADS: ")

@@ -34,6 +34,10 @@ pub struct Parallelism {
     pub threads: usize,
     /// Byte-range requests handed to the kernel ahead of the workers.
     pub in_flight: usize,
+    /// Whether the threads were chosen (given, or `CUBESLAB_THREADS`)
+    /// rather than the cores by default: an ingest then runs no more tasks
+    /// at once than that.
+    pub chosen: bool,
 }
 
 impl Default for Parallelism {
@@ -51,16 +55,15 @@ impl Parallelism {
 
     /// Explicit values where given, else the environment, else the defaults.
     pub fn resolve(threads: Option<usize>, in_flight: Option<usize>) -> Self {
-        let cores = cores();
-        let threads = threads
-            .or_else(|| env_usize("CUBESLAB_THREADS"))
-            .unwrap_or(cores);
+        let given = threads.or_else(|| env_usize("CUBESLAB_THREADS"));
+        let threads = given.unwrap_or_else(cores);
         let in_flight = in_flight
             .or_else(|| env_usize("CUBESLAB_IN_FLIGHT"))
             .unwrap_or(DEFAULT_IN_FLIGHT);
         Self {
             threads: threads.clamp(1, max_threads()),
             in_flight: in_flight.clamp(1, MAX_IN_FLIGHT),
+            chosen: given.is_some(),
         }
     }
 

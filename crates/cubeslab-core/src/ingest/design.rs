@@ -91,7 +91,7 @@ impl Design {
             &layout,
             dtype,
             options.memory_limit,
-            options.parallelism.threads,
+            options.parallelism,
         )
         .map_err(unsupported)?;
         let compression = &options.compression;

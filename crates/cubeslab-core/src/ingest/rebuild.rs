@@ -51,12 +51,18 @@ pub(super) fn sample_chunks(
     let blocks = ((SAMPLE_BYTES / block_bytes.max(1)) as usize).clamp(1, SAMPLE_BLOCKS);
     // One task per block of traces, in C order of the blocks (no memory
     // bound worth the name here).
-    let tasks = tasks::plan(shape, &layout, dtype, u64::MAX / 4, 1)
-        .map_err(|what| crate::store::StoreError::Unsupported {
-            path: source.path().to_path_buf(),
-            what,
-        })?
-        .tasks;
+    let tasks = tasks::plan(
+        shape,
+        &layout,
+        dtype,
+        u64::MAX / 4,
+        Parallelism::resolve(Some(1), None),
+    )
+    .map_err(|what| crate::store::StoreError::Unsupported {
+        path: source.path().to_path_buf(),
+        what,
+    })?
+    .tasks;
     let block_grid: Vec<u64> = (0..nt)
         .map(|d| shape[d].div_ceil(layout.shard[d]))
         .collect();
@@ -115,13 +121,12 @@ pub(crate) fn rebuild_shards<T: Send>(
     parallelism: Parallelism,
     visit: impl Fn(&ShardBuilder) -> Result<T> + Sync,
 ) -> Result<Vec<T>> {
-    let plan =
-        tasks::plan(shape, layout, dtype, memory_limit, parallelism.threads).map_err(|what| {
-            crate::store::StoreError::Unsupported {
-                path: source.path().to_path_buf(),
-                what,
-            }
-        })?;
+    let plan = tasks::plan(shape, layout, dtype, memory_limit, parallelism).map_err(|what| {
+        crate::store::StoreError::Unsupported {
+            path: source.path().to_path_buf(),
+            what,
+        }
+    })?;
     let tasks = plan.tasks;
     let cps: Vec<u64> = layout
         .shard

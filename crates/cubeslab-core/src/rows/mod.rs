@@ -106,14 +106,8 @@ pub fn fill_from_rows(
         inner,
         shard: array.chunk_shape().to_vec(),
     };
-    let plan = tasks::plan(
-        &shape,
-        &layout,
-        array.dtype(),
-        memory_limit,
-        parallelism.threads,
-    )
-    .map_err(refuse)?;
+    let plan =
+        tasks::plan(&shape, &layout, array.dtype(), memory_limit, parallelism).map_err(refuse)?;
     let file = std::fs::File::open(&source.path).map_err(|e| Error::io(&source.path, e))?;
     let live = source
         .offsets

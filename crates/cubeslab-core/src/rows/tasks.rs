@@ -2,7 +2,7 @@
 //! spectra, ...) over the leading dimensions and a run of the shards along
 //! the last, sized so that the tasks running at once fit the memory bound.
 
-use crate::{dtype::DType, plan::Layout, window::unravel};
+use crate::{config::Parallelism, dtype::DType, plan::Layout, window::unravel};
 
 /// A block of rows (one shard's extent over the leading dimensions) and
 /// the shards along the last dimension to build from them.
@@ -35,8 +35,8 @@ fn read_bytes(per_task: u64) -> u64 {
 pub(crate) struct TaskPlan {
     pub tasks: Vec<ColumnTask>,
     /// Tasks run at once, each on its own thread: one more than the
-    /// threads when the memory bound holds them, else as many as the
-    /// threads, or fewer when a task's buffers need more of the bound.
+    /// threads by default when the memory bound holds them, else as many
+    /// as the threads, or fewer when a task's buffers need more of the bound.
     pub workers: usize,
     /// How many times the source is read: 1, unless a column of shards
     /// does not fit the memory bound even with one task at a time.
@@ -62,12 +62,12 @@ pub(crate) fn plan(
     layout: &Layout,
     dtype: DType,
     memory_limit: u64,
-    threads: usize,
+    parallelism: Parallelism,
 ) -> Result<TaskPlan, String> {
     let nt = shape.len() - 1;
     let elem = dtype.size();
     let shard_bytes = layout.shard_bytes(elem);
-    let threads = threads.max(1) as u64;
+    let threads = parallelism.threads.max(1) as u64;
     let read = read_bytes(memory_limit / threads);
     let grid: Vec<u64> = shape
         .iter()
@@ -76,9 +76,10 @@ pub(crate) fn plan(
         .collect();
     let nz = grid[nt];
     let whole = layout.ingest_task_bytes(shape, elem) + read;
-    let (workers, z_per_task) = if whole * (threads + 1) <= memory_limit {
-        // One task more than threads: a thread writing its shards to the
-        // device waits on it, and the others' work fills the gap.
+    let (workers, z_per_task) = if !parallelism.chosen && whole * (threads + 1) <= memory_limit {
+        // One task more than the cores: a thread writing its shards to the
+        // device waits on it, and the others' work fills the gap. Threads
+        // the user chose are a bound on the cores used, and kept.
         (threads + 1, nz)
     } else if whole * threads <= memory_limit {
         (threads, nz)

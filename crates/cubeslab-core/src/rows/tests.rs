@@ -288,3 +288,24 @@ fn sparse_rows_are_binned_summed_and_counted() {
         "{error}"
     );
 }
+
+/// By default an ingest runs one task more than the cores, so that one
+/// waits on the device while the others work; threads the user chose bound
+/// the tasks at once.
+#[test]
+fn chosen_threads_bound_the_tasks_at_once() {
+    let layout = Layout {
+        inner: vec![4, 4, 8],
+        shard: vec![8, 8, 16],
+    };
+    let plan = |parallelism| {
+        tasks::plan(&[32, 32, 64], &layout, DType::Float32, 1 << 30, parallelism)
+            .unwrap()
+            .workers
+    };
+    let mut cores = Parallelism::resolve(Some(3), None);
+    assert_eq!(plan(cores), 3);
+    cores.chosen = false;
+    assert_eq!(plan(cores), 4);
+    assert_eq!(plan(Parallelism::resolve(Some(1), None)), 1);
+}
