@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import re
 import socket
+import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -23,6 +25,8 @@ import cubeslab
 from cubeslab.synthetic import SyntheticSurvey, write_segy
 from cubeslab.viewer.app import make_app
 from cubeslab_bench.viewer_server import viewer_server
+
+CLI = Path(sys.executable).parent / "cubeslab"
 
 
 @pytest.fixture(scope="module")
@@ -216,3 +220,17 @@ def test_fifty_clients_stepping_through_planes_get_no_errors(store):
             thread.join()
         assert not failures, failures[:3]
         assert answered[0] > 50
+
+
+def test_a_port_already_taken_is_said_before_any_url(store):
+    # Another server on the port: the command says so and exits 1; no URL that would lead to that server.
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [str(CLI), "view", str(store), "--port", str(port)], capture_output=True, text=True, timeout=60
+        )
+    assert done.returncode == 1, done.stderr
+    assert f"127.0.0.1:{port}: cannot listen there" in done.stderr
+    assert "http://" not in done.stderr and "Traceback" not in done.stderr
