@@ -190,7 +190,7 @@ def test_lossy_rewrites_on_s3_are_recorded_and_partial_chunks_refused(s3_server,
     assert np.abs(stored - values).max() <= 0.01
     record = cubeslab.open(url).amplitude.metadata["attributes"]["cubeslab"]["rewrites"]
     assert record["chunks"] == 4 and 0 < record["max_abs_error"] <= 0.01
-    with cubeslab.open(url, "r+") as cube, pytest.raises(InvalidInputError, match="part of a chunk"):
+    with cubeslab.open(url, "r+") as cube, pytest.raises(InvalidInputError, match="part of a shard"):
         cube.amplitude[0, 0, 0] = 1.0
 
 

@@ -251,10 +251,10 @@ impl ArrayWriter {
                 return Err(StoreError::Unsupported {
                     path: self.storage.chunk_name(indices),
                     what: format!(
-                        "a write to part of a chunk of a lossily compressed array, written before: \
+                        "a write to part of a shard of a lossily compressed array, written before: \
                          its other values would be compressed a second time, adding to their error \
-                         past the bound the store records; write whole chunks ({:?}), or parts of \
-                         chunks not yet written, or use a lossless store",
+                         past the bound the store records; write whole shards ({:?}, the unit a \
+                         write encodes), or parts of shards not yet written, or use a lossless store",
                         chunk
                     ),
                 }
