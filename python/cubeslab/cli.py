@@ -107,7 +107,12 @@ def _defaulted(context: typer.Context, name: str) -> bool:
 @app.command()
 def ingest(
     context: typer.Context,
-    source: Annotated[str, typer.Argument(help="SEG-Y file, .npy file, or raw bytes (with --shape)")],
+    source: Annotated[
+        str,
+        typer.Argument(
+            help="SEG-Y, imzML, HDF5, NetCDF, FITS, SEPlib (.H) or .npy file, or raw bytes (with --shape)"
+        ),
+    ],
     store: Annotated[str, typer.Argument(help="Zarr store to create: a folder, or s3://bucket/key")],
     overwrite: Annotated[bool, typer.Option(help=HELP["overwrite"])] = False,
     resume: Annotated[bool, typer.Option(help=HELP["resume"])] = False,

@@ -134,7 +134,8 @@ def ingest(
     pyramid: bool = False,
     storage_options: dict | None = None,
 ) -> dict:
-    """Reorganise a SEG-Y file, an ``.npy`` file or raw bytes into a cube store; returns the summary.
+    """Reorganise a SEG-Y, imzML, HDF5, NetCDF, FITS, SEPlib or ``.npy`` file, or raw bytes, into a cube
+    store; returns the summary.
 
     shape, order, offset: raw bytes (any file given ``shape``): the array's shape, ``"C"`` (last axis
         fastest) or ``"F"``, and where its first byte is; ``dtype`` is then its element type (default

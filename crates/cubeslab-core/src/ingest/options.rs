@@ -121,7 +121,9 @@ pub fn option_help() -> Vec<(&'static str, String)> {
         ("offset_byte", "Trace header byte of the offset (pre-stack)".into()),
         (
             "dtype",
-            "Element type of the amplitudes: float32, another numpy type, or 'native' (the source's own)".into(),
+            "SEG-Y: element type of the amplitudes, float32, another numpy type, or 'native' (the \
+             source's own); raw bytes: the type they hold. Other files keep their own"
+                .into(),
         ),
         ("layout", format!("How chunks and shards are shaped: {LAYOUT_NAMES}")),
         (
