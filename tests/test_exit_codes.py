@@ -170,3 +170,11 @@ def test_ctrl_c_during_an_ingest_exits_130_says_resume_and_leaves_an_incomplete_
     with cubeslab.open(store) as cube:
         np.testing.assert_array_equal(cube[7], survey.volume()[7])
         np.testing.assert_array_equal(cube[:, :, 500], survey.volume()[:, :, 500])
+
+
+@pytest.mark.parametrize("name", ["x.npy", "x.h5", "x.sgy"])
+def test_an_export_into_a_folder_that_does_not_exist_names_it(small_store, tmp_path, name):
+    result = cubeslab_cli("export", small_store, tmp_path / "nope" / name)
+    assert result.returncode == 1, result.stderr
+    assert f"its folder {tmp_path / 'nope'} does not exist" in " ".join(result.stderr.split())
+    assert ".tmp" not in result.stderr and not (tmp_path / "nope").exists()

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import _engine, cluster_ingest, defaults, schema
 from .compression import with_max_error
-from .errors import GeometryError, IngestWarning, InvalidInputError, OptionError
+from .errors import CubeslabIOError, GeometryError, IngestWarning, InvalidInputError, OptionError
 from .jobs import Phase, ProgressCallback, run_watched
 from .locations import (
     FetchedSource,
@@ -347,6 +347,9 @@ def export(
             f"{output}: the file's name says no format cubeslab writes; name it "
             f"{', '.join(schema.SEGY_SUFFIXES)} (SEG-Y), or {', '.join(FORMAT_BY_SUFFIX)}"
         )
+    folder = os.path.dirname(os.path.abspath(output))
+    if not os.path.isdir(folder):
+        raise CubeslabIOError(f"{output}: its folder {folder} does not exist")
     if is_remote(store) and kind != "npy":  # .npy reads the store where it is
         with fetched_store(store, beside=output) as local:
             return export(
