@@ -178,3 +178,11 @@ def test_an_export_into_a_folder_that_does_not_exist_names_it(small_store, tmp_p
     assert result.returncode == 1, result.stderr
     assert f"its folder {tmp_path / 'nope'} does not exist" in " ".join(result.stderr.split())
     assert ".tmp" not in result.stderr and not (tmp_path / "nope").exists()
+
+
+def test_a_label_the_survey_lacks_is_named_with_the_store_as_typed(small_store, tmp_path):
+    result = cubeslab_cli("read", small_store, "--inline", "5000", "-o", tmp_path / "il.npy")
+    assert result.returncode == 1, result.stderr
+    said = " ".join(result.stderr.split())
+    assert f"{small_store}: inline 5000 is not in this survey" in said, said
+    assert not (tmp_path / "il.npy").exists()

@@ -307,6 +307,10 @@ def read(
                 f"{store}: {option} reads a survey's axis {' or '.join(names)}; this store's axes are "
                 f"{', '.join(cube.dims)}: choose positions with --window"
             )
+    # Whole numbers typed at the shell are the survey's integer labels (5000, not 5000.0).
+    inline, crossline, time = (
+        v if v is None or not v.is_integer() else int(v) for v in (inline, crossline, time)
+    )
     if inline is not None:
         data, title, kept = cube.inline[inline], f"inline {inline:g}", (1, cube.ndim - 1)
     elif crossline is not None:

@@ -194,7 +194,9 @@ class LabelAxis:
         else:
             hits = np.flatnonzero(self.labels == label)
         if hits.size == 0:
-            raise LabelError(f"{self.name} {_shown(label)} is not in this survey: {self._range_text()}")
+            raise LabelError(
+                f"{self._cube.path}: {self.name} {_shown(label)} is not in this survey: {self._range_text()}"
+            )
         return int(hits[0])
 
     def positions(self, key) -> np.ndarray:
