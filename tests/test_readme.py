@@ -12,7 +12,6 @@ import re
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from cubeslab.demo import SIZES
 from cubeslab.synthetic import SyntheticSurvey, write_segy
@@ -48,23 +47,23 @@ def test_the_small_survey_has_only_labels_the_full_one_has():
     assert small.dt_us == full.dt_us  # same sample times: 0, 4, ... ms (no delay written)
 
 
-@pytest.mark.parametrize(
-    "start, code", python_blocks(), ids=lambda v: f"line {v + 1}" if isinstance(v, int) else ""
-)
-def test_readme_python_example_runs(start, code, tmp_path, monkeypatch):
+def test_readme_python_examples_run_one_after_another(tmp_path, monkeypatch):
+    # As a reader pastes them: in one folder, in order, each block using what the ones above made.
     monkeypatch.chdir(tmp_path)
     (tmp_path / DEMO_DIR).mkdir()
     write_segy(tmp_path / DEMO_SGY, SyntheticSurvey(*SIZES["small"]))
+    blocks = python_blocks()
+    buckets = {m.group(1) for _, code in blocks for m in re.finditer(r"s3://([^/]+)/", code)}
     server = None
-    if "s3://" in code:  # against a real S3 server, its bucket made and its address in the environment
-        bucket = re.search(r"s3://([^/]+)/", code)
-        assert bucket is not None
+    if buckets:  # against a real S3 server, its buckets made and its address in the environment
         server = S3Server(tmp_path / "s3", free_port()).start()
-        server.bucket(bucket.group(1))
+        for bucket in buckets:
+            server.bucket(bucket)
         for key, value in server.env().items():
             monkeypatch.setenv(key, value)
     try:
-        run_block(start, code)
+        for start, code in blocks:
+            run_block(start, code)
     finally:
         if server is not None:
             server.stop()
