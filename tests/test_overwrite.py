@@ -270,3 +270,22 @@ def test_a_running_array_ingest_is_never_cleared_by_a_second_one_with_overwrite(
     )  # fmt: skip
     assert replaced.returncode == 0, replaced.stderr
     assert not (store / ".cubeslab.lock").exists() and not (tmp_path / ".arr.zarr.cubeslab-new").exists()
+
+
+@pytest.mark.parametrize("source", ["old.sgy", "v.npy"])
+def test_an_empty_folder_made_first_takes_an_ingest_as_create_does(surveys, tmp_path, source):
+    # It holds nothing to lose; a folder with anything in it is still refused without --overwrite.
+    root, old, _ = surveys
+    np.save(tmp_path / "v.npy", np.arange(12, dtype="f4").reshape(3, 4))
+    src = root / source if source.endswith(".sgy") else tmp_path / source
+    expected = old if source.endswith(".sgy") else np.load(tmp_path / source)
+    (tmp_path / "empty.zarr").mkdir()
+    cubeslab.ingest(src, tmp_path / "empty.zarr")
+    with cubeslab.open(tmp_path / "empty.zarr") as opened:
+        data = opened[...] if hasattr(opened, "inline") else opened.read()
+    np.testing.assert_array_equal(data, expected)
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "notes.txt").write_text("mine")
+    with pytest.raises(cubeslab.StoreExistsError):
+        cubeslab.ingest(src, tmp_path / "full")
+    assert (tmp_path / "full" / "notes.txt").read_text() == "mine"

@@ -12,8 +12,8 @@ use crate::{
     error::Result,
     remote::{Location, StorageOptions, Upload},
     store::{
-        new_generation, record_generation, recorded_generation, staging_path, Group, StoreError,
-        StoreLock, StoreState,
+        is_empty_dir, new_generation, record_generation, recorded_generation, staging_path, Group,
+        StoreError, StoreLock, StoreState,
     },
 };
 
@@ -68,7 +68,7 @@ impl Target {
         let resuming = staged || in_place;
         let write_to = if in_place { store.clone() } else { staging };
         if !resuming && !options.overwrite {
-            if store.exists() {
+            if store.exists() && !is_empty_dir(&store) {
                 if options.resume
                     && Group::open(&store).is_ok_and(|g| g.state() == StoreState::Complete)
                 {

@@ -47,6 +47,7 @@ pub use group::{
 pub use identity::{new_generation, record_generation, recorded_generation};
 pub use lock::{live_holder, process_alive, StoreLock, LOCK_FILE, WRITE_LOCK_FILE};
 pub use metadata::{parse_metadata, read_metadata};
+pub(crate) use publish::is_empty_dir;
 pub use publish::{first_foreign_entry, staging_path, Publication};
 pub use shard_builder::{Prefill, ShardBuilder};
 pub use sharded::{pieces_per_thread, SERIAL_BYTES};

@@ -55,7 +55,8 @@ impl Publication {
     /// folder a stopped run left is removed first.
     pub fn begin(target: &Path, overwrite: bool) -> Result<Self> {
         let old = if target.exists() {
-            if !overwrite {
+            // An empty folder holds nothing to lose: a user may make it first, as for `create`.
+            if !overwrite && !is_empty_dir(target) {
                 return Err(StoreError::AlreadyExists {
                     path: target.to_path_buf(),
                 }
@@ -179,7 +180,7 @@ impl Publication {
     }
 }
 
-fn is_empty_dir(path: &Path) -> bool {
+pub(crate) fn is_empty_dir(path: &Path) -> bool {
     path.is_dir() && fs::read_dir(path).is_ok_and(|mut d| d.next().is_none())
 }
 
