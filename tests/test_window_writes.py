@@ -598,3 +598,32 @@ def test_a_zero_dimensional_array_takes_writes(tmp_path, shards):
         array[...] = np.float32(-2.25)
     assert cubeslab.open(store).read() == -2.25
     assert zarr.open_array(store)[()] == -2.25
+
+
+REFUSED_ONCE = textwrap.dedent(
+    """
+    import sys, cubeslab
+    store = sys.argv[1]
+    first, second = cubeslab.open(store, mode="r+"), cubeslab.open(store, mode="r+")
+    first[0, 0:2] = 1.0
+    second[1, 0:2] = 2.0
+    first.flush()
+    try:
+        second.flush()
+    except cubeslab.StoreBusyError as error:
+        print("refused:", error, flush=True)
+    second[5, 0] = 3.0  # another shard: still written
+    second.close()
+    """
+)
+
+
+def test_a_write_refused_for_another_writers_is_reported_once_and_the_rest_still_written(tmp_path):
+    store = tmp_path / "once.zarr"
+    cubeslab.create(store, (8, 8), "float32", chunks=(4, 4), fill_value=0).close()
+    done = subprocess.run([sys.executable, "-c", REFUSED_ONCE, store], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    said = done.stdout + done.stderr
+    assert said.count("another writer replaced this chunk") == 1, said
+    data = cubeslab.open(store)[...]
+    assert (data[0, 0:2] == 1).all() and (data[1, 0:2] == 0).all() and data[5, 0] == 3

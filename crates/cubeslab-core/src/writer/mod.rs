@@ -505,7 +505,7 @@ impl Drop for ArrayWriter {
         if let Err(error) = self.flush() {
             eprintln!(
                 "cubeslab: writing the cached changes of {} failed: {error}",
-                self.name().display()
+                self.name().parent().unwrap_or(&self.name()).display()
             );
         }
     }

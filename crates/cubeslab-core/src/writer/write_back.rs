@@ -6,14 +6,25 @@ use rayon::prelude::*;
 use super::{merge_rewrites, ArrayWriter, Cached, Chunks, Stamp, DATA_VERSION};
 use crate::{
     config::{max_threads, Parallelism},
-    error::Result,
+    error::{Error, Result},
     store::{StoreError, STATS_V1},
 };
+
+/// Whether a chunk's write-back can never succeed: another writer replaced
+/// the chunk after this one read it. Its change is refused once, and
+/// dropped, so that later flushes (and the drop) do not report it again.
+fn refused_for_good(error: &Error) -> bool {
+    matches!(
+        error.part::<StoreError>(),
+        Some(StoreError::Conflict { .. })
+    )
+}
 
 impl ArrayWriter {
     /// Past the bound, evict least recently used chunks down
     /// to seven eighths of it, writing the dirty ones back in parallel. A
-    /// chunk whose write-back fails stays cached, dirty.
+    /// chunk whose write-back fails stays cached, dirty, unless another
+    /// writer replaced it: that change is refused for good.
     pub(super) fn evict(&self, chunks: &mut Chunks) -> Result<()> {
         if chunks.info.bytes <= self.limit || chunks.held.len() <= 1 {
             return Ok(());
@@ -42,7 +53,9 @@ impl ArrayWriter {
             match result {
                 Ok(_) => chunks.info.flushes += 1,
                 Err(error) => {
-                    failed.push(key.clone());
+                    if !refused_for_good(&error) {
+                        failed.push(key.clone());
+                    }
                     failure.get_or_insert(error);
                 }
             }
@@ -175,6 +188,12 @@ impl ArrayWriter {
                     chunks.info.flushes += 1;
                 }
                 Err(error) => {
+                    if refused_for_good(&error) {
+                        chunks.info.bytes -= cached.data.len() as u64;
+                        chunks.info.dirty_bytes -= cached.data.len() as u64;
+                        failure.get_or_insert(error);
+                        continue;
+                    }
                     failure.get_or_insert(error);
                 }
             }
