@@ -90,10 +90,15 @@ def test_resume_with_other_options_is_refused_and_changes_nothing(tmp_path):
     job.step(2)
     del job
     before = sorted(p.relative_to(store) for p in store.rglob("*"))
-    with pytest.raises(cubeslab.InvalidInputError, match="another source or other options"):
+    # Each refusal names the store as asked (not its staging folder) and what differs.
+    with pytest.raises(cubeslab.InvalidInputError, match="another source or other options") as refused:
         cubeslab.ingest(SEGY, store, resume=True, layout="16x16x16/16x16x32")
-    with pytest.raises(cubeslab.InvalidInputError, match="another source or other options"):
+    said = str(refused.value)
+    assert said.startswith(f"{store}:") and "chunk_shape: was [8,8,24], now [16,16,32]" in said
+    with pytest.raises(cubeslab.InvalidInputError, match=r"compression or inner chunks \(amplitude.codecs\)"):
         cubeslab.ingest(SEGY, store, resume=True, compress="zstd:1", **LAYOUT)
+    with pytest.raises(cubeslab.InvalidInputError, match="inline_byte: was 189, now 9"):
+        cubeslab.ingest(SEGY, store, resume=True, inline_byte=9, **LAYOUT)
     assert sorted(p.relative_to(store) for p in store.rglob("*")) == before
 
 

@@ -235,11 +235,16 @@ pub(super) fn recorded_layouts(store: &Path) -> Result<RecordedLayouts> {
     Ok(RecordedLayouts { volume, views })
 }
 
-/// Check that the store at `store` is an unfinished ingest of the same
-/// source with the same options (or, `uploading`, a complete one whose
-/// upload stopped).
-pub(super) fn check_resumable(store: &Path, fingerprint: &Value, uploading: bool) -> Result<()> {
-    let group = Group::open(store)?;
+/// Check that the store at `written` (named `store` in messages) is an
+/// unfinished ingest of the same source with the same options (or,
+/// `uploading`, a complete one whose upload stopped).
+pub(super) fn check_resumable(
+    written: &Path,
+    store: &Path,
+    fingerprint: &Value,
+    uploading: bool,
+) -> Result<()> {
+    let group = Group::open(written)?;
     let refuse = |what: String| -> crate::Error {
         StoreError::Unsupported {
             path: store.to_path_buf(),
@@ -264,13 +269,56 @@ pub(super) fn check_resumable(store: &Path, fingerprint: &Value, uploading: bool
         .get("cubeslab")
         .and_then(|c| c.get("fingerprint"));
     if recorded != Some(fingerprint) {
-        return Err(refuse(
-            "the stopped ingest had another source or other options (layout, dtype, compression, byte positions); \
-             resume with the same ones, or start again with --overwrite"
-                .into(),
-        ));
+        let differences = recorded.map_or_else(
+            || vec!["its record of them is missing".to_string()],
+            |recorded| differences("", recorded, fingerprint),
+        );
+        return Err(refuse(format!(
+            "the stopped ingest had another source or other options ({}); resume with the same ones, \
+             or start again with --overwrite",
+            differences.join("; ")
+        )));
     }
     Ok(())
+}
+
+/// What differs between a recorded ingest fingerprint and this run's: the
+/// paths of the fields, with both values when they are short.
+fn differences(at: &str, recorded: &Value, now: &Value) -> Vec<String> {
+    match (recorded, now) {
+        (Value::Object(a), Value::Object(b)) => {
+            let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+            keys.into_iter()
+                .flat_map(|key| {
+                    let path = if at.is_empty() {
+                        key.clone()
+                    } else {
+                        format!("{at}.{key}")
+                    };
+                    let (was, is) = (
+                        a.get(key).unwrap_or(&Value::Null),
+                        b.get(key).unwrap_or(&Value::Null),
+                    );
+                    differences(&path, was, is)
+                })
+                .collect()
+        }
+        _ if recorded == now => Vec::new(),
+        _ => {
+            let (was, is) = (recorded.to_string(), now.to_string());
+            // The amplitude's codecs hold the compression and the inner chunks, as Zarr JSON.
+            let named = if at == "amplitude.codecs" {
+                "compression or inner chunks (amplitude.codecs)"
+            } else {
+                at
+            };
+            if was.len() + is.len() <= 120 {
+                vec![format!("{named}: was {was}, now {is}")]
+            } else {
+                vec![format!("{named} differs")]
+            }
+        }
+    }
 }
 
 /// Delete the temporary files a stopped writer left (`*.tmp`): whole files

@@ -117,7 +117,12 @@ impl Target {
         attributes: &mut Map<String, Value>,
     ) -> Result<Opened> {
         let (lock, publication) = if self.resuming {
-            survey::check_resumable(&self.write_to, fingerprint, self.stopped_uploading())?;
+            survey::check_resumable(
+                &self.write_to,
+                &self.store,
+                fingerprint,
+                self.stopped_uploading(),
+            )?;
             let held = if self.in_place {
                 (Some(StoreLock::acquire(&self.write_to)?), None)
             } else {
