@@ -52,9 +52,10 @@ def verify(
                 f"{against}: --against reads SEG-Y and N-D array files; an imzML's spectra are binned "
                 "or masked on ingest, so its store is checked by reading both (pyimzML's getspectrum)"
             )
-        survey = schema.is_segy_survey(store_contents(where, to_read=False))
+        contents = store_contents(where, to_read=False)
+        survey = schema.is_segy_survey(contents)
         compare = against_segy if survey and not is_array_file(against) else against_array_file
-        report["against"] = compare(where, against, threads, memory_limit)
+        report["against"] = compare(where, contents, against, threads, memory_limit)
         report["ok"] = report["ok"] and "problem" not in report["against"]
     if not isinstance(where, S3Path):
         # Levels are compared only in a store whose arrays all read back; leftovers are named either way,
@@ -71,10 +72,10 @@ def verify(
     return report
 
 
-def against_segy(store: Path, against, threads: int | None, memory_limit: int | None) -> dict:
+def against_segy(store: Path, contents: dict, against, threads: int | None, memory_limit: int | None) -> dict:
     """The store's amplitudes against the SEG-Y file it was ingested from, read with the byte order and
-    header bytes the ingest recorded."""
-    recorded = store_contents(store, to_read=False)["attributes"].get("cubeslab", {})
+    header bytes the ingest recorded. ``contents``: the store's (:func:`schema.store_contents`)."""
+    recorded = contents["attributes"].get("cubeslab", {})
     fingerprint = recorded.get("fingerprint", {})
     source_options = _engine.IngestOptions(
         **{
@@ -103,10 +104,11 @@ def against_segy(store: Path, against, threads: int | None, memory_limit: int | 
     return errors
 
 
-def against_array_file(store: Path, against, threads: int | None, memory_limit: int | None) -> dict:
+def against_array_file(
+    store: Path, contents: dict, against, threads: int | None, memory_limit: int | None
+) -> dict:
     """The store's data array against the N-D array file it was ingested from; a lossless store must
     hold every value exactly (NaN where the file has NaN)."""
-    contents = store_contents(store, to_read=False)
     is_group = contents["node_type"] == "group"
     data = Array(store / Path(contents["main"]).name if is_group else store, ReadSettings(threads=threads))
     errors = compare_with_array_file(
