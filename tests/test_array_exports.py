@@ -338,7 +338,7 @@ def test_the_command_line_exports_and_refuses_to_overwrite(tmp_path):
         capture_output=True,
         text=True,
     )
-    assert bad.returncode == 1 and "deflate" in bad.stderr + bad.stdout
+    assert bad.returncode == 2 and "deflate" in bad.stderr + bad.stdout
     assert not (tmp_path / "x.h5").exists() and not (tmp_path / "x.h5.tmp").exists()
 
 

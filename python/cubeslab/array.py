@@ -531,6 +531,7 @@ class Array:
         (starts, stops, steps), drop, reverse = normalize_key(window, self.shape)
         full_shape = tuple(len(range(a, b, s)) for a, b, s in zip(starts, stops, steps, strict=True))
         shape = tuple(n for d, n in enumerate(full_shape) if d not in drop)
+        given = out is not None
         if out is None:
             out = np.empty(shape, dtype=self.dtype)
         elif out.dtype != self.dtype or out.shape not in (shape, full_shape) or not out.flags.c_contiguous:
@@ -548,12 +549,14 @@ class Array:
                 self.settings.verify if verify is None else verify,
             )
         if reverse:
-            # The engine fills ``out`` in increasing order; flip it in place so a caller's buffer holds
-            # the result too. ``out`` keeps integer-indexed axes when it has the window's full shape.
+            # The engine fills ``out`` in increasing order. A caller's buffer is flipped in place (through
+            # a copy) so that it holds the result; it keeps integer-indexed axes when of the full shape.
             if out.shape == shape:
                 axes = tuple(d - sum(1 for x in drop if x < d) for d in reverse if d not in drop)
             else:
                 axes = tuple(reverse)
+            if not given:
+                return np.flip(out, axis=axes)
             out[...] = np.flip(out, axis=axes).copy()
         return out
 
