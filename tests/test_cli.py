@@ -207,9 +207,11 @@ def test_read_a_label_not_in_the_survey_exits_1_naming_it(store, tmp_path):
     assert not (tmp_path / "x.npy").exists()
 
 
-def test_read_a_bad_window_exits_1(store, tmp_path):
-    result = run("read", store, "--window", "a:b", "-o", tmp_path / "x.npy", expect=1)
-    assert "cannot parse window" in result.stderr
+@pytest.mark.parametrize("window", ["a:b", "1:2:3:4", "0.5"])
+def test_read_a_window_that_is_none_is_a_usage_error(store, tmp_path, window):
+    result = run("read", store, "--window", window, "-o", tmp_path / "x.npy", expect=2)
+    assert f"--window {window!r}: not a window" in result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "x.npy").exists()
 
 
 def test_read_a_3d_window_to_png_exits_1(store, tmp_path):

@@ -372,12 +372,15 @@ def parse_window(text: str) -> tuple:
         p = p.strip()
         if ":" not in p:
             return int(p)
-        return slice(*(int(x) if x.strip() else None for x in p.split(":")))
+        bounds = p.split(":")
+        if len(bounds) > 3:
+            raise ValueError(p)
+        return slice(*(int(x) if x.strip() else None for x in bounds))
 
     try:
         return tuple(part(p) for p in text.split(","))
     except ValueError:
-        raise SelectionError(f"cannot parse window {text!r}; use e.g. '0:10,5,::2'") from None
+        raise OptionError(f"--window {text!r}: not a window; use e.g. '0:10,5,::2'") from None
 
 
 @app.command()
