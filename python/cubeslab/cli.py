@@ -24,7 +24,7 @@ from . import defaults, plan_cli
 from .array import zarr_json
 from .cli_progress import PhaseBars
 from .defaults import HELP
-from .errors import CubeslabError, IngestWarning, InvalidInputError, OptionError, SelectionError
+from .errors import CubeslabError, IngestWarning, InvalidInputError, OptionError
 from .locations import S3Path, store_path
 from .plan import check_access, check_compress, check_dtype
 from .sizes import parse_size, size_text
