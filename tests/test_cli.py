@@ -267,7 +267,7 @@ def test_read_by_survey_label_is_refused_on_a_store_without_that_axis(tmp_path):
     np.save(tmp_path / "a.npy", np.arange(60, dtype=np.float32).reshape(3, 4, 5))
     run("ingest", tmp_path / "a.npy", tmp_path / "a.zarr")
     for option in ("--inline", "--crossline", "--time"):
-        result = run("read", tmp_path / "a.zarr", "-o", tmp_path / "p.npy", option, "1", expect=1)
+        result = run("read", tmp_path / "a.zarr", "-o", tmp_path / "p.npy", option, "1", expect=2)
         assert "this store's axes are dim_0, dim_1, dim_2: choose positions with --window" in " ".join(
             result.stderr.split()
         )

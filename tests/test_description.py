@@ -210,3 +210,12 @@ def test_a_coordinate_that_is_not_finite_is_described_as_json_and_made_again(tmp
     subprocess.run([*CLI, "create", str(made), "--from-json", str(tmp_path / "d.json")], check=True)
     assert cubeslab.describe(made) == described
     assert np.array_equal(cubeslab.open(made).coords["t"], [0.0, np.nan, np.inf, 3.0], equal_nan=True)
+
+
+def test_the_command_line_names_the_description_file_with_a_field_it_refuses(tmp_path):
+    (tmp_path / "d.json").write_text(json.dumps({"node_type": "array"}))
+    done = subprocess.run([*CLI, "create", str(tmp_path / "x.zarr"), "--from-json", str(tmp_path / "d.json")],
+                          capture_output=True, text=True)  # fmt: skip
+    said = " ".join(done.stderr.split())
+    assert done.returncode == 1 and f"{tmp_path / 'd.json'}: description: unknown field 'node_type'" in said
+    assert not (tmp_path / "x.zarr").exists()

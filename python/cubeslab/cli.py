@@ -303,7 +303,7 @@ def read(
         ("--time/--depth", time, cube.ndim - 1, VERTICAL_NAMES),
     ):
         if value is not None and (d >= cube.ndim or cube.dims[d] not in names):
-            raise InvalidInputError(
+            raise OptionError(
                 f"{store}: {option} reads a survey's axis {' or '.join(names)}; this store's axes are "
                 f"{', '.join(cube.dims)}: choose positions with --window"
             )
@@ -543,7 +543,13 @@ def create(
         raise CubeslabError(f"{from_json}: cannot read it: {error.strerror or error}") from None
     except json.JSONDecodeError as error:
         raise CubeslabError(f"{from_json}: not JSON: {error}") from None
-    run_create(store, description=description).close()
+    try:
+        run_create(store, description=description).close()
+    except InvalidInputError as error:
+        # The description's own problem (a field, a type) is the file's: name it.
+        if not str(error).startswith(str(store)):
+            raise type(error)(f"{from_json}: {error}") from None
+        raise
     console.print(f"created {escape(str(store))}")
 
 
