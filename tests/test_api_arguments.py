@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import cubeslab
-from cubeslab.errors import InvalidInputError, LabelError, SelectionError
+from cubeslab.errors import InvalidInputError, LabelError, OptionError, SelectionError
 
 
 @pytest.fixture
@@ -89,3 +89,20 @@ def test_a_thread_count_in_the_environment_that_is_no_count_is_said_to_be_ignore
     done = subprocess.run([sys.executable, "-c", "import cubeslab"], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert f"CUBESLAB_THREADS={value!r} is not a whole number above 0; ignored" in done.stderr
+
+
+@pytest.mark.parametrize("threads", [0, -1, 2.5, True, "4"])
+def test_threads_that_are_no_count_are_refused(cube, threads):
+    with pytest.raises(OptionError, match=f"threads={threads!r}: give a whole number"):
+        cubeslab.open(cube.path, threads=threads)
+
+
+def test_a_dataset_asked_of_a_store_folder_is_named(cube):
+    with pytest.raises(OptionError, match="dataset= opens an HDF5 or NetCDF file in place; this is a folder"):
+        cubeslab.open(cube.path, dataset="/x")
+
+
+def test_a_numpy_array_is_stored_as_a_dask_one_is(tmp_path):
+    values = np.arange(60, dtype="f4").reshape(6, 10)
+    cubeslab.store(values, tmp_path / "n.zarr")
+    np.testing.assert_array_equal(cubeslab.open(tmp_path / "n.zarr")[...], values)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _engine
-from .errors import InvalidInputError, SelectionError
+from .errors import InvalidInputError, OptionError, SelectionError
 from .locations import is_remote, storage_options_of, store_path
 from .profiles import find_profile
 from .sizes import parse_size
@@ -36,6 +36,11 @@ class ReadSettings:
     verify: bool = True
 
     def __post_init__(self) -> None:
+        for name, value in (("threads", self.threads), ("in_flight", self.in_flight)):
+            if value is not None and (
+                not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1
+            ):
+                raise OptionError(f"{name}={value!r}: give a whole number of 1 or more, or None")
         warn_over_limits(self.threads, self.in_flight)
 
 

@@ -28,14 +28,16 @@ class _ShardWriter:
 
 
 def store(source, target, *, compute: bool = True, storage_options: dict | None = None, **create_options):
-    """Write the dask array ``source`` into ``target``: a store's path or ``s3://`` URL (created here,
-    with ``create_options`` as :func:`cubeslab.create` takes them) or a :class:`Cube` / store that
-    exists (same shape). ``source`` is rechunked to the store's shards, so each task writes whole shards
-    and no two tasks write the same one; tasks run wherever dask runs them (a cluster's workers share a
-    local store's filesystem; a store on S3 they reach with ``storage_options``, or their own ``AWS_*``
-    variables). Returns the dask result when ``compute=False``."""
+    """Write the dask array (or numpy array) ``source`` into ``target``: a store's path or ``s3://`` URL
+    (created here, with ``create_options`` as :func:`cubeslab.create` takes them) or a :class:`Cube` /
+    store that exists (same shape). ``source`` is rechunked to the store's shards, so each task writes
+    whole shards and no two tasks write the same one; tasks run wherever dask runs them (a cluster's
+    workers share a local store's filesystem; a store on S3 they reach with ``storage_options``, or their
+    own ``AWS_*`` variables). Returns the dask result when ``compute=False``."""
     import dask.array as da
 
+    if not isinstance(source, da.Array):
+        source = da.asarray(source)  # a numpy array (or any array-like) is one dask chunk, rechunked below
     if isinstance(target, Cube):
         path = target.path if storage_options is None else store_path(target.path, storage_options)
     else:

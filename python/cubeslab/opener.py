@@ -9,7 +9,7 @@ from pathlib import Path
 from . import defaults
 from .array import ReadSettings
 from .cube import Cube, read_node
-from .errors import CubeslabError, InvalidInputError
+from .errors import CubeslabError, InvalidInputError, OptionError
 from .hdf5_array import Hdf5Array
 from .hdf5_file import is_hdf5_file
 from .locations import S3Path, store_path
@@ -51,6 +51,9 @@ def open(
         if dataset is not None or variable is not None:
             raise InvalidInputError(f"{path}: HDF5 and NetCDF files are read in place only on this machine")
     elif dataset is not None or variable is not None or is_hdf5_file(path):
+        if os.path.isdir(where):
+            option = "dataset=" if dataset is not None else "variable="
+            raise OptionError(f"{path}: {option} opens an HDF5 or NetCDF file in place; this is a folder")
         if mode != "r":
             raise InvalidInputError(
                 f"{path}: an HDF5 or NetCDF file is read in place, read-only; ingest it to write"
