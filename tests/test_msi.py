@@ -209,9 +209,12 @@ def test_an_ion_image_off_the_m_z_axis_is_refused_one_touching_it_is_read(tmp_pa
     cubeslab.ingest(source, tmp_path / "s.zarr")
     msi = cubeslab.open(tmp_path / "s.zarr")
     axis = r"outside the m/z axis \(100\.083\d*\.\.799\.916\d*\)"
-    for mz, tol in ((900.0, 0.5), (50.0, "10ppm"), (float("nan"), 1)):
+    for mz, tol in ((900.0, 0.5), (50.0, "10ppm")):
         with pytest.raises(cubeslab.InvalidInputError, match=rf"s\.zarr: m/z {mz:g} .*{axis}"):
             msi.ion_image(mz, tol=tol)
+    for mz in (float("nan"), float("inf")):
+        with pytest.raises(cubeslab.InvalidInputError, match=rf"s\.zarr: m/z {mz}: give a finite number"):
+            msi.ion_image(mz, tol=1)
     with pytest.raises(cubeslab.InvalidInputError, match=rf"m/z 1000 .*{axis}"):
         msi.ion_image([500.0, 1000.0], tol=1)
     # A window reaching past the axis's ends reads the values it does cover, as pyimzML does.

@@ -83,6 +83,8 @@ class MsiCube(Cube):
 
     def _mz_window(self, mz: float, tol) -> slice:
         """The m/z positions within ``mz ± tol``: values inside it, or bins overlapping it."""
+        if not math.isfinite(mz):
+            raise InvalidInputError(f"{self.path}: m/z {mz}: give a finite number")
         half = tolerance_da(float(mz), tol)
         lower, upper = self._bins()
         # Written so that a NaN m/z fails too; a window touching the axis at all is an ordinary read
