@@ -163,9 +163,12 @@ def test_info_compression_ratio_grows_with_compression(f3, tmp_path):
     assert ratio[packed] > ratio[plain]
 
 
-def test_info_of_a_missing_store_exits_1(tmp_path):
+def test_info_of_a_missing_path_or_a_folder_without_a_store_exits_1_saying_which(tmp_path):
     result = run("info", tmp_path / "none.zarr", expect=1)
-    assert "no Zarr store" in result.stderr
+    assert "none.zarr: no such file or folder" in " ".join(result.stderr.split())
+    (tmp_path / "folder").mkdir()
+    result = run("info", tmp_path / "folder", expect=1)
+    assert "no Zarr store here" in result.stderr
 
 
 # -- read ------------------------------------------------------------------------------------------

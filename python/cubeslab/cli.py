@@ -24,7 +24,7 @@ from . import defaults, plan_cli
 from .array import zarr_json
 from .cli_progress import PhaseBars
 from .defaults import HELP
-from .errors import CubeslabError, IngestWarning, InvalidInputError, OptionError
+from .errors import CubeslabError, IngestWarning, InvalidInputError, OptionError, StoreNotFoundError
 from .locations import S3Path, store_path
 from .plan import check_access, check_compress, check_dtype
 from .sizes import parse_size, size_text
@@ -232,7 +232,13 @@ def info(
         show_report(store_report(where), as_json)
         return
     if not where.is_file():
-        report = store_report(where)
+        try:
+            report = store_report(where)
+        except StoreNotFoundError:
+            if where.exists():
+                raise
+            # Nothing there, nor an interrupted ingest's staging folder (store_report found none).
+            raise StoreNotFoundError(f"{path}: no such file or folder") from None
     elif (described := describe_file(where)) is not None:
         report = described
     else:
