@@ -20,6 +20,11 @@ from .profiles import find_profile
 from .sizes import parse_size
 
 
+def is_whole(value) -> bool:
+    """Whether ``value`` is a Python or numpy integer, and not a truth value (``True`` is an int)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
 @dataclass(frozen=True)
 class ReadSettings:
     """How reads run. ``None`` means the engine default (environment, then built-in).
@@ -37,9 +42,7 @@ class ReadSettings:
 
     def __post_init__(self) -> None:
         for name, value in (("threads", self.threads), ("in_flight", self.in_flight)):
-            if value is not None and (
-                not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1
-            ):
+            if value is not None and (not is_whole(value) or value < 1):
                 raise OptionError(f"{name}={value!r}: give a whole number of 1 or more, or None")
         warn_over_limits(self.threads, self.in_flight)
 
@@ -102,7 +105,7 @@ def normalize_key(key, shape: Sequence[int]) -> tuple[Window, list[int], list[in
     key = key + (slice(None),) * (len(shape) - len(key))
     starts, stops, steps, drop, reverse = [], [], [], [], []
     for dim, (k, n) in enumerate(zip(key, shape, strict=True)):
-        if isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+        if is_whole(k):
             i = int(k) + n if k < 0 else int(k)
             if not 0 <= i < n:
                 raise SelectionError(f"index {int(k)} is out of bounds for dimension {dim} of size {n}")
@@ -111,8 +114,7 @@ def normalize_key(key, shape: Sequence[int]) -> tuple[Window, list[int], list[in
             steps.append(1)
             drop.append(dim)
         elif isinstance(k, slice):
-            if not all(v is None or (isinstance(v, (int, np.integer)) and not isinstance(v, bool))
-                       for v in (k.start, k.stop, k.step)):  # fmt: skip
+            if not all(v is None or is_whole(v) for v in (k.start, k.stop, k.step)):
                 raise SelectionError(
                     f"slice {k.start}:{k.stop}:{k.step} for dimension {dim}: positions are whole numbers "
                     "(to select by coordinate value, use the cube's labels or xarray's .sel)"
@@ -206,9 +208,7 @@ def checked_shape_and_type(path, shape, dtype) -> tuple[list[int], np.dtype]:
             f"{path}: dtype {dtype} is not one cubeslab stores ({', '.join(_engine.dtypes())})"
         )
     sides = list(shape) if np.iterable(shape) and not isinstance(shape, (str, bytes)) else [shape]
-    if not all(
-        isinstance(n, (int, np.integer)) and not isinstance(n, bool) and 0 <= n < 2**62 for n in sides
-    ):
+    if not all(is_whole(n) and 0 <= n < 2**62 for n in sides):
         raise InvalidInputError(f"{path}: shape {shape!r} must list whole sizes from 0 to 2**62")
     if len(sides) > _engine.max_dims():  # 0-d arrays hold a NetCDF source's scalar coordinates
         raise InvalidInputError(
@@ -389,7 +389,7 @@ class Array:
             if sides is not None and not (
                 np.iterable(sides)
                 and not isinstance(sides, (str, bytes))
-                and all(isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n > 0 for n in sides)
+                and all(is_whole(n) and n > 0 for n in sides)
             ):
                 raise InvalidInputError(
                     f"{path}: {name}={sides!r}: give one positive whole size per dimension"

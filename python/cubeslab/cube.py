@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from . import _engine, schema
-from .array import WHOLE_ARRAY, Array, ReadSettings
+from .array import WHOLE_ARRAY, Array, ReadSettings, is_whole
 from .errors import (
     InvalidInputError,
     LabelError,
@@ -397,7 +397,7 @@ class Headers:
         mdio = struct_headers(cube.path)
         if mdio is not None:  # an MDIO store: its "headers" struct array, by MDIO or segyio name
             return header_field(mdio, field)
-        if isinstance(field, (bool, np.bool_)) or not isinstance(field, (str, int, np.integer)):
+        if not (isinstance(field, str) or is_whole(field)):
             raise LabelError(
                 f"trace header field {field!r}: give a segyio TraceField name or a whole 1-based "
                 "byte position"
