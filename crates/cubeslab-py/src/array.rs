@@ -17,7 +17,7 @@ use cubeslab_core::{
 use pyo3::{buffer::PyBuffer, prelude::*};
 use serde_json::Value;
 
-use crate::{errors::engine, into_buffer, options, remote::s3_url, window};
+use crate::{bytes_of, errors::engine, into_buffer, options, remote::s3_url, window};
 
 /// Where the array is: a folder's handle or an object store's.
 enum Opened {
@@ -236,16 +236,9 @@ impl ZarrArray {
         steps: Vec<u64>,
         data: PyBuffer<u8>,
     ) -> PyResult<()> {
-        if !data.is_c_contiguous() {
-            return Err(crate::errors::invalid_input("data must be C-contiguous"));
-        }
+        let slice = bytes_of(&data, "data")?;
         let window = window(&starts, &stops, &steps)?;
-        let (ptr, len) = (data.buf_ptr() as usize, data.len_bytes());
-        engine(py, move || {
-            // SAFETY: `data` keeps the buffer alive for the call; it is only read.
-            let slice = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
-            self.inner.writer()?.write(&window, slice)
-        })
+        engine(py, move || self.inner.writer()?.write(&window, slice))
     }
 
     /// Write every cached change to the store.
@@ -287,9 +280,7 @@ impl ZarrArray {
         data: PyBuffer<u8>,
         threads: Option<usize>,
     ) -> PyResult<()> {
-        if !data.is_c_contiguous() {
-            return Err(crate::errors::invalid_input("data must be C-contiguous"));
-        }
+        let slice = bytes_of(&data, "data")?;
         let Opened::Local(handle) = &self.inner else {
             return Err(crate::errors::invalid_input(
                 "an array on object storage is written through window writes",
@@ -300,13 +291,8 @@ impl ZarrArray {
                 "this array has orientation copies, which a write would leave behind; write the store anew",
             ));
         }
-        let (ptr, len) = (data.buf_ptr() as usize, data.len_bytes());
         let parallelism = Parallelism::resolve(threads, None);
-        engine(py, move || {
-            // SAFETY: `data` keeps the buffer alive for the call; it is only read.
-            let slice = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
-            handle.write_whole(slice, parallelism)
-        })
+        engine(py, move || handle.write_whole(slice, parallelism))
     }
 }
 

@@ -51,6 +51,19 @@ pub(crate) fn into_buffer(
     })
 }
 
+/// The bytes of the C-contiguous buffer `buffer` (`what` names it in the
+/// error), read in place for as long as `buffer` is held: no copy.
+pub(crate) fn bytes_of<'b>(buffer: &'b PyBuffer<u8>, what: &str) -> PyResult<&'b [u8]> {
+    if !buffer.is_c_contiguous() {
+        return Err(crate::errors::invalid_input(format!(
+            "{what} must be a C-contiguous buffer"
+        )));
+    }
+    // SAFETY: `buffer` holds the exporter's buffer (alive and unmoved) for
+    // the slice's lifetime, and it is contiguous; the slice is only read.
+    Ok(unsafe { std::slice::from_raw_parts(buffer.buf_ptr() as *const u8, buffer.len_bytes()) })
+}
+
 pub(crate) fn window(starts: &[u64], stops: &[u64], steps: &[u64]) -> PyResult<Window> {
     if starts.len() != stops.len() || starts.len() != steps.len() {
         return Err(crate::errors::invalid_input(

@@ -17,6 +17,7 @@ use cubeslab_core::{
 use pyo3::{buffer::PyBuffer, prelude::*};
 
 use crate::{
+    bytes_of,
     errors::{engine, invalid_input},
     options,
 };
@@ -85,17 +86,11 @@ pub fn measure_profile(
     }
     let dtype =
         DType::from_name(dtype).ok_or_else(|| value_error(format!("unsupported dtype {dtype}")))?;
-    if !sample.is_c_contiguous()
-        || sample.len_bytes() as u64 != shape.iter().product::<u64>() * dtype.size() as u64
-    {
-        return Err(value_error(
-            "sample must be a C-contiguous array of the given shape",
-        ));
+    let bytes = bytes_of(&sample, "sample")?;
+    if bytes.len() as u64 != shape.iter().product::<u64>() * dtype.size() as u64 {
+        return Err(value_error("sample must be an array of the given shape"));
     }
-    let (ptr, len) = (sample.buf_ptr() as usize, sample.len_bytes());
     let profile = engine(py, move || {
-        // SAFETY: `sample` keeps the buffer alive for the call; it is only read.
-        let bytes = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
         let sample = measure::Sample {
             shape,
             dtype,

@@ -12,7 +12,7 @@ use cubeslab_core::{
 };
 use pyo3::{buffer::PyBuffer, prelude::*};
 
-use crate::{errors::engine, options::IngestOptions};
+use crate::{bytes_of, errors::engine, options::IngestOptions};
 
 /// Re-read every chunk of the store with checksums; the findings as JSON.
 #[pyfunction]
@@ -88,14 +88,17 @@ impl ErrorTally {
                 .ok_or_else(|| crate::errors::invalid_input(format!("unsupported dtype {name}")))
         };
         let (original_type, stored_type) = (dtype(original_type)?, dtype(stored_type)?);
-        let (original, stored) = (original.to_vec(py)?, stored.to_vec(py)?);
+        let (original, stored) = (
+            bytes_of(&original, "original")?,
+            bytes_of(&stored, "stored")?,
+        );
         if original.len() / original_type.size() != stored.len() / stored_type.size() {
             return Err(crate::errors::invalid_input(
                 "the original and stored values differ in number",
             ));
         }
         let counted =
-            py.detach(|| ErrorStats::of_mixed(&original, original_type, &stored, stored_type));
+            py.detach(|| ErrorStats::of_mixed(original, original_type, stored, stored_type));
         self.stats.merge(&counted);
         Ok(())
     }
