@@ -50,9 +50,9 @@ from plan_views import SEQUENTIAL_BYTES, plane_windows, views_against_sequential
 
 import cubeslab
 from cubeslab import _engine
-from cubeslab.array import normalize_key
 from cubeslab.plan import measure_profile, plan
 from cubeslab.profiles import profile_path
+from cubeslab.selection import normalize_key
 from cubeslab.synthetic import SyntheticSurvey, write_segy
 from cubeslab_bench.measure import (
     cold_runs,

@@ -14,15 +14,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _engine
+from .casting import CASTINGS, as_numbers, check_cast, check_overflow
 from .errors import InvalidInputError, OptionError, SelectionError
 from .locations import is_remote, storage_options_of, store_path
 from .profiles import find_profile
+from .selection import is_whole, normalize_key
 from .sizes import parse_size
-
-
-def is_whole(value) -> bool:
-    """Whether ``value`` is a Python or numpy integer, and not a truth value (``True`` is an int)."""
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 @dataclass(frozen=True)
@@ -78,67 +75,8 @@ def warn_over_limits_in_environment() -> None:
     warn_over_limits(None, in_flight, "CUBESLAB_IN_FLIGHT: ")
 
 
-Window = tuple[list[int], list[int], list[int]]
-
 WHOLE_ARRAY = object()
 """``write(values)``: no window given (None is a value, and refused as one)."""
-
-
-def normalize_key(key, shape: Sequence[int]) -> tuple[Window, list[int], list[int]]:
-    """Turn a numpy basic index into (starts, stops, steps), the dimensions to
-    drop (integer indices) and the dimensions to reverse (negative steps).
-
-    >>> normalize_key((1, slice(None, None, 2)), (3, 5))
-    (([1, 0], [2, 5], [1, 2]), [0], [])
-    """
-    if not isinstance(key, tuple):
-        key = (key,)
-    # By identity: `in` and `index` compare with ==, which an array in the key answers element-wise.
-    ellipses = [i for i, k in enumerate(key) if k is Ellipsis]
-    if len(ellipses) > 1:
-        raise SelectionError("an index can only have a single ellipsis ('...')")
-    if ellipses:
-        i = ellipses[0]
-        key = key[:i] + (slice(None),) * (len(shape) - len(key) + 1) + key[i + 1 :]
-    if len(key) > len(shape):
-        raise SelectionError(f"too many indices: {len(key)} for an array of {len(shape)} dimensions")
-    key = key + (slice(None),) * (len(shape) - len(key))
-    starts, stops, steps, drop, reverse = [], [], [], [], []
-    for dim, (k, n) in enumerate(zip(key, shape, strict=True)):
-        if is_whole(k):
-            i = int(k) + n if k < 0 else int(k)
-            if not 0 <= i < n:
-                raise SelectionError(f"index {int(k)} is out of bounds for dimension {dim} of size {n}")
-            starts.append(i)
-            stops.append(i + 1)
-            steps.append(1)
-            drop.append(dim)
-        elif isinstance(k, slice):
-            if not all(v is None or is_whole(v) for v in (k.start, k.stop, k.step)):
-                raise SelectionError(
-                    f"slice {k.start}:{k.stop}:{k.step} for dimension {dim}: positions are whole numbers "
-                    "(to select by coordinate value, use the cube's labels or xarray's .sel)"
-                )
-            if k.step == 0:
-                raise SelectionError(f"slice step cannot be zero (dimension {dim})")
-            start, stop, step = k.indices(n)
-            count = len(range(start, stop, step))
-            if step < 0:
-                reverse.append(dim)
-                step = -step
-                start = start - (count - 1) * step if count else 0
-                stop = start + (count - 1) * step + 1 if count else 0
-            elif count == 0:
-                start = stop = 0
-            starts.append(start)
-            stops.append(max(start, stop))
-            steps.append(step)
-        else:
-            raise SelectionError(
-                f"unsupported index {k!r} for dimension {dim}: use integers and slices "
-                "(then numpy indexing on the result)"
-            )
-    return (starts, stops, steps), drop, reverse
 
 
 ZARR_FLOAT_NAMES = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
@@ -215,71 +153,6 @@ def checked_shape_and_type(path, shape, dtype) -> tuple[list[int], np.dtype]:
             f"{path}: shape {shape!r}: cubeslab stores at most {_engine.max_dims()} dimensions"
         )
     return [int(n) for n in sides], dtype
-
-
-CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
-"""numpy's casting rules, which :meth:`Array.write` takes."""
-
-
-def _as_numbers(path: str, values, dtype: np.dtype) -> np.ndarray:
-    """``values`` as a numpy array. Python integers beyond int64, which numpy keeps as objects, become
-    floats for a float array; for an integer array they are out of range."""
-    array = np.asarray(values)
-    if array.dtype != object or not array.size:
-        return array
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in array.flat):
-        return array  # refused by _check_cast as no numbers
-    if dtype.kind in "fc":
-        return array.astype(np.float64)
-    limits = np.iinfo(dtype)
-    outside = next((v for v in array.flat if not limits.min <= v <= limits.max), None)
-    if outside is None:
-        return array.astype(dtype)
-    raise InvalidInputError(f"{path}: {outside} is outside {dtype}'s range ({limits.min}..{limits.max})")
-
-
-def _check_cast(path: str, values: np.ndarray, dtype: np.dtype, casting: str) -> None:
-    """Refuse values that writing into a ``dtype`` array would change, unless ``casting`` is
-    ``"unsafe"``: of another kind than numpy's ``casting`` allows, or integers outside the array's range
-    (checked value by value, so that numpy's default int64 writes into any integer array they fit)."""
-    if values.dtype.kind not in "biufc":
-        raise InvalidInputError(
-            f"{path}: {values.dtype} values (None, text, objects) are no numbers to write"
-        )
-    if casting == "unsafe":
-        return
-    integers = values.dtype.kind in "biu" and dtype.kind in "iu"
-    kind_allowed = np.can_cast(values.dtype, dtype, casting=casting)  # type: ignore[arg-type]
-    if not (kind_allowed or (integers and casting == "same_kind")):
-        raise InvalidInputError(
-            f"{path}: writing {values.dtype} values into this {dtype} array would change "
-            f"them; convert them first, or pass casting='unsafe'"
-        )
-    if integers and values.size and not np.can_cast(values.dtype, dtype):
-        limits = np.iinfo(dtype)
-        low, high = int(values.min()), int(values.max())
-        if low < limits.min or high > limits.max:
-            outside = low if low < limits.min else high
-            raise InvalidInputError(
-                f"{path}: {outside} is outside {dtype}'s range ({limits.min}..{limits.max}); "
-                "pass casting='unsafe' to wrap it as numpy's astype does"
-            )
-
-
-def _check_overflow(path: str, source: np.ndarray, written: np.ndarray, casting: str) -> None:
-    """Refuse finite values that became infinite on their way into a narrower float array."""
-    # A type the array's holds every value of (float32 into float32) cannot overflow: no pass over the data.
-    if casting == "unsafe" or written.dtype.kind not in "fc" or np.can_cast(source.dtype, written.dtype):
-        return
-    if not np.isinf(written).any():
-        return
-    grew = np.isinf(written) & np.isfinite(source)
-    if grew.any():
-        value = source[grew].flat[0]
-        raise InvalidInputError(
-            f"{path}: {value} is outside {written.dtype}'s range (largest {np.finfo(written.dtype).max:g}); "
-            "pass casting='unsafe' to store it as infinity"
-        )
 
 
 def zarr_json(value) -> str:
@@ -431,8 +304,8 @@ class Array:
             window, values = (), window
         if casting not in CASTINGS:
             raise InvalidInputError(f"casting={casting!r}: one of {', '.join(map(repr, CASTINGS))}")
-        values = _as_numbers(self.path, values, self.dtype)
-        _check_cast(self.path, values, self.dtype, casting)
+        values = as_numbers(self.path, values, self.dtype)
+        check_cast(self.path, values, self.dtype, casting)
         (starts, stops, steps), drop, reverse = normalize_key(window, self.shape)
         full_shape = tuple(len(range(a, b, s)) for a, b, s in zip(starts, stops, steps, strict=True))
         shape = tuple(n for d, n in enumerate(full_shape) if d not in drop)
@@ -447,7 +320,7 @@ class Array:
         source = data.reshape(full_shape)
         with np.errstate(over="ignore"):  # an overflow is refused below, naming the value
             data = np.ascontiguousarray(source, dtype=self.dtype)
-        _check_overflow(self.path, source, data, casting)
+        check_overflow(self.path, source, data, casting)
         if reverse:
             data = np.ascontiguousarray(np.flip(data, axis=tuple(reverse)))
         if data.size == 0:

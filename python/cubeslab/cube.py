@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from . import _engine, schema
-from .array import WHOLE_ARRAY, Array, ReadSettings, is_whole
+from .array import WHOLE_ARRAY, Array, ReadSettings
 from .errors import (
     InvalidInputError,
     LabelError,
@@ -23,6 +23,7 @@ from .mdio import header_field, header_keys, struct_headers
 from .overviews import fresh_levels
 from .plane_axes import LabelAxis, PositionAxis
 from .schema import store_contents
+from .selection import is_whole
 from .trace_fields import FIELD_BY_BYTE, TRACE_FIELDS
 
 VERTICAL_NAMES = ("time", "depth", "sample")
