@@ -6,6 +6,7 @@ segyio is the oracle for the values; the file system and zarr-python for the sto
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -56,6 +57,25 @@ def store(f3, tmp_path_factory):
     result = run("ingest", f3["path"], path)
     assert re.search(r"ingested 414 traces \(0 missing\)", result.stdout), result.stdout
     return path
+
+
+# -- help ------------------------------------------------------------------------------------------
+
+
+def test_help_gives_each_command_its_whole_summary_on_one_line():
+    wide = subprocess.run(
+        [str(CLI), "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "250"},
+    ).stdout
+    lines = {
+        line.split()[1]: line for line in wide.splitlines() if line.startswith("│ ") and len(line.split()) > 2
+    }
+    assert "an ion image or a spectrum (a plot with an m/z axis)" in lines["read"]
+    assert "HDF5, NetCDF 4 or FITS" in lines["export"]
+    assert "and the error against the source" in lines["verify"]
 
 
 # -- ingest ----------------------------------------------------------------------------------------

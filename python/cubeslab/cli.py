@@ -461,6 +461,18 @@ def bench(ctx: typer.Context) -> None:
     command.main(list(ctx.args), prog_name="cubeslab bench", standalone_mode=False)
 
 
+def _one_line_summaries() -> None:
+    """Give each command the first paragraph of its docstring as its summary in ``cubeslab --help``,
+    on one line: typer keeps a docstring's line breaks there, cutting sentences where the source wraps."""
+    for info in app.registered_commands:
+        doc = info.help or (info.callback.__doc__ if info.callback else None)
+        if info.short_help is None and doc:
+            info.short_help = " ".join(doc.split("\n\n")[0].split())
+
+
+_one_line_summaries()
+
+
 BENCH_MISSING = (
     "cubeslab bench re-runs the benchmark studies, which live in the bench/ folder of the cubeslab "
     "repository and are not installed with the package: in a clone, run `make bench`, or install the "
