@@ -136,6 +136,24 @@ def test_whole_chunks_are_written_without_reading_them(tmp_path):
     assert np.array_equal(cubeslab.open(tmp_path / "c.zarr")[0:8], np.ones((8, 16), np.float32))
 
 
+@pytest.mark.parametrize("coords", [None, {"x": np.arange(40) * 2.5}])
+def test_a_created_store_says_so_and_verify_takes_its_unwritten_shards_for_fill_values(tmp_path, coords):
+    path = tmp_path / "c.zarr"
+    with cubeslab.create(path, (40, 10), dims=("x", "y"), coords=coords, chunks=(10, 10)) as cube:
+        cube[:10] = 1.0  # one shard of four
+    report = cubeslab.verify(path)
+    assert report["state"] == "created" and report["ok"]
+    assert report["arrays"]["data" if coords else "."]["absent_shards"] == 3
+    info = subprocess.run(
+        [str(Path(sys.executable).with_name("cubeslab")), "info", str(path), "--json"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert '"state": "created"' in info.stdout
+    expected = np.full((40, 10), np.nan, np.float32)
+    expected[:10] = 1.0
+    assert np.array_equal(zarr.open_array(path / "data" if coords else path)[...], expected, equal_nan=True)
+
+
 def test_an_ingested_survey_written_in_place_reads_back_and_verifies(ingest_cube):
     store = ingest_cube(SEGY).path
     before = cubeslab.open(store)[...]

@@ -110,6 +110,8 @@ def create(
     )  # fmt: skip
     for name, (over, values, own) in coordinates.items():
         write_values(Path(path) / name, values, over, own)
+    # Recorded so that info and verify say what it is: cubeslab's, with unwritten chunks as fill values.
+    _engine.mark_created(path)
     return open(path, "r+", cache=cache)
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .errors import CorruptDataError, InvalidInputError, StoreNotFoundError
+from .schema import COMPLETE
 
 _SCALARS = {
     "bool": "b1",
@@ -212,7 +213,7 @@ def recheck_unreadable(report: dict) -> None:
         report["arrays"][entry["array"]] = array.check()
     report["unreadable"] = still
     report["arrays"] = dict(sorted(report["arrays"].items()))
-    complete = report.get("state") == "complete"
+    complete = report.get("state") == COMPLETE
     report["ok"] = (
         not str(report.get("state", "")).startswith("incomplete")
         and not still

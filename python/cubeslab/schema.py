@@ -17,6 +17,13 @@ CDP_X: str = _ARRAYS["cdp_x"]
 CDP_Y: str = _ARRAYS["cdp_y"]
 STATS_V1: str = _engine.stats_attribute()
 """The main array's attribute with MDIO's statistics of its data, which a write that changes it removes."""
+_STATES = _engine.store_states()
+COMPLETE: str = _STATES["complete"]
+"""The state of a store an ingest finished."""
+CREATED: str = _STATES["created"]
+"""The state of a store ``create`` made (a chunk never written holds the fill value)."""
+FOREIGN: str = _STATES["foreign"]
+"""The state of a store that records none (another tool's, or a plain ``Array``'s)."""
 MAIN_ARRAY_ATTRIBUTE: str = _engine.main_array_attribute()
 """Where, in a group's MDIO ``attributes`` entry, a store names its main array."""
 

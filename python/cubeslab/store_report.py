@@ -8,7 +8,7 @@ from pathlib import Path
 from .compression import readers
 from .errors import IncompleteStoreError
 from .locations import S3Path, store_size
-from .schema import store_contents
+from .schema import COMPLETE, CREATED, FOREIGN, store_contents
 
 
 def store_report(store: Path | S3Path) -> dict:
@@ -19,7 +19,7 @@ def store_report(store: Path | S3Path) -> dict:
         return {"store": str(store), "state": "incomplete", "hint": str(unfinished)}
     state = contents["state"]
     report: dict = {"store": str(store), "state": state}
-    if state not in ("complete", "foreign (not written by cubeslab)"):
+    if state not in (COMPLETE, CREATED, FOREIGN):
         report["hint"] = (
             "the ingest did not finish; continue it with --resume, or start again with --overwrite"
         )

@@ -327,6 +327,26 @@ fn mark_complete(py: Python<'_>, path: PathBuf) -> PyResult<()> {
     engine(py, || cubeslab_core::store::mark_complete(&path))
 }
 
+/// Mark the store at `path` (a group or a lone array) as made by `create`.
+#[pyfunction]
+fn mark_created(py: Python<'_>, path: PathBuf) -> PyResult<()> {
+    engine(py, || cubeslab_core::store::mark_created(&path))
+}
+
+/// The states a store reports, by meaning: `complete` (an ingest
+/// finished), `created` (made by `create`) and `foreign` (neither recorded).
+#[pyfunction]
+fn store_states() -> std::collections::HashMap<&'static str, &'static str> {
+    use cubeslab_core::store::{COMPLETE, CREATED, FOREIGN};
+    [
+        ("complete", COMPLETE),
+        ("created", CREATED),
+        ("foreign", FOREIGN),
+    ]
+    .into_iter()
+    .collect()
+}
+
 /// Fill the (sharded) array `target` with the contents of `source`, of the
 /// same shape and type in another layout (an orientation copy), within
 /// about `memory_limit` bytes of buffers.
@@ -444,6 +464,8 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(create_group, m)?)?;
     m.add_function(wrap_pyfunction!(add_group_attributes, m)?)?;
     m.add_function(wrap_pyfunction!(mark_complete, m)?)?;
+    m.add_function(wrap_pyfunction!(mark_created, m)?)?;
+    m.add_function(wrap_pyfunction!(store_states, m)?)?;
     m.add_function(wrap_pyfunction!(is_text_array, m)?)?;
     m.add_function(wrap_pyfunction!(remote::read_text_array, m)?)?;
     m.add_function(wrap_pyfunction!(write_text_array, m)?)?;

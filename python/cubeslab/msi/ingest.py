@@ -25,6 +25,7 @@ from ..errors import InvalidInputError
 from ..jobs import run_watched
 from ..locations import is_remote, publishing, recorded_source, store_size
 from ..overviews import MADE_FROM
+from ..schema import COMPLETE
 from ..sources.ingest import Progress, planned, summary
 from .imzml import IbdDigest, Imzml, Spectra, check_ibd, parse
 
@@ -516,7 +517,7 @@ def _ingest_parsed(
             report["volume_bytes"] = store_size(Path(staging, MAIN_ARRAY))  # what a view adds is set beside
         # Marked complete (and its views listed) only now; the store is published whole below.
         record = {
-            "state": "complete",
+            "state": COMPLETE,
             "views": written_views,
             "stored_bytes": store_size(Path(staging, MAIN_ARRAY)),
         }

@@ -257,7 +257,7 @@ pub(super) fn check_resumable(
             return Err(refuse("the store is complete: nothing to resume".into()))
         }
         StoreState::Complete => {}
-        StoreState::Foreign => {
+        StoreState::Foreign | StoreState::Created => {
             return Err(refuse(
                 "the store was not written by a cubeslab ingest: cannot resume it".into(),
             ))

@@ -138,12 +138,13 @@ impl StoreContents {
     }
 
     /// The state as words: `complete`, the incomplete state's name, or
-    /// `foreign (not written by cubeslab)`.
+    /// [`super::FOREIGN`].
     pub fn state_name(&self) -> String {
         match &self.state {
             StoreState::Complete => super::group::COMPLETE.into(),
+            StoreState::Created => super::group::CREATED.into(),
             StoreState::Incomplete(state) => state.clone(),
-            StoreState::Foreign => "foreign (not written by cubeslab)".into(),
+            StoreState::Foreign => super::group::FOREIGN.into(),
         }
     }
 

@@ -21,6 +21,9 @@ pub const STATS_V1: &str = "statsV1";
 pub enum StoreState {
     /// Written by a cubeslab ingest that finished.
     Complete,
+    /// Made empty by cubeslab's `create` and filled by window writes: a
+    /// chunk never written is absent and holds the fill value, as in Zarr.
+    Created,
     /// Written by a cubeslab ingest that has not finished (or crashed).
     Incomplete(String),
     /// Written by another tool (MDIO, zarr-python, ...): taken as it is.
@@ -29,6 +32,11 @@ pub enum StoreState {
 
 /// The `cubeslab.state` of a store an ingest finished.
 pub const COMPLETE: &str = "complete";
+/// The `cubeslab.state` of a store `create` made.
+pub const CREATED: &str = "created";
+/// How a store's state reads when it records none: another tool made it,
+/// or cubeslab's plain `Array` did.
+pub const FOREIGN: &str = "foreign (not from a cubeslab ingest or create)";
 
 impl StoreState {
     /// The state recorded in a store's root node's `attributes` (a group's,
@@ -41,6 +49,7 @@ impl StoreState {
         {
             None => Self::Foreign,
             Some(COMPLETE) => Self::Complete,
+            Some(CREATED) => Self::Created,
             Some(other) => Self::Incomplete(other.to_string()),
         }
     }
@@ -50,6 +59,17 @@ impl StoreState {
 /// array) that cubeslab wrote it whole: the last step before it is
 /// published.
 pub fn mark_complete(path: &Path) -> Result<()> {
+    record_state(path, COMPLETE)
+}
+
+/// Record in the root node of the store at `path` that `create` made it.
+pub fn mark_created(path: &Path) -> Result<()> {
+    record_state(path, CREATED)
+}
+
+/// Record `state` as the root node's `cubeslab.state`, keeping the rest of
+/// the node.
+fn record_state(path: &Path, state: &str) -> Result<()> {
     let mut node = read_metadata(path)?;
     let attributes = node
         .as_object_mut()
@@ -61,10 +81,10 @@ pub fn mark_complete(path: &Path) -> Result<()> {
         .or_insert_with(|| json!({}));
     match attributes.get_mut(CUBESLAB_ATTR) {
         Some(Value::Object(ours)) => {
-            ours.insert("state".into(), json!(COMPLETE));
+            ours.insert("state".into(), json!(state));
         }
         _ => {
-            attributes[CUBESLAB_ATTR] = json!({"state": COMPLETE});
+            attributes[CUBESLAB_ATTR] = json!({ "state": state });
         }
     }
     write_json_atomic(&path.join("zarr.json"), &node, Durability::Cached)

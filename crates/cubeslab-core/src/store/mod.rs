@@ -42,7 +42,8 @@ pub use contents::{StoreContents, VIEWS_ATTR, VIEW_ARRAY_KEY};
 pub use decoded::{decoded_cache_bytes, DEFAULT_DECODED_CACHE_BYTES};
 pub use error::StoreError;
 pub use group::{
-    mark_complete, Group, StoreState, COMPLETE, CUBESLAB_ATTR, MAIN_ARRAY_ATTR, STATS_V1,
+    mark_complete, mark_created, Group, StoreState, COMPLETE, CREATED, CUBESLAB_ATTR, FOREIGN,
+    MAIN_ARRAY_ATTR, STATS_V1,
 };
 pub use identity::{new_generation, record_generation, recorded_generation};
 pub use lock::{live_holder, process_alive, StoreLock, LOCK_FILE, WRITE_LOCK_FILE};

@@ -200,6 +200,7 @@ impl StoreCheck {
             "store": self.path.display().to_string(),
             "state": match &self.state {
                 StoreState::Complete => crate::store::COMPLETE.to_string(),
+                StoreState::Created => crate::store::CREATED.to_string(),
                 StoreState::Incomplete(s) => format!("incomplete ({s})"),
                 StoreState::Foreign => "foreign".to_string(),
             },
