@@ -87,6 +87,25 @@ def test_other_tools_find_the_levels_by_the_ome_zarr_multiscales(survey):
         )
 
 
+def test_xarray_opens_a_store_with_levels_as_it_opened_it_before(survey, tmp_path):
+    """xarray reads the arrays beside the main one as variables sharing its dimensions: the levels, whose
+    sides differ, sit in a group of their own, which it leaves out."""
+    import xarray as xr
+
+    store, values = survey
+    before = xr.open_zarr(store, consolidated=False)
+    cubeslab.build_pyramid(store, max_side=16)
+    after = xr.open_zarr(store, consolidated=False)
+    assert sorted(after.variables) == sorted(before.variables)
+    np.testing.assert_array_equal(after.amplitude.values, values)
+    with cubeslab.create(tmp_path / "c.zarr", (20, 30), dims=("y", "x"), coords={"y": np.arange(20)}) as c:
+        c[...] = np.arange(600, dtype="float32").reshape(20, 30)
+    cubeslab.build_pyramid(tmp_path / "c.zarr", max_side=4)
+    np.testing.assert_array_equal(
+        xr.open_zarr(tmp_path / "c.zarr", consolidated=False).data.values, np.arange(600).reshape(20, 30)
+    )
+
+
 def test_a_read_at_max_shape_takes_the_coarsest_level_that_covers_it(survey):
     store, values = survey
     cubeslab.build_pyramid(store, max_side=16)
@@ -246,8 +265,8 @@ def test_a_rebuild_that_stops_midway_leaves_no_level_a_reader_uses(survey, monke
     assert not [p for p in store.iterdir() if "_level" in p.name]
     monkeypatch.undo()
     cubeslab.build_pyramid(store, max_side=32)  # two levels: the other two go
-    levels = sorted(p.name for p in store.iterdir() if "_level" in p.name)
-    assert levels == ["amplitude_level1", "amplitude_level2"]
+    levels = sorted(p.name for p in (store / "amplitude_levels").iterdir() if p.is_dir())
+    assert levels == ["1", "2"]
 
 
 def test_levels_made_stale_elsewhere_are_skipped_by_a_cube_already_open(survey):
@@ -288,7 +307,7 @@ def test_a_level_is_written_in_whole_chunks_when_a_row_of_them_is_beyond_the_mem
         array[...] = values
         stored = array[...]
     cubeslab.build_pyramid(tmp_path / "a.zarr", max_side=10, memory_limit=1 << 16)
-    level = cubeslab.Array(tmp_path / "a.zarr" / "data_level1")[...]
+    level = cubeslab.Array(tmp_path / "a.zarr" / "data_levels" / "1")[...]
     if compress is None:
         np.testing.assert_allclose(level, block_mean(stored), rtol=1e-6)
     else:
@@ -326,7 +345,7 @@ def test_verify_names_the_levels_a_killed_build_left(survey):
         "real = p.fill_level\n"
         "def fill(source, target, *a):\n"
         "    real(source, target, *a)\n"
-        "    if target.path.endswith('level2'):\n"
+        "    if target.path.endswith('levels/2'):\n"
         "        import os, signal; os.kill(os.getpid(), signal.SIGKILL)\n"
         "p.fill_level = fill\n"
         "p.build_pyramid(sys.argv[1], max_side=8)\n"
@@ -337,7 +356,7 @@ def test_verify_names_the_levels_a_killed_build_left(survey):
     report = cubeslab.verify(store)
     assert not report["ok"]
     [problem] = report["pyramid"]["problems"]
-    assert problem.startswith("amplitude_level1, amplitude_level2: left by a build that did not finish")
+    assert problem.startswith("amplitude_levels/1, amplitude_levels/2: left by a build that did not finish")
     done = subprocess.run([str(CLI), "verify", str(store)], capture_output=True, text=True)
     assert done.returncode == 1 and "run `cubeslab pyramid` again" in " ".join(done.stdout.split())
     cubeslab.build_pyramid(store, max_side=8)

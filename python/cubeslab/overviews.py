@@ -14,8 +14,16 @@ class Level:
     factors: tuple[int, ...]
 
 
+def levels_group(main: str) -> str:
+    """The group, beside the main array ``main``, that holds its levels: in a group of their own, so that
+    xarray's ``open_zarr`` of the store (which reads the arrays beside the main one, each dimension of one
+    size) leaves them out."""
+    return f"{main}_levels"
+
+
 def level_name(main: str, level: int) -> str:
-    return f"{main}_level{level}"
+    """The path, in the store, of ``main``'s level ``level`` (1 is the first halving)."""
+    return f"{levels_group(main)}/{level}"
 
 
 MADE_FROM = "made_from_data_version"

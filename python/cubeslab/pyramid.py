@@ -2,7 +2,8 @@
 axes, until the largest side fits ``max_side``, so that a whole plane of a huge survey can be seen at
 screen resolution without reading it all.
 
-Each level is an array of the store's group (``amplitude_level1``, ...), written from the one before it
+Each level is an array in a group beside the main array (``amplitude_levels/1``, ...; a group of
+their own, so that xarray's ``open_zarr`` of the store leaves them out), written from the one before it
 with window writes, a slab of whole shards at a time. The group's attributes describe them with the
 OME-Zarr ``multiscales`` convention (datasets with scale transforms), so other multiscale viewers open
 them, and in ``cubeslab.pyramid`` with the main array's data version they were made from: a window
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import shutil
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -30,7 +30,7 @@ from . import _engine, defaults
 from .array import Array, zarr_json
 from .errors import InvalidInputError, OptionError
 from .locations import local_only
-from .overviews import MADE_FROM, Level, data_version, level_name, recorded_levels
+from .overviews import MADE_FROM, Level, data_version, level_name, levels_group, recorded_levels
 
 METHODS = ("mean", "decimate")
 OME_VERSION = "0.5"
@@ -125,24 +125,24 @@ def build_pyramid(
     # Readers stop using the levels before any is touched, so a rebuild that stops midway leaves none
     # that look current; the levels of an earlier build go, however many it made.
     _engine.add_group_attributes(os.fspath(path), zarr_json({"ome": None, "cubeslab": {"pyramid": None}}))
-    for name in level_arrays(path, main_name):
-        shutil.rmtree(os.path.join(path, name))
+    group = os.path.join(path, levels_group(main_name))
+    shutil.rmtree(group, ignore_errors=True)
     levels: list[Level] = []
     source = main
     try:
+        _engine.create_group(group, None)
         for number, shape in enumerate(level_shapes(main.shape, chosen, max_side), start=1):
             target = new_level(path, main, level_name(main_name, number), shape, limit)
             levels.append(
                 Level(
-                    os.path.basename(target.path),
+                    level_name(main_name, number),
                     tuple(2**number if d in chosen else 1 for d in range(main.ndim)),
                 )
             )
             fill_level(source, target, chosen, method, limit)
             source = Array(target.path)
     except BaseException:  # an error or Ctrl-C: no level of this build stays (a kill leaves them unrecorded)
-        for level in levels:
-            shutil.rmtree(os.path.join(path, level.name), ignore_errors=True)
+        shutil.rmtree(group, ignore_errors=True)
         raise
     description = describe_levels(cube, main_name, levels, method, version)
     _engine.add_group_attributes(os.fspath(path), zarr_json(description))
@@ -279,9 +279,12 @@ def check_pyramid(
 
 
 def level_arrays(store, main_name: str) -> list[str]:
-    """The folders of ``store`` named as overview levels of ``main_name``, recorded or not."""
-    pattern = re.compile(re.escape(level_name(main_name, 0)).replace("0", r"\d+") + "$")
-    return sorted(e.name for e in os.scandir(store) if e.is_dir() and pattern.match(e.name))
+    """The overview levels of ``main_name`` that ``store`` holds (paths in it), recorded or not."""
+    group = os.path.join(store, levels_group(main_name))
+    if not os.path.isdir(group):
+        return []
+    numbers = sorted(int(e.name) for e in os.scandir(group) if e.is_dir() and e.name.isdecimal())
+    return [level_name(main_name, n) for n in numbers]
 
 
 def unrecorded_levels(cube) -> str | None:

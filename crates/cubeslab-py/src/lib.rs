@@ -255,11 +255,16 @@ fn survey_arrays() -> std::collections::HashMap<&'static str, &'static str> {
         .collect()
 }
 
-/// Create a group at `path` whose main array is `main`, with `attributes`
-/// (a JSON object) besides.
+/// Create a group at `path` whose main array is `main` (None: a group
+/// naming none), with `attributes` (a JSON object) besides.
 #[pyfunction]
 #[pyo3(signature = (path, main, attributes="{}"))]
-fn create_group(py: Python<'_>, path: PathBuf, main: &str, attributes: &str) -> PyResult<()> {
+fn create_group(
+    py: Python<'_>,
+    path: PathBuf,
+    main: Option<&str>,
+    attributes: &str,
+) -> PyResult<()> {
     let attributes: serde_json::Map<String, serde_json::Value> =
         serde_json::from_str(attributes)
             .map_err(|e| crate::errors::invalid_input(format!("group attributes: {e}")))?;

@@ -123,9 +123,10 @@ impl Group {
     }
 
     /// Create a group at `path` (a folder holding no node yet) whose main
-    /// array is `main` (named as MDIO names it, so readers find it), with
-    /// `extra` attributes besides.
-    pub fn create(path: &Path, main: &str, extra: &Map<String, Value>) -> Result<()> {
+    /// array is `main` (named as MDIO names it, so readers find it; none for
+    /// a group that only holds others' arrays), with `extra` attributes
+    /// besides.
+    pub fn create(path: &Path, main: Option<&str>, extra: &Map<String, Value>) -> Result<()> {
         if path.join("zarr.json").exists() {
             return Err(StoreError::AlreadyExists {
                 path: path.to_path_buf(),
@@ -134,7 +135,9 @@ impl Group {
         }
         std::fs::create_dir_all(path).map_err(|e| crate::Error::io(path, e))?;
         let mut attributes = extra.clone();
-        attributes.insert("attributes".into(), json!({ MAIN_ARRAY_ATTR: main }));
+        if let Some(main) = main {
+            attributes.insert("attributes".into(), json!({ MAIN_ARRAY_ATTR: main }));
+        }
         Self::write(path, &attributes, Durability::Cached)
     }
 
