@@ -559,3 +559,17 @@ def test_the_tic_and_mean_spectrum_follow_window_writes_to_the_cube(tmp_path, da
     np.testing.assert_allclose(msi.tic(), cube.sum(axis=2), rtol=1e-9)
     assert not np.allclose(msi.tic(), kept)  # the ingest's sums no longer hold
     np.testing.assert_allclose(msi.mean_spectrum()[1], cube[msi.pixel_mask()].mean(axis=0), rtol=1e-9)
+
+
+def test_a_write_into_a_pixel_the_file_lacks_leaves_the_mean_spectrum_over_the_files_pixels(tmp_path):
+    mz = np.array([100.0, 200.0, 300.0])
+    with ImzMLWriter(str(tmp_path / "t.imzML"), mode="continuous") as writer:  # (1, 2) and (2, 1) missing
+        writer.addSpectrum(mz, np.array([1, 2, 3], "f4"), (1, 1, 1))
+        writer.addSpectrum(mz, np.array([3, 4, 5], "f4"), (2, 2, 1))
+    cubeslab.ingest(tmp_path / "t.imzML", tmp_path / "t.zarr")
+    with cubeslab.open(tmp_path / "t.zarr", "r+") as msi:
+        assert not msi.pixel_mask()[0, 1]
+        msi[0, 1, :] = 1000.0
+    msi = cubeslab.open(tmp_path / "t.zarr")
+    np.testing.assert_array_equal(msi.mean_spectrum()[1], [2.0, 3.0, 4.0])
+    np.testing.assert_array_equal(msi.tic(), msi[...].astype(np.float64).sum(axis=2))

@@ -122,14 +122,14 @@ class MsiCube(Cube):
         """The total ion current image (x, y), computed during ingest (again from the cube, if it was
         written since)."""
         kept = self._kept("tic")
-        return kept if kept is not None else self._summed_again(axis=2)
+        return kept if kept is not None else np.concatenate([slab.sum(axis=2) for _, slab in self._slabs()])
 
     def mean_spectrum(self) -> tuple[np.ndarray, np.ndarray]:
         """(m/z, mean intensity over the pixels the file has), computed during ingest (again from the
         cube, if it was written since)."""
         kept = self._kept("mean_spectrum")
         if kept is None:
-            kept = self._summed_again(axis=(0, 1)) / max(int(self.pixel_mask().sum()), 1)
+            kept = self._spectra_summed_again() / max(int(self.pixel_mask().sum()), 1)
         return self.mz, kept
 
     def _kept(self, name: str) -> np.ndarray | None:
@@ -142,13 +142,20 @@ class MsiCube(Cube):
         # A store from before versions were counted records none: its sums are taken as they are.
         return stored[...] if made_from is None or made_from == current else None
 
-    def _summed_again(self, axis) -> np.ndarray:
-        """The cube summed over ``axis`` (2: per pixel; (0, 1): per m/z value) in float64, slab by slab of
-        x within the default memory limit."""
+    def _spectra_summed_again(self) -> np.ndarray:
+        """The spectra of the pixels the file has, summed (a write into a pixel it lacks is left out)."""
+        mask, total = self.pixel_mask(), np.zeros(self.shape[2], np.float64)
+        for start, slab in self._slabs():
+            total += slab[mask[start : start + len(slab)]].sum(axis=0)
+        return total
+
+    def _slabs(self):
+        """``(first x, the cube's values at x, x + 1, ...)`` in float64, slab by slab of x within the
+        default memory limit."""
         nx, ny, nmz = self.shape
         rows = max(1, defaults.MEMORY_LIMIT // 4 // max(ny * nmz * 8, 1))
-        parts = [self.amplitude[i : i + rows].sum(axis=axis, dtype=np.float64) for i in range(0, nx, rows)]
-        return np.concatenate(parts) if axis == 2 else np.sum(parts, axis=0)
+        for start in range(0, nx, rows):
+            yield start, self.amplitude[start : start + rows].astype(np.float64)
 
     def pixel_mask(self) -> np.ndarray:
         """True where the file has a spectrum."""
