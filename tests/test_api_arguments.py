@@ -83,6 +83,49 @@ def test_python_integers_beyond_int64_are_numbers(tmp_path):
     assert not cubeslab.open(tmp_path / "i.zarr")[...].any()
 
 
+def test_python_integers_beyond_float64_are_refused_as_out_of_range(tmp_path):
+    cubeslab.Array.from_numpy(tmp_path / "f.zarr", np.zeros(3), chunks=(3,))
+    with (
+        cubeslab.open(tmp_path / "f.zarr", mode="r+") as floats,
+        pytest.raises(InvalidInputError, match="is outside float64's range"),
+    ):
+        floats[0] = 10**400
+    assert not cubeslab.open(tmp_path / "f.zarr")[...].any()
+
+
+def test_a_cache_beyond_a_64_bit_count_is_refused(tmp_path):
+    cubeslab.Array.from_numpy(tmp_path / "f.zarr", np.zeros(3), chunks=(3,))
+    with pytest.raises(
+        InvalidInputError, match="cache=1180591620717411303424: more bytes than a 64-bit count"
+    ):
+        cubeslab.open(tmp_path / "f.zarr", mode="r+", cache=2**70)
+
+
+def test_numpy_attribute_values_are_stored_as_json_numbers_and_lists(tmp_path):
+    import zarr
+
+    given = {"i": np.int64(7), "b": np.bool_(True), "f": np.float32(1.5), "a": np.arange(3), "n": None}
+    cubeslab.create(tmp_path / "a.zarr", (4,), attributes=given).close()
+    stored = zarr.open_array(tmp_path / "a.zarr", mode="r").attrs
+    assert {key: stored[key] for key in given} == {"i": 7, "b": True, "f": 1.5, "a": [0, 1, 2], "n": None}
+
+
+@pytest.mark.parametrize(
+    ("attributes", "message"),
+    [
+        ({"o": object()}, r"attributes\['o'\]: object values cannot be stored as JSON"),
+        ({"a": {"b": [1, 2**70]}}, r"attributes\['a'\]\['b'\]\[1\]: 1180591620717411303424 is beyond 64-bit"),
+    ],
+)
+@pytest.mark.parametrize("coords", [None, {"x": np.arange(4.0)}])
+def test_attributes_json_cannot_hold_exactly_are_refused_naming_them_and_nothing_is_written(
+    tmp_path, attributes, message, coords
+):
+    with pytest.raises(InvalidInputError, match=message):
+        cubeslab.create(tmp_path / "a.zarr", (4,), dims=("x",), coords=coords, attributes=attributes)
+    assert not (tmp_path / "a.zarr").exists()
+
+
 @pytest.mark.parametrize("value", ["abc", "0", "-2", "1.5"])
 def test_a_thread_count_in_the_environment_that_is_no_count_is_said_to_be_ignored(value):
     env = {**os.environ, "CUBESLAB_THREADS": value}

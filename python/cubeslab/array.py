@@ -132,7 +132,13 @@ def write_cache_limit(cache: int | str | None) -> int | None:
         raise InvalidInputError(f"cache={error}") from None
     if limit is not None and limit <= 0:
         raise InvalidInputError(f"cache={cache!r}: the write cache needs a positive number of bytes")
+    if limit is not None and limit > LARGEST_COUNT:
+        raise InvalidInputError(f"cache={cache!r}: more bytes than a 64-bit count holds")
     return None if limit is None else int(limit)
+
+
+LARGEST_COUNT = 2**63 - 1
+"""The largest count of bytes or elements the engine takes (a signed 64-bit integer's largest)."""
 
 
 def checked_shape_and_type(path, shape, dtype) -> tuple[list[int], np.dtype]:
@@ -159,12 +165,30 @@ def zarr_json(value) -> str:
     """``value`` (metadata, attributes) as JSON text: non-finite floats named as :func:`zarr_fill_value`
     names them, since JSON has no NaN and the engine takes none."""
 
-    def named(v):
+    def named(v, at: str = ""):
         if isinstance(v, dict):
-            return {k: named(x) for k, x in v.items()}
+            return {k: named(x, f"{at}[{k!r}]") for k, x in v.items()}
         if isinstance(v, (list, tuple)):
-            return [named(x) for x in v]
-        return zarr_fill_value(float(v)) if isinstance(v, (float, np.floating)) else v
+            return [named(x, f"{at}[{i}]") for i, x in enumerate(v)]
+        if isinstance(v, np.ndarray):
+            return named(v.tolist(), at)
+        if isinstance(v, (float, np.floating)):
+            return zarr_fill_value(float(v))
+        if isinstance(v, (bool, np.bool_)):
+            return bool(v)
+        if isinstance(v, (int, np.integer)):
+            if not -(2**63) <= int(v) < 2**64:  # the engine's JSON holds 64-bit integers; more would round
+                raise InvalidInputError(
+                    f"{at}: {v} is beyond 64-bit integers, which JSON metadata holds exactly; "
+                    "store it as text"
+                )
+            return int(v)
+        if v is None or isinstance(v, str):
+            return v
+        raise InvalidInputError(
+            f"{at}: {type(v).__name__} values cannot be stored as JSON metadata (numbers, text, lists and "
+            "dicts can)"
+        )
 
     return json.dumps(named(value), allow_nan=False)
 

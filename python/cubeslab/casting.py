@@ -20,7 +20,13 @@ def as_numbers(path: str, values, dtype: np.dtype) -> np.ndarray:
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in array.flat):
         return array  # refused by _check_cast as no numbers
     if dtype.kind in "fc":
-        return array.astype(np.float64)
+        try:
+            return array.astype(np.float64)
+        except OverflowError:
+            outside = next(v for v in array.flat if abs(v) > int(np.finfo(np.float64).max))
+            raise InvalidInputError(
+                f"{path}: {outside} is outside {dtype}'s range (largest {np.finfo(dtype).max:g})"
+            ) from None
     limits = np.iinfo(dtype)
     outside = next((v for v in array.flat if not limits.min <= v <= limits.max), None)
     if outside is None:

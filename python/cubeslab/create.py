@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from . import _engine, defaults
-from .array import Array, checked_fill_value, checked_shape_and_type, write_cache_limit
+from .array import Array, checked_fill_value, checked_shape_and_type, write_cache_limit, zarr_json
 from .cube import Cube
 from .description import create_arguments
 from .errors import InvalidInputError, StoreExistsError
@@ -88,6 +88,10 @@ def create(
     shape = tuple(sides)
     if fill_value is not None:
         checked_fill_value(path, fill_value, dtype)
+    try:
+        zarr_json(attributes or {})
+    except InvalidInputError as error:
+        raise InvalidInputError(f"{path}: attributes{error}") from None
     if chunks is None:
         if shards is not None:
             raise InvalidInputError("shards= needs chunks= (the chunks inside each shard)")
