@@ -7,6 +7,7 @@ command line's refusals of unwritable outputs and impossible option values."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -116,6 +117,22 @@ def test_samples_float32_rounds_are_warned_of_and_found_by_verify_against(tmp_pa
     cubeslab.ingest(path, tmp_path / "n.zarr", dtype="native")
     assert np.array_equal(cubeslab.open(tmp_path / "n.zarr")[...].reshape(9, 10), values)
     assert run("verify", tmp_path / "n.zarr", "--against", path).returncode == 0
+
+
+def test_float64_samples_stored_as_float32_are_said_to_lose_precision_and_range(tmp_path):
+    values = np.tile([1e300, 1.0000000001, -2.5], (9, 1))
+    path = write(tmp_path / "f64.sgy", values, fmt=6)
+    with pytest.warns(cubeslab.IngestWarning) as caught:
+        cubeslab.ingest(path, tmp_path / "f.zarr")
+    [said_at_ingest] = [str(w.message) for w in caught if issubclass(w.category, cubeslab.IngestWarning)]
+    assert "rounded to float32's 24 significant bits" in said_at_ingest
+    assert "past float32's range (3.4e38) becomes infinite" in said_at_ingest
+    np.testing.assert_array_equal(
+        cubeslab.open(tmp_path / "f.zarr")[...].reshape(9, 3), values.astype("f4")
+    )  # float32's own rounding: inf and 1.0
+    done = run("verify", tmp_path / "f.zarr", "--against", path)
+    assert done.returncode == 1
+    assert re.search(r"largest error in chunk .+?: inf lossless", said(done)), said(done)
 
 
 def test_infinite_samples_kept_exactly_verify_as_exact(tmp_path):

@@ -352,7 +352,8 @@ def print_verify(report: dict) -> None:
         console.print(f"against {escape(a['source'])} ({compared}): {error_summary(a)}")
         worst = a.get("worst_chunk_max_abs_error")
         if worst:
-            console.print(f"largest error in chunk {escape(worst['chunk'])}: {worst['max_abs_error']}")
+            largest = "inf" if worst["max_abs_error"] is None else f"{worst['max_abs_error']:.4g}"
+            console.print(f"largest error in chunk {escape(worst['chunk'])}: {largest}")
         if "problem" in a:
             console.print(f"[red]{escape(a['problem'])}[/]")
     if "pyramid" in report:

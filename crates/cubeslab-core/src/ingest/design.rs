@@ -133,12 +133,18 @@ impl Design {
             survey::group_attributes(source, &source_name, geometry, &names, &layout, dtype);
         if options.dtype == AmplitudeType::Float32 && !float32_holds(source.format) {
             if let Some(warnings) = attributes["cubeslab"]["warnings"].as_array_mut() {
+                let native = source.format.native_dtype();
+                let lost = if native.is_float() {
+                    "each sample is rounded to float32's 24 significant bits (a relative change up to \
+                     6e-8), and one past float32's range (3.4e38) becomes infinite"
+                } else {
+                    "whole numbers past 2^24 in size are rounded to float32's 24 significant bits"
+                };
                 warnings.push(json!(format!(
-                    "samples of format {} ({}) stored as float32, the default: values past 2^24 in size \
-                     (or past float32's range) are rounded; pass dtype=\"native\" (--dtype native) to keep \
-                     them exactly",
+                    "samples of format {} ({}) stored as float32, the default: {lost}; pass \
+                     dtype=\"native\" (--dtype native) to keep them exactly",
                     source.format.code(),
-                    source.format.native_dtype().name()
+                    native.name()
                 )));
             }
         }
