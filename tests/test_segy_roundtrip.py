@@ -359,6 +359,29 @@ def test_export_reads_back_in_segyio_like_the_source(segy_case, ingested, tmp_pa
             assert np.array_equal(dst.xlines, src.xlines)
 
 
+def test_values_written_where_the_survey_has_no_trace_are_said_to_be_left_out_of_a_segy_export(
+    segy_dir, ingest_cube, tmp_path
+):
+    cube = ingest_cube(segy_dir / "small_hole.sgy")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", cubeslab.ExportWarning)  # the holes' fill values are no writes
+        cubeslab.export(cube.path, tmp_path / "before.sgy")
+    holes = np.argwhere(~cube.trace_mask)
+    il, xl = holes[-1]
+    with cubeslab.open(cube.path, "r+") as writable:
+        writable[il, xl, :] = 42.0
+        writable[0, 0, :] = 7.0  # a trace the survey has: exported with its header
+    where = f"inline {cube.coords['inline'][il]}, crossline {cube.coords['crossline'][xl]}"
+    with pytest.warns(cubeslab.ExportWarning, match=f"1 trace position.* the first at {where};"):
+        written = cubeslab.export(cube.path, tmp_path / "after.sgy")
+    with segyio.open(segy_dir / "small_hole.sgy", ignore_geometry=True) as src:
+        assert written == src.tracecount
+    with segyio.open(tmp_path / "after.sgy", ignore_geometry=True) as dst:
+        first = [i for i in range(dst.tracecount) if dst.header[i][189] == cube.coords["inline"][0]
+                 and dst.header[i][193] == cube.coords["crossline"][0]]  # fmt: skip
+        np.testing.assert_array_equal(dst.trace[first[0]], np.full(cube.shape[-1], 7.0, "f4"))
+
+
 def test_export_of_float32_store_is_exact_when_float32_holds_the_values(
     segy_case, ingested, oracle_of, tmp_path
 ):

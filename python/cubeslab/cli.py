@@ -23,7 +23,14 @@ from . import defaults, plan_cli
 from .array import zarr_json
 from .cli_progress import PhaseBars
 from .defaults import HELP
-from .errors import CubeslabError, IngestWarning, InvalidInputError, OptionError, StoreNotFoundError
+from .errors import (
+    CubeslabError,
+    ExportWarning,
+    IngestWarning,
+    InvalidInputError,
+    OptionError,
+    StoreNotFoundError,
+)
 from .locations import S3Path, store_path
 from .plan import check_access, check_compress, check_dtype
 from .read_cli import read_command
@@ -286,7 +293,11 @@ def export(
     from . import export as run_export
     from .sources import FORMAT_BY_SUFFIX
 
-    n = run_export(store, output, format=format, overwrite=overwrite, compress=compress)
+    with warnings.catch_warnings(record=True) as noted:
+        warnings.simplefilter("always", ExportWarning)
+        n = run_export(store, output, format=format, overwrite=overwrite, compress=compress)
+    for warning in noted:
+        errors.print(f"[yellow]warning:[/] {escape(str(warning.message))}")
     what = "elements" if Path(output).suffix in FORMAT_BY_SUFFIX else "traces"
     console.print(f"wrote {n:,} {what} to {escape(str(output))}")
 

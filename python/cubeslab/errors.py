@@ -13,6 +13,7 @@ __all__ = [
     "CorruptDataError",
     "CubeslabError",
     "CubeslabIOError",
+    "ExportWarning",
     "GeometryError",
     "IncompleteStoreError",
     "IngestWarning",
@@ -94,3 +95,7 @@ class InternalError(CubeslabError, RuntimeError):
 
 class IngestWarning(UserWarning):
     """Something an ingest did that its user should know of (a cut-short file read partly, ...)."""
+
+
+class ExportWarning(UserWarning):
+    """Something an export left out that its user should know of (values the format has no place for)."""

@@ -29,6 +29,7 @@ from .locations import (
 )
 from .msi.ingest import ingest_imzml, is_imzml
 from .schema import store_contents
+from .segy_export import said_left_out
 from .sources import FORMAT_BY_SUFFIX, array_source, is_netcdf
 from .sources.ingest import ingest_array
 from .sources.netcdf import ingest_netcdf
@@ -81,8 +82,6 @@ def fetched_source(url: str | os.PathLike, storage_options: dict | None = None) 
 def fetched_store(url: str | os.PathLike, beside: str | os.PathLike) -> Iterator[str]:
     """A store on object storage copied to a temporary folder beside ``beside`` (the export's output,
     which needs as much room), for the exports that write from a local store; removed afterwards."""
-    from .schema import store_contents
-
     where = store_path(url)
     store_contents(where)  # a store that may not be read is refused here, by its URL
     folder = tempfile.mkdtemp(prefix=".cubeslab-export-", dir=os.path.dirname(os.path.abspath(beside)))
@@ -368,14 +367,15 @@ def export(
     if kind == "fits":
         return array_export.export_fits(store, output, overwrite=overwrite)
     if mdio.is_mdio_export_source(store):
-        return mdio.export_segy(store, output, format=format, overwrite=overwrite, threads=threads)
+        exported = mdio.export_segy(store, output, format=format, overwrite=overwrite, threads=threads)
+        return said_left_out(store, output, *exported)
     if not schema.is_segy_survey(store_contents(store, to_read=False)):
         raise InvalidInputError(
             f"{store}: SEG-Y export writes a survey ingested from SEG-Y; this store holds an N-D array: "
             f"export it to {', '.join(FORMAT_BY_SUFFIX)}"
         )
     options = _engine.ExportOptions(format=format, overwrite=overwrite, threads=threads)
-    return _engine.export(os.fspath(store), os.fspath(output), options)
+    return said_left_out(store, output, *_engine.export(os.fspath(store), os.fspath(output), options))
 
 
 def describe_segy(

@@ -353,8 +353,8 @@ def export_segy(
     format: int | None = None,
     overwrite: bool = False,
     threads: int | None = None,
-) -> int:
-    """Export an MDIO store to SEG-Y with the engine's writer.
+) -> tuple[int, int, list[int] | None]:
+    """Export an MDIO store to SEG-Y with the engine's writer; returns what the engine's export returns.
 
     The engine writes SEG-Y from cubeslab's own layout (raw 240-byte trace headers, the file headers
     as bytes). This builds that layout for an MDIO store in a scratch folder beside ``output``:

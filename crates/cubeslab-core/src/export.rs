@@ -38,9 +38,22 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
-/// Write the survey in `store` as a SEG-Y file at `output`; returns the
-/// number of traces written (the live ones).
-pub fn export_segy(store: &Path, output: &Path, options: &ExportOptions) -> Result<u64> {
+/// What a SEG-Y export wrote, and what it could not.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExportedSegy {
+    /// Traces written: the survey's live ones.
+    pub traces: u64,
+    /// Positions without a trace in the survey (`trace_mask` false) that
+    /// hold values other than the fill value, written there since the
+    /// ingest: SEG-Y has no trace header for them, so they are left out.
+    pub left_out: u64,
+    /// The first of those, as a position along each trace dimension.
+    pub first_left_out: Option<Vec<u64>>,
+}
+
+/// Write the survey in `store` as a SEG-Y file at `output`: the live
+/// traces, each with its stored header.
+pub fn export_segy(store: &Path, output: &Path, options: &ExportOptions) -> Result<ExportedSegy> {
     Group::open(store)?.require_readable()?;
     if output.exists() && !options.overwrite {
         return Err(StoreError::AlreadyExists {
@@ -126,7 +139,8 @@ pub fn export_segy(store: &Path, output: &Path, options: &ExportOptions) -> Resu
     let mut writer = BufWriter::with_capacity(8 << 20, file);
     let io = |e| Error::io(&tmp, e);
     writer.write_all(&bytes).map_err(io)?;
-    let mut written = 0u64;
+    let mut exported = ExportedSegy::default();
+    let fill = amplitude.fill_bytes();
     let mut samples_out = vec![0u8; ns * format.bytes()];
     for il in 0..shape[0] {
         // One inline at a time bounds memory by one inline's traces.
@@ -139,20 +153,45 @@ pub fn export_segy(store: &Path, output: &Path, options: &ExportOptions) -> Resu
         let mut hdrs = vec![0u8; per_inline * TRACE_HEADER_LEN];
         headers.read_into(&Window { dims: header_dims }, &mut hdrs, &read)?;
         for cell in 0..per_inline {
+            let trace = &data[cell * ns * dtype.size()..(cell + 1) * ns * dtype.size()];
             if live[il as usize * per_inline + cell] == 0 {
+                if trace.chunks_exact(fill.len()).any(|sample| sample != fill) {
+                    exported.left_out += 1;
+                    exported
+                        .first_left_out
+                        .get_or_insert_with(|| trace_position(il, cell, &shape[1..nt]));
+                }
                 continue;
             }
-            let trace = &data[cell * ns * dtype.size()..(cell + 1) * ns * dtype.size()];
             format.encode(endian, trace, dtype, &mut samples_out);
             writer
                 .write_all(&hdrs[cell * TRACE_HEADER_LEN..(cell + 1) * TRACE_HEADER_LEN])
                 .map_err(io)?;
             writer.write_all(&samples_out).map_err(io)?;
-            written += 1;
+            exported.traces += 1;
         }
     }
     writer.flush().map_err(io)?;
     drop(writer);
     std::fs::rename(&tmp, output).map_err(|e| Error::io(output, e))?;
-    Ok(written)
+    Ok(exported)
+}
+
+/// The position along every trace dimension of the `cell`-th trace (C
+/// order over the dimensions `inner`, after the first) of inline `il`.
+fn trace_position(il: u64, cell: usize, inner: &[u64]) -> Vec<u64> {
+    let mut position = vec![il];
+    let mut rest = cell as u64;
+    let mut tail: Vec<u64> = inner
+        .iter()
+        .rev()
+        .map(|&n| {
+            let at = rest % n;
+            rest /= n;
+            at
+        })
+        .collect();
+    tail.reverse();
+    position.extend(tail);
+    position
 }

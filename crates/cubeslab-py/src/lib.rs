@@ -224,15 +224,18 @@ fn run_ingest_task(
     })
 }
 
-/// Export a store to SEG-Y; returns the number of traces written.
+/// Export a store to SEG-Y; returns the number of traces written, how many
+/// positions without a trace hold written values (left out) and the first
+/// of those (positions along the trace dimensions), or None.
 #[pyfunction]
 fn export(
     py: Python<'_>,
     store: PathBuf,
     output: PathBuf,
     options: &ExportOptions,
-) -> PyResult<u64> {
-    engine(py, || export_segy(&store, &output, &options.engine))
+) -> PyResult<(u64, u64, Option<Vec<u64>>)> {
+    let done = engine(py, || export_segy(&store, &output, &options.engine))?;
+    Ok((done.traces, done.left_out, done.first_left_out))
 }
 
 /// Describe a SEG-Y file (headers and geometry) as JSON, without ingesting it.
