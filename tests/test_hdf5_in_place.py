@@ -145,6 +145,37 @@ def test_random_windows_equal_h5py(h5_file, data, name):
     np.testing.assert_array_equal(got, expected_of(h5_file, name, window))
 
 
+@pytest.mark.parametrize(
+    ("shape", "largest", "chunks", "libver"),
+    [
+        ((12, 16, 10), (12, None, 10), (6, 4, 5), "latest"),  # one unlimited dimension, not the first
+        ((12, 16, 10), (20, None, 30), (6, 4, 5), "latest"),  # other sides able to grow, but bounded
+        ((5, 7, 9, 4), (5, 7, None, 4), (2, 3, 2, 3), "latest"),
+        ((5, 7, 9, 4), (5, 7, 9, None), (2, 3, 4, 3), "latest"),
+        ((9, 8), (None, 8), (2, 3), "latest"),  # the unlimited dimension first
+        ((12, 16, 10), (12, None, 10), (6, 4, 5), "earliest"),  # HDF5 1.8's B-tree index
+    ],
+)
+def test_chunks_of_a_dataset_that_can_grow_are_read_where_h5py_reads_them(
+    tmp_path, shape, largest, chunks, libver
+):
+    """HDF5 2.0.0 reports the chunk origins of an extensible-array index (one unlimited dimension, not
+    the first) in the index's order: read as reported, chunks land in the wrong place."""
+    values = np.random.default_rng(7).normal(size=shape).astype("f4")
+    path = tmp_path / "grow.h5"
+    with h5py.File(path, "w", libver=libver) as f:
+        data = f.create_dataset(
+            "d", shape=shape, chunks=chunks, maxshape=largest, dtype="f4", compression="gzip"
+        )
+        written = tuple(slice(n // 3, n) for n in shape)  # some chunks never written: fill values
+        data[written] = values[written]
+    with h5py.File(path) as f:
+        expected = f["d"][()]
+    np.testing.assert_array_equal(cubeslab.open(path, dataset="/d")[...], expected)
+    cubeslab.ingest(path, tmp_path / "grow.zarr", dataset="/d")
+    np.testing.assert_array_equal(cubeslab.open(tmp_path / "grow.zarr")[...], expected)
+
+
 def test_a_netcdf4_file_from_another_tool_reads_as_netcdf4_does(data_dir):
     import netCDF4
 

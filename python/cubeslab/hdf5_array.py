@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import glob
+import io
 import os
 
 import numpy as np
@@ -22,7 +23,7 @@ from .errors import InvalidInputError
 from .hdf5_file import dataset_attributes, dataset_axes, is_hdf5_file, open_dataset
 
 
-def chunk_table(data) -> np.ndarray:
+def chunk_table(path: str, name: str, data) -> np.ndarray:
     """One row per stored chunk of an h5py dataset: its origin, then byte offset, size, filter mask."""
     rows: list[tuple[int, ...]] = []
     dsid = data.id
@@ -32,7 +33,87 @@ def chunk_table(data) -> np.ndarray:
         for i in range(dsid.get_num_chunks()):
             c = dsid.get_chunk_info(i)
             rows.append((*c.chunk_offset, c.byte_offset, c.size, c.filter_mask))
+    unlimited = [d for d, most in enumerate(data.maxshape) if most is None]
+    if len(unlimited) == 1 and unlimited[0] > 0:
+        # An extensible-array index orders chunks with the unlimited dimension first; some HDF5 versions
+        # report their origins in that order.
+        index = _chunk_index_type(data)
+        reported = _extensible_array_origins() if index == EXTENSIBLE_ARRAY_INDEX else "as they are"
+        if reported == "unlimited first":
+            rows = [(*_unlimited_put_back(row[: data.ndim], data.chunks, data.maxshape, unlimited[0]),
+                     *row[data.ndim :]) for row in rows]  # fmt: skip
+        elif index is None or reported != "as they are":
+            raise InvalidInputError(
+                f"{path}: dataset {name} can grow along dimension {unlimited[0]}, and cubeslab cannot tell "
+                "where this HDF5 library says its chunks are; read it with h5py"
+            )
     return np.array(rows, dtype=np.uint64).reshape(-1, data.ndim + 3)
+
+
+EXTENSIBLE_ARRAY_INDEX = 4
+"""``H5D_CHUNK_IDX_EARRAY``: the chunk index of a dataset with one unlimited dimension (HDF5 1.10 format)."""
+
+
+def _chunk_index_type(data) -> int | None:
+    """The dataset's chunk index (``H5Dget_chunk_index_type``, which h5py does not expose), or None."""
+    library = _hdf5_library(data.id.id)
+    if library is None or not hasattr(library, "H5Dget_chunk_index_type"):
+        return None
+    kind = ctypes.c_int(-1)
+    if library.H5Dget_chunk_index_type(ctypes.c_int64(data.id.id), ctypes.byref(kind)) < 0:
+        return None
+    return kind.value
+
+
+def _unlimited_put_back(origin, chunks, maxshape, unlimited: int) -> tuple[int, ...]:
+    """The origin of a chunk of an extensible-array index as HDF5 2.0.0 reports it, where it is.
+
+    The index numbers chunks with the unlimited dimension slowest, then the others in order
+    (``n = g[u] * P + C-order position of the others``, P the number of chunks across their largest
+    sides, ``maxshape``). That version turns the number back into grid coordinates in the dimensions' own
+    order, taking the unlimited dimension as endless: the dimensions before it come out 0, it takes
+    ``n // (chunks across the later ones)``, the later ones the rest. The number is recovered from those,
+    then read the index's way."""
+    across = [-(-(n or 0) // c) for n, c in zip(maxshape, chunks, strict=True)]
+    grid = [int(o) // c for o, c in zip(origin, chunks, strict=True)]
+    number = 0
+    for d in range(unlimited, len(grid)):
+        number = number * (across[d] if d > unlimited else 1) + grid[d]
+    others = [d for d in range(len(grid)) if d != unlimited]
+    place = [0] * len(grid)
+    for d in reversed(others):
+        number, place[d] = divmod(number, across[d])
+    place[unlimited] = number
+    return tuple(p * c for p, c in zip(place, chunks, strict=True))
+
+
+@functools.cache
+def _extensible_array_origins() -> str:
+    """How h5py's HDF5 library reports the chunk origins of a dataset with one unlimited dimension, not
+    the first: "as they are", "unlimited first" (HDF5 2.0.0: the grid coordinates in the index's order)
+    or "unknown". Found by asking it about chunks written at known places of a dataset in memory."""
+    import h5py
+
+    Probe = tuple[tuple[int, ...], tuple[int | None, ...], tuple[int, ...], list[tuple[int, ...]]]
+    probes: list[Probe] = [  # (shape, largest, chunks, chunk origins written)
+        ((4, 6, 6), (8, None, 10), (2, 3, 2), [(2, 0, 0), (0, 3, 4), (2, 3, 2)]),
+        ((2, 4, 3, 4), (2, 6, None, 4), (1, 2, 1, 2), [(1, 2, 0, 0), (0, 0, 2, 2), (1, 0, 1, 2)]),
+    ]
+    found = set()
+    for shape, largest, chunks, written in probes:
+        with h5py.File(io.BytesIO(), "w", libver="latest") as f:
+            data = f.create_dataset("d", shape=shape, chunks=chunks, maxshape=largest, dtype="u1")
+            for origin in written:
+                data[tuple(slice(o, o + c) for o, c in zip(origin, chunks, strict=True))] = 1
+            reported = sorted(tuple(data.id.get_chunk_info(i).chunk_offset) for i in range(len(written)))
+        unlimited = largest.index(None)
+        if reported == sorted(written):
+            found.add("as they are")
+        elif sorted(_unlimited_put_back(o, chunks, largest, unlimited) for o in reported) == sorted(written):
+            found.add("unlimited first")
+        else:
+            found.add("unknown")
+    return found.pop() if len(found) == 1 else "unknown"
 
 
 DONT_FILTER_PARTIAL_CHUNKS = 0x0002
@@ -116,7 +197,7 @@ def engine_array(path: str, data, name: str) -> _engine.ChunkedFileArray:
     for i in range(plist.get_nfilters()):
         code, _flags, values, filter_name = plist.get_filter(i)
         filters.append((int(code), [int(v) for v in values], filter_name.decode(errors="replace")))
-    table = chunk_table(data)
+    table = chunk_table(path, name, data)
     if filters and edge_chunks_unfiltered(plist):
         _mark_edge_chunks_unfiltered(table, data.shape, data.chunks)
     return _engine.ChunkedFileArray(*common, chunk_shape=list(data.chunks), filters=filters, chunks=table)
