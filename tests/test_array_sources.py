@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import xarray as xr
 import zarr
 from conftest import netcdf_file, netcdf_named_like_dimensions
 
@@ -33,7 +34,8 @@ def test_an_npy_file_ingests_exactly(tmp_path, dtype):
     oracle = np.load(tmp_path / "v.npy")
     stored = cubeslab.open(tmp_path / "v.zarr")[...]
     assert stored.dtype == oracle.dtype.newbyteorder("=") and np.array_equal(stored, oracle)
-    assert np.array_equal(zarr.open_array(tmp_path / "v.zarr", mode="r")[...], oracle)
+    assert np.array_equal(zarr.open_group(tmp_path / "v.zarr", mode="r")["data"][...], oracle)
+    assert np.array_equal(xr.open_zarr(tmp_path / "v.zarr", consolidated=False).data.values, oracle)
     assert cubeslab.verify(tmp_path / "v.zarr")["ok"]
 
 

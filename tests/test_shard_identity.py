@@ -135,3 +135,27 @@ def test_other_tools_read_the_shards_as_any_zarr_v3_shards(sources, store):
         np.testing.assert_array_equal(group["time"][...], cube.coords["time"])
     generation = json.loads((store / "zarr.json").read_text())["attributes"]["cubeslab"]["generation"]
     assert generation == group["amplitude"].attrs["cubeslab"]["generation"]
+
+
+@pytest.mark.parametrize("damage", ["delete", "swap"])
+def test_a_store_ingested_from_an_array_file_knows_its_shards_places(tmp_path, damage):
+    """An .npy (an HDF5, NetCDF, FITS, SEPlib or raw file alike) ingests into a store whose data shards
+    carry their identity, as a survey's do: a lost or swapped shard is an error, not wrong numbers."""
+    values = np.arange(16 * 16 * 8, dtype="f4").reshape(16, 16, 8)
+    np.save(tmp_path / "v.npy", values)
+    store = tmp_path / "v.zarr"
+    cubeslab.ingest(tmp_path / "v.npy", store, layout="4x4x8/8x8x8")
+    np.testing.assert_array_equal(cubeslab.open(store)[...], values)
+    a, b = store / "data/c/0/0/0", store / "data/c/1/1/0"
+    if damage == "delete":
+        a.unlink()
+    else:
+        a.rename(store / "swap")
+        b.rename(a)
+        (store / "swap").rename(b)
+    with pytest.raises(
+        cubeslab.CorruptDataError, match="missing" if damage == "delete" else "moved or copied"
+    ):
+        cubeslab.open(store)[...]
+    verify = cli("verify", "--json", store)
+    assert verify.returncode == 1 and "c/0/0/0" in verify.stdout, verify.stdout

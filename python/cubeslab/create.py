@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -79,7 +80,33 @@ def create(
             ).close()  # fmt: skip
             publication.commit(False)
         return open(where, "r+", cache=cache)
-    path = where
+    return new_store(
+        where, shape, dtype, dims=dims, coords=coords, layout=layout, chunks=chunks, shards=shards,
+        access=access, compress=compress, fill_value=fill_value, attributes=attributes, cache=cache,
+    )  # fmt: skip
+
+
+def new_store(
+    path: Path,
+    shape,
+    dtype,
+    *,
+    dims=None,
+    coords: dict | None = None,
+    layout: str = defaults.LAYOUT,
+    chunks=None,
+    shards=None,
+    access: str | None = None,
+    compress: str | None = None,
+    fill_value=None,
+    attributes: dict | None = None,
+    cache: int | str | None = None,
+    identified: bool = False,
+) -> Cube:
+    """:func:`create` in a folder. ``identified``: the store, a group, records a generation, so that each
+    shard of its data carries its identity and one missing or misplaced reads as damage, as in an ingested
+    survey (for an ingest, which writes every shard; a created store's unwritten shards hold the fill
+    value)."""
     if os.path.lexists(path) and not is_empty_or_ours(path):
         raise StoreExistsError(f"{path} already exists; create makes a new store (an empty folder, or none)")
     # Checked before anything is written, so that a refusal leaves no folder behind.
@@ -98,9 +125,16 @@ def create(
         picked = plan(shape, dtype, layout=layout, access=access, compress=compress, top=1)[0]["layout"]
         chunks, shards = picked["inner"], picked["shard"]
     coordinates = checked_coords(coords or {}, dims, shape)
-    array_path = Path(path) / MAIN_ARRAY if coordinates else Path(path)
-    if coordinates:
-        _engine.create_group(path, MAIN_ARRAY)
+    # An identified store is a group, so that its data array's name, which each shard's identity
+    # records, is the same in the staging folder an ingest writes and where it is published.
+    grouped = bool(coordinates) or identified
+    array_path = Path(path) / MAIN_ARRAY if grouped else Path(path)
+    generation = json.loads(_engine.new_generation_attributes()) if identified else {}
+    if generation:
+        own = (attributes or {}).get("cubeslab", {})
+        attributes = {**(attributes or {}), "cubeslab": {**own, **generation["cubeslab"]}}
+    if grouped:
+        _engine.create_group(path, MAIN_ARRAY, zarr_json(generation))
     auxiliary = [name for name in coordinates if dims is None or name not in dims]
     if auxiliary:  # listed, as CF lists them, so that readers find them
         listed = str((attributes or {}).get("coordinates", "")).split()

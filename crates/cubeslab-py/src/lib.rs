@@ -335,6 +335,19 @@ fn mark_complete(py: Python<'_>, path: PathBuf) -> PyResult<()> {
     engine(py, || cubeslab_core::store::mark_complete(&path))
 }
 
+/// Attributes (JSON text) recording a new store generation: arrays that
+/// record one write each shard's identity beside it, and read a shard that
+/// is missing or not theirs as damage.
+#[pyfunction]
+fn new_generation_attributes() -> String {
+    let mut attributes = serde_json::Map::new();
+    cubeslab_core::store::record_generation(
+        &mut attributes,
+        cubeslab_core::store::new_generation(),
+    );
+    serde_json::Value::Object(attributes).to_string()
+}
+
 /// Mark the store at `path` (a group or a lone array) as made by `create`.
 #[pyfunction]
 fn mark_created(py: Python<'_>, path: PathBuf) -> PyResult<()> {
@@ -473,6 +486,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(add_group_attributes, m)?)?;
     m.add_function(wrap_pyfunction!(mark_complete, m)?)?;
     m.add_function(wrap_pyfunction!(mark_created, m)?)?;
+    m.add_function(wrap_pyfunction!(new_generation_attributes, m)?)?;
     m.add_function(wrap_pyfunction!(store_states, m)?)?;
     m.add_function(wrap_pyfunction!(is_text_array, m)?)?;
     m.add_function(wrap_pyfunction!(remote::read_text_array, m)?)?;

@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import _engine, defaults
 from ..array import Array
-from ..create import create, node_name_problem
+from ..create import new_store, node_name_problem
 from ..description import AXES_ATTR
 from ..errors import IngestWarning
 from ..labels import is_text
@@ -124,9 +124,10 @@ def ingest_array(
                 )
                 continue
             coords[name] = (tuple(dims[d] for d in axes), values, own)
-        with create(
-            os.fspath(publication.staging), shape, dtype, dims=dims, coords=coords, chunks=chunks,
+        with new_store(
+            Path(publication.staging), shape, dtype, dims=dims, coords=coords, chunks=chunks,
             shards=shards, compress=compress, cache=max(limit // 2, 1), attributes=attributes,
+            identified=True,
         ) as out:  # fmt: skip
             write_in_slabs(out.amplitude, source.read, shards, limit, progress)
         _engine.mark_complete(publication.staging)
