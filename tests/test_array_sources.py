@@ -39,6 +39,19 @@ def test_an_npy_file_ingests_exactly(tmp_path, dtype):
     assert cubeslab.verify(tmp_path / "v.zarr")["ok"]
 
 
+def test_an_array_file_ingest_plans_its_shards_within_the_memory_limit(tmp_path):
+    data = np.random.default_rng(3).normal(size=(64, 128, 128)).astype("f4")  # 4 MiB
+    np.save(tmp_path / "v.npy", data)
+    shard_bytes = {}
+    for limit in (1 << 20, 1 << 30):
+        store = tmp_path / f"{limit}.zarr"
+        cubeslab.ingest(tmp_path / "v.npy", store, memory_limit=limit)
+        array = cubeslab.open(store).amplitude
+        shard_bytes[limit] = int(np.prod(array.shards or array.chunks)) * 4
+        np.testing.assert_array_equal(array[...], data)
+    assert shard_bytes[1 << 20] <= (1 << 20) < shard_bytes[1 << 30]
+
+
 @pytest.mark.parametrize("order", ["C", "F"])
 def test_raw_bytes_ingest_exactly_in_either_order_after_an_offset(tmp_path, order):
     data = volume((24, 33, 17), "int32")

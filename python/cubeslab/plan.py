@@ -161,8 +161,10 @@ def plan(
     verify: bool = True,
     state: str = defaults.PLAN_STATE,
     top: int = defaults.PLAN_TOP,
+    memory_limit: int | None = None,
 ) -> list[dict]:
     """Plan a layout for an array; the pick first, then runners-up (``layout="auto"`` only).
+    ``memory_limit``: an ingest's bound in bytes, which its shards must fit.
 
     Each entry: ``layout`` (``inner``, ``shard``), ``score`` (the objective, seconds:
     the slowest weighted access warm times ``weights["warm"]`` plus the slowest
@@ -192,6 +194,7 @@ def plan(
         verify=verify,
         state=state,
         top=top,
+        memory_limit=memory_limit,
     )
     return json.loads(text)
 

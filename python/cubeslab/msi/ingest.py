@@ -363,7 +363,7 @@ def _write_views(staging: str, shape, dtype, accesses: list[str], compress, limi
     for access in accesses:
         if access in written:
             continue
-        chunks, shards = planned(shape, dtype, "auto", access, compress)
+        chunks, shards = planned(shape, dtype, "auto", access, compress, limit)
         name = f"{MAIN_ARRAY}-{re.sub(r'[^A-Za-z0-9]+', '-', access)}"
         Array.create(
             os.path.join(staging, name), shape, dtype, chunks=chunks, shards=shards, compress=compress,
@@ -468,7 +468,7 @@ def _ingest_parsed(
             )
         mz = binning.centres()
     access = access or DEFAULT_ACCESS
-    chunks, shards = planned(shape, dtype, layout, access, compress)
+    chunks, shards = planned(shape, dtype, layout, access, compress, limit)
     metadata = {"mode": report["mode"], "source": recorded_source(imzml.path), **imzml.metadata}
     if binning is not None:
         metadata.update(mz_bin=binning.describe(), mz_range=[binning.low, binning.high])

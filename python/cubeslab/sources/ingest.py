@@ -31,9 +31,13 @@ def natural_access(chunks) -> str | None:
     return f"box:{'x'.join(str(int(c)) for c in chunks)}" if chunks else None
 
 
-def planned(shape, dtype, layout: str, access: str | None, compress: str | None) -> tuple[list, list]:
-    """(chunks, shards) the planner picks for an array, as for an ingest."""
-    picked = plan(shape, dtype, layout=layout, access=access, compress=compress, top=1)[0]["layout"]
+def planned(
+    shape, dtype, layout: str, access: str | None, compress: str | None, memory_limit: int
+) -> tuple[list, list]:
+    """(chunks, shards) the planner picks for an array, as for an ingest within ``memory_limit`` bytes."""
+    picked = plan(
+        shape, dtype, layout=layout, access=access, compress=compress, top=1, memory_limit=memory_limit
+    )[0]["layout"]
     return picked["inner"], picked["shard"]
 
 
@@ -98,7 +102,7 @@ def ingest_array(
     shape, dtype = source.shape, source.dtype
     limit = int(memory_limit or defaults.MEMORY_LIMIT)
     access = access or natural_access(source.chunks)
-    chunks, shards = planned(shape, dtype, layout, access, compress)
+    chunks, shards = planned(shape, dtype, layout, access, compress, limit)
     with publishing(store, overwrite) as publication:
         attributes: dict = {"source": recorded_source(source.path), **(source.attributes or {})}
         dims = [f"dim_{d}" for d in range(len(shape))]

@@ -272,7 +272,7 @@ def ingest_netcdf(
     limit = int(memory_limit or defaults.MEMORY_LIMIT)
     chunking = source.chunking() if hasattr(source, "chunking") else "contiguous"
     access = access or natural_access(None if chunking == "contiguous" else chunking)
-    chunks, shards = planned(shape, dtype, layout, access, compress)
+    chunks, shards = planned(shape, dtype, layout, access, compress, limit)
     global_attributes = _raw_attributes(dataset)
     # Zarr's JSON attributes lose their numbers' types; an export writes them back with these.
     stored = [(name, source), *coordinates.items()]
