@@ -35,9 +35,13 @@ def planned(
     shape, dtype, layout: str, access: str | None, compress: str | None, memory_limit: int
 ) -> tuple[list, list]:
     """(chunks, shards) the planner picks for an array, as for an ingest within ``memory_limit`` bytes."""
-    picked = plan(
-        shape, dtype, layout=layout, access=access, compress=compress, top=1, memory_limit=memory_limit
-    )[0]["layout"]
+    # The planner bounds a shard by a SEG-Y ingest task's memory, traces' headers included; an array
+    # that fits a quarter of the bound whole needs no bound (the model's per-trace cost would refuse it).
+    whole = int(np.prod(shape, dtype=np.float64)) * np.dtype(dtype).itemsize
+    bound = memory_limit if whole > memory_limit // 4 else None
+    picked = plan(shape, dtype, layout=layout, access=access, compress=compress, top=1, memory_limit=bound)[
+        0
+    ]["layout"]
     return picked["inner"], picked["shard"]
 
 
