@@ -788,3 +788,20 @@ def test_an_hdf5_datasets_auxiliary_coordinates_are_stored_beside_it_and_survive
     again = xr.open_dataset(tmp_path / "again.zarr", engine="cubeslab")
     np.testing.assert_array_equal(again["lon"].values, lon)
     assert again["lon"].dims == ("y", "x") and again["site"].values.tolist() == list("abcde")
+
+
+def test_info_names_xarray_open_zarr_only_for_stores_it_opens(tmp_path):
+    """xarray's open_zarr opens a group, not a store that is one array alone (as create makes without
+    coordinates): info says which tools read each, and they do."""
+    np.save(tmp_path / "v.npy", np.arange(24, dtype="f4").reshape(2, 3, 4))
+    cubeslab.ingest(tmp_path / "v.npy", tmp_path / "ingested.zarr")
+    cubeslab.create(tmp_path / "created.zarr", (2, 3, 4)).close()
+    for name, opens in (("ingested.zarr", True), ("created.zarr", False)):
+        readers = store_report(tmp_path / name)["readable_by"]
+        assert ("zarr-python / xarray.open_zarr" in readers) is opens and "zarr-python" in " ".join(readers)
+        assert zarr.open(tmp_path / name, mode="r") is not None
+        if opens:
+            xr.open_zarr(tmp_path / name, consolidated=False)
+        else:
+            with pytest.raises(Exception, match="array"):
+                xr.open_zarr(tmp_path / name, consolidated=False)

@@ -55,15 +55,23 @@ def codec_names(codecs: list[dict]) -> list[str]:
     return names
 
 
-def readers(codecs: list[dict]) -> list[str]:
-    """The tools that read an array whose codec chain is ``codecs``.
+def readers(codecs: list[dict], *, in_group: bool = True) -> list[str]:
+    """The tools that read an array whose codec chain is ``codecs``; ``in_group=False`` for a store that
+    is the array alone, which xarray's ``open_zarr`` does not open (it opens groups), zarr-python does.
 
     >>> readers([{"name": "bytes"}, {"name": "zstd", "configuration": {"level": 3}}])
     ['cubeslab', 'zarr-python / xarray.open_zarr', 'xarray engine="cubeslab"', 'TensorStore']
     >>> readers([{"name": "numcodecs.zfpy", "configuration": {"mode": 4, "tolerance": 0.1}}])
     ['cubeslab', 'zarr-python / xarray.open_zarr', 'xarray engine="cubeslab"']
+    >>> readers([{"name": "bytes"}], in_group=False)
+    ['cubeslab', 'zarr-python', 'xarray engine="cubeslab"', 'TensorStore']
     """
     able = set(TOOLS)
     for name in codec_names(codecs):
         able &= READERS.get(name, {"cubeslab"})
-    return [tool for tool in TOOLS if tool in able]
+    named = [tool for tool in TOOLS if tool in able]
+    return named if in_group else [ZARR_PYTHON if tool == TOOLS[1] else tool for tool in named]
+
+
+ZARR_PYTHON = "zarr-python"
+"""How ``readers`` names zarr-python alone, for a store xarray's ``open_zarr`` does not open."""

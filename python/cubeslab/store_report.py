@@ -41,7 +41,9 @@ def store_report(store: Path | S3Path) -> dict:
             "chunks": list(amplitude.chunks),
             "shards": list(amplitude.shards) if amplitude.shards else None,
             "codecs": [c["name"] for c in amplitude.metadata.get("codecs", [])],
-            "readable_by": readers(amplitude.metadata.get("codecs", [])),
+            "readable_by": readers(
+                amplitude.metadata.get("codecs", []), in_group=contents["node_type"] == "group"
+            ),
             "size_bytes": size,
             "data_bytes": amplitude.nbytes,
             "volume_bytes": volume,
