@@ -131,8 +131,8 @@ def new_store(
     array_path = Path(path) / MAIN_ARRAY if grouped else Path(path)
     generation = json.loads(_engine.new_generation_attributes()) if identified else {}
     if generation:
-        own = (attributes or {}).get("cubeslab", {})
-        attributes = {**(attributes or {}), "cubeslab": {**own, **generation["cubeslab"]}}
+        recorded = (attributes or {}).get("cubeslab", {})
+        attributes = {**(attributes or {}), "cubeslab": {**recorded, **generation["cubeslab"]}}
     if grouped:
         _engine.create_group(path, MAIN_ARRAY, zarr_json(generation))
     auxiliary = [name for name in coordinates if dims is None or name not in dims]
