@@ -100,6 +100,14 @@ def test_a_cubeslab_error_exits_1_with_a_message_naming_the_file(tmp_path):
     assert "no-such.sgy" in result.stderr
 
 
+@pytest.mark.parametrize("option", [["--dataset", "/x"], ["--variable", "v"], ["--hdu", "1"]])
+def test_a_missing_source_is_said_to_be_missing_whatever_the_options(tmp_path, option):
+    result = cubeslab_cli("ingest", tmp_path / "missing.h5", tmp_path / "out.zarr", *option)
+    assert result.returncode == 1, result.stderr
+    assert "missing.h5: no such file" in " ".join(result.stderr.split())
+    assert not (tmp_path / "out.zarr").exists()
+
+
 def test_a_store_that_cannot_be_made_where_asked_is_named_as_asked(segy_dir, tmp_path):
     (tmp_path / "a-file").write_text("not a folder")
     result = cubeslab_cli("ingest", segy_dir / "small.sgy", tmp_path / "a-file" / "out.zarr")

@@ -15,7 +15,14 @@ import numpy as np
 
 from . import _engine, cluster_ingest, defaults, schema
 from .compression import with_max_error
-from .errors import CubeslabIOError, GeometryError, IngestWarning, InvalidInputError, OptionError
+from .errors import (
+    CubeslabIOError,
+    GeometryError,
+    IngestWarning,
+    InvalidInputError,
+    OptionError,
+    StoreNotFoundError,
+)
 from .jobs import Phase, ProgressCallback, run_watched
 from .locations import (
     FetchedSource,
@@ -203,6 +210,8 @@ def ingest(
             rest = {k: v for k, v in arguments.items() if k not in ("source", "store", "storage_options")}
             return ingest(copy.path, store, storage_options=storage_options_of(store), **rest)
 
+    if not os.path.lexists(source):  # said as such, before the options are weighed against its kind
+        raise StoreNotFoundError(f"{source}: no such file")
     for name, byte in (("inline", inline_byte), ("crossline", crossline_byte), ("offset", offset_byte)):
         if byte is not None and byte < 0:  # the engine checks the rest, but takes no negative number
             raise GeometryError(f"{source}: {name} byte position {byte} is outside the 240-byte trace header")
