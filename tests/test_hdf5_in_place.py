@@ -243,6 +243,14 @@ def test_a_missing_dataset_lists_those_that_exist(h5_file):
         cubeslab.open(h5_file, dataset="/nope")
 
 
+@pytest.mark.parametrize("chunks", [None, (4, 5)])
+def test_an_empty_dataset_is_refused_as_empty(tmp_path, chunks):
+    with h5py.File(tmp_path / "e.h5", "w") as f:
+        f.create_dataset("e", shape=(0, 5), dtype="f4", chunks=chunks, maxshape=(None, 5) if chunks else None)
+    with pytest.raises(cubeslab.InvalidInputError, match=r"dataset /e has shape \(0, 5\): no values"):
+        cubeslab.open(tmp_path / "e.h5", dataset="/e")
+
+
 @pytest.mark.parametrize(
     ("name", "words"), [("compound-dtype-complex.h5", "holds"), ("vlen_string_dset.h5", "holds")]
 )

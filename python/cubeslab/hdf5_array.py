@@ -174,6 +174,11 @@ def engine_array(path: str, data, name: str) -> _engine.ChunkedFileArray:
     """The engine's reader of h5py dataset ``data`` (named ``name``) in file ``path``."""
     import h5py
 
+    if 0 in data.shape:
+        raise InvalidInputError(
+            f"{path}: dataset {name} has shape {tuple(data.shape)}: no values, and cubeslab reads arrays of "
+            "at least one"
+        )
     native = data.dtype.newbyteorder("=")
     if native.name not in _engine.dtypes():
         raise InvalidInputError(f"{path}: dataset {name} holds {data.dtype}, a type cubeslab does not read")
