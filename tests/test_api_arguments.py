@@ -149,3 +149,15 @@ def test_a_numpy_array_is_stored_as_a_dask_one_is(tmp_path):
     values = np.arange(60, dtype="f4").reshape(6, 10)
     cubeslab.store(values, tmp_path / "n.zarr")
     np.testing.assert_array_equal(cubeslab.open(tmp_path / "n.zarr")[...], values)
+
+
+def test_a_coordinate_over_one_dimension_named_alone_is_taken_as_xarray_takes_it(tmp_path):
+    import xarray as xr
+
+    coords = {"time": ("time", np.arange(4.0) * 2), "lat": ("x", np.arange(3.0) + 0.5)}
+    expected = xr.DataArray(np.zeros((4, 3), "f4"), dims=("time", "x"), coords=coords)
+    cubeslab.create(tmp_path / "c.zarr", (4, 3), dims=("time", "x"), coords=coords).close()
+    stored = xr.open_zarr(tmp_path / "c.zarr", consolidated=False)
+    for name in coords:
+        assert stored[name].dims == expected[name].dims
+        np.testing.assert_array_equal(stored[name].values, expected[name].values)

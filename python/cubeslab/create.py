@@ -230,7 +230,10 @@ def checked_coords(
 
 
 def _coordinate(name: str, given: tuple) -> tuple[list[str], object, dict]:
-    """``(dims, values)`` or ``(dims, values, attributes)``, checked."""
+    """``(dims, values)`` or ``(dims, values, attributes)``, checked; one dimension may be given by its
+    name alone, as xarray takes it (``("x", values)``)."""
+    if len(given) in (2, 3) and isinstance(given[0], str):
+        given = ((given[0],), *given[1:])
     if len(given) not in (2, 3) or not isinstance(given[0], (list, tuple)):
         raise InvalidInputError(
             f"coords: {name!r} must be values, (dims, values) or (dims, values, attributes)"
