@@ -338,16 +338,16 @@ def test_verify_reads_every_shard_of_a_store_on_s3_and_names_the_bad_one(server,
     good = cli("verify", "--json", url)
     assert good.returncode == 0, good.stderr
     report = cubeslab.verify(url)
-    assert report["ok"] and report["arrays"]["."]["shards_read"] == 4  # an array file's store is one array
+    assert report["ok"] and report["arrays"]["data"]["shards_read"] == 4  # an array file's data array
     # Flip a byte of one shard's chunk data: its checksum no longer matches.
-    shard = "v.zarr/c/1/0/0"
+    shard = "v.zarr/data/c/1/0/0"
     data = bytearray(get_object(server, "checked", shard))
     data[10] ^= 0xFF
     put_object(server, "checked", shard, bytes(data))
     bad = cli("verify", url)
     assert bad.returncode == 1
     report = cubeslab.verify(url)
-    assert not report["ok"] and [b["chunk"] for b in report["arrays"]["."]["bad"]] == ["c/1/0/0"]
+    assert not report["ok"] and [b["chunk"] for b in report["arrays"]["data"]["bad"]] == ["c/1/0/0"]
 
 
 def get_object(server: S3Server, bucket: str, key: str) -> bytes:
@@ -486,7 +486,7 @@ def test_keys_are_written_as_given_so_other_tools_find_the_store(server, tmp_pat
     np.testing.assert_array_equal(cubeslab.open(url).amplitude[...], values)
     import zarr
 
-    array = zarr.open_array(zarr_store(server, "names", "proj/ü #1%.zarr"), mode="r")
+    array = zarr.open_group(zarr_store(server, "names", "proj/ü #1%.zarr"), mode="r")["data"]
     np.testing.assert_array_equal(array[...], values)
 
 
