@@ -68,6 +68,11 @@ def test_a_bad_option_value_is_a_usage_error_naming_the_option(segy_dir, tmp_pat
         (["pyramid", "{store}", "--axes", "bogus"], "axes: 'bogus'"),
         (["ingest", "{src}", "{tmp}/o.zarr", "--compress", "zfp", "--max-error", "abc"], "max-error"),
         (["ingest", "{tmp}/a.npy", "{tmp}/o.zarr", "--inline-byte", "17"], "inline"),
+        (["ingest", "{tmp}/a.npy", "{tmp}/o.zarr", "--max-error", "0.5%"], "a SEG-Y ingest tunes it"),
+        (
+            ["ingest", "{tmp}/a.npy", "{tmp}/o.zarr", "--compress", "zfp:snr=40"],
+            "zfp:snr=40 is an error target",
+        ),
     ],
 )
 def test_an_option_value_the_command_cannot_use_is_a_usage_error(

@@ -73,8 +73,10 @@ pub fn array_spec(text: &str) -> PyResult<ArraySpec> {
     let dt = dtype(m.get("dtype").unwrap_or(&Value::Null))?;
     let compression = compression(&m)?;
     if compression.needs_tuning() {
-        return Err(invalid_input(format!(
-            "{} is an error target, tuned on the data at ingest; give zfp a tolerance, precision or rate here",
+        return Err(crate::errors::option_error(format!(
+            "{} is an error target, tuned on the data: a SEG-Y ingest tunes it on the survey's chunks; a new \
+             array (create, or the ingest of an array file or imzML) takes zfp with a tolerance, precision \
+             or rate",
             compression.name()
         )));
     }
