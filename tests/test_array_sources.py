@@ -805,3 +805,21 @@ def test_info_names_xarray_open_zarr_only_for_stores_it_opens(tmp_path):
         else:
             with pytest.raises(Exception, match="array"):
                 xr.open_zarr(tmp_path / name, consolidated=False)
+
+
+def test_info_of_a_fits_file_gives_the_type_astropy_reads_and_ingest_stores(tmp_path):
+    import json
+
+    from astropy.io import fits
+
+    fits.PrimaryHDU(np.arange(24, dtype="u2").reshape(2, 3, 4) + 40000).writeto(tmp_path / "u16.fits")
+    scaled = fits.PrimaryHDU(np.arange(24, dtype=">i2").reshape(2, 3, 4), do_not_scale_image_data=True)
+    scaled.header["BSCALE"], scaled.header["BZERO"] = 0.5, 10.0
+    scaled.writeto(tmp_path / "scaled.fits")
+    for name in ("u16.fits", "scaled.fits"):
+        done = subprocess.run([*CLI, "info", str(tmp_path / name), "--json"], capture_output=True, text=True)
+        report = json.loads(done.stdout)
+        expected = fits.getdata(tmp_path / name).dtype.newbyteorder("=")
+        assert report["dtype"] == ">i2" and np.dtype(report["stored_dtype"]) == expected
+        cubeslab.ingest(tmp_path / name, tmp_path / f"{name}.zarr")
+        assert cubeslab.open(tmp_path / f"{name}.zarr").dtype == expected

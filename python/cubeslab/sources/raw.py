@@ -49,7 +49,7 @@ class ArraySource:
     def describe(self) -> dict:
         """What ``cubeslab info`` shows of the file before an ingest."""
         order = "F" if self.data.flags.f_contiguous and not self.data.flags.c_contiguous else "C"
-        return {
+        described = {
             "file": self.path,
             "format": self.kind,
             "shape": list(self.shape),
@@ -57,6 +57,9 @@ class ArraySource:
             "order": order,
             "bytes": int(self.data.nbytes),
         }
+        if self.stored_dtype is not None:  # values converted (FITS's BSCALE and BZERO): what a reader gets
+            described["stored_dtype"] = str(self.dtype)
+        return described
 
     def read(self, start: int, stop: int) -> np.ndarray:
         """Rows ``start:stop`` of the first axis, C-contiguous, in native byte order."""
