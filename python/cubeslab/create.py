@@ -70,20 +70,17 @@ def create(
     if shape is None:
         raise InvalidInputError("create needs a shape (or a description)")
     where = store_path(path, storage_options)
+    arguments = {
+        "dims": dims, "coords": coords, "layout": layout, "chunks": chunks, "shards": shards,
+        "access": access, "compress": compress, "fill_value": fill_value, "attributes": attributes,
+    }  # fmt: skip
     if isinstance(where, S3Path):
         # Nothing is uploaded before the commit: a create that fails leaves nothing behind.
         with publishing(where, False) as publication:
-            create(
-                publication.staging, shape, dtype, dims=dims, coords=coords, layout=layout, chunks=chunks,
-                shards=shards, access=access, compress=compress, fill_value=fill_value,
-                attributes=attributes,
-            ).close()  # fmt: skip
+            new_store(Path(publication.staging), shape, dtype, **arguments).close()
             publication.commit(False)
         return open(where, "r+", cache=cache)
-    return new_store(
-        where, shape, dtype, dims=dims, coords=coords, layout=layout, chunks=chunks, shards=shards,
-        access=access, compress=compress, fill_value=fill_value, attributes=attributes, cache=cache,
-    )  # fmt: skip
+    return new_store(where, shape, dtype, cache=cache, **arguments)
 
 
 def new_store(

@@ -122,7 +122,11 @@ class MsiCube(Cube):
         """The total ion current image (x, y), computed during ingest (again from the cube, if it was
         written since)."""
         kept = self._kept("tic")
-        return kept if kept is not None else np.concatenate([slab.sum(axis=2) for _, slab in self._slabs()])
+        return (
+            kept
+            if kept is not None
+            else np.concatenate([slab.sum(axis=2, dtype=np.float64) for _, slab in self._slabs()])
+        )
 
     def mean_spectrum(self) -> tuple[np.ndarray, np.ndarray]:
         """(m/z, mean intensity over the pixels the file has), computed during ingest (again from the
@@ -146,16 +150,16 @@ class MsiCube(Cube):
         """The spectra of the pixels the file has, summed (a write into a pixel it lacks is left out)."""
         mask, total = self.pixel_mask(), np.zeros(self.shape[2], np.float64)
         for start, slab in self._slabs():
-            total += slab[mask[start : start + len(slab)]].sum(axis=0)
+            total += slab[mask[start : start + len(slab)]].sum(axis=0, dtype=np.float64)
         return total
 
     def _slabs(self):
-        """``(first x, the cube's values at x, x + 1, ...)`` in float64, slab by slab of x within the
-        default memory limit."""
+        """``(first x, the cube's values at x, x + 1, ...)``, slab by slab of x within the default memory
+        limit (summed in float64 by the callers, without a float64 copy of each slab)."""
         nx, ny, nmz = self.shape
         rows = max(1, defaults.MEMORY_LIMIT // 4 // max(ny * nmz * 8, 1))
         for start in range(0, nx, rows):
-            yield start, self.amplitude[start : start + rows].astype(np.float64)
+            yield start, self.amplitude[start : start + rows]
 
     def pixel_mask(self) -> np.ndarray:
         """True where the file has a spectrum."""
