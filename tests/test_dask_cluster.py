@@ -100,9 +100,12 @@ def test_store_writes_a_dask_array_to_s3_from_the_workers(client, tmp_path):
         )
         client.compute(written).result()
         np.testing.assert_array_equal(cubeslab.open(url, storage_options=options).amplitude[...], values)
-        # Into the store that exists now (create options would be refused): replaced where written.
+        # The URL names a store now: refused as a target, and written into when opened for writing.
         values[:12] = 1.5
-        cubeslab.store(da.from_array(values, chunks=(12, 30, 40)), url, storage_options=options)
+        with pytest.raises(cubeslab.StoreExistsError, match="already exists"):
+            cubeslab.store(da.from_array(values, chunks=(12, 30, 40)), url, storage_options=options)
+        with cubeslab.open(url, "r+", storage_options=options) as existing:
+            cubeslab.store(da.from_array(values, chunks=(12, 30, 40)), existing)
         np.testing.assert_array_equal(cubeslab.open(url, storage_options=options).amplitude[...], values)
         assert cubeslab.verify(url, storage_options=options)["ok"]
     finally:
@@ -126,8 +129,29 @@ def test_store_refuses_values_the_existing_array_would_change(tmp_path):
     with cubeslab.create(tmp_path / "i.zarr", (4, 4, 4), "int16", fill_value=3) as array:
         array[...] = 3
     values = da.from_array(np.full((4, 4, 4), 1.7), chunks=2)
-    with pytest.raises(cubeslab.InvalidInputError, match="storing float64 values into a int16 array"):
-        cubeslab.store(values, tmp_path / "i.zarr")
-    assert (cubeslab.open(tmp_path / "i.zarr")[...] == 3).all()
-    cubeslab.store(values.astype("int16"), tmp_path / "i.zarr")  # converted by the caller: written
-    assert (cubeslab.open(tmp_path / "i.zarr")[...] == 1).all()
+    with cubeslab.open(tmp_path / "i.zarr", "r+") as target:
+        with pytest.raises(cubeslab.InvalidInputError, match="storing float64 values into a int16 array"):
+            cubeslab.store(values, target)
+        assert (target[...] == 3).all()
+        cubeslab.store(values.astype("int16"), target)  # converted by the caller: written
+        assert (cubeslab.open(tmp_path / "i.zarr")[...] == 1).all()
+        assert (target[...] == 1).all()  # the target sees what the tasks wrote
+
+
+def test_store_replaces_no_store_unless_given_one_open_for_writing(tmp_path):
+    """A path or URL is a new store, as create makes one: a store there is refused and keeps its values;
+    a store opened read-only is refused too."""
+    import dask.array as da
+
+    with cubeslab.create(tmp_path / "s.zarr", (4, 6), "float32") as array:
+        array[...] = 7
+    twos = da.full((4, 6), 2.0, dtype="float32", chunks=2)
+    with pytest.raises(
+        cubeslab.StoreExistsError, match=r"s\.zarr already exists.*cubeslab\.open\(path, 'r\+'\)"
+    ):
+        cubeslab.store(twos, tmp_path / "s.zarr")
+    with pytest.raises(cubeslab.InvalidInputError, match="open read-only"):
+        cubeslab.store(twos, cubeslab.open(tmp_path / "s.zarr"))
+    assert (cubeslab.open(tmp_path / "s.zarr")[...] == 7).all()
+    with pytest.raises(cubeslab.InvalidInputError, match="create options apply to a new store"):
+        cubeslab.store(twos, cubeslab.open(tmp_path / "s.zarr", "r+"), compress="zstd")

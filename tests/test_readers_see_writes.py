@@ -60,6 +60,24 @@ def test_an_open_array_sees_another_process_s_writes_after_refresh(store):
     assert array.refresh() is False  # nothing replaced since
 
 
+def test_an_array_open_for_writing_sees_another_process_s_writes_after_refresh(store):
+    """Its unchanged cached chunks are dropped too, so that a partial write after the refresh changes
+    the new values, not the ones it read before."""
+    path, values = store
+    with cubeslab.open(path, mode="r+") as cube:
+        cube.amplitude[3, 0, 0] = -1.0
+        cube.flush()
+        np.testing.assert_array_equal(cube.amplitude[3, 1:], values[3, 1:])
+        write_elsewhere(path, 3, 5.0)
+        assert cube.refresh() is True
+        np.testing.assert_array_equal(cube.amplitude[3], np.full(SHAPE[1:], 5.0, np.float32))
+        cube.amplitude[3, 0, 0] = -2.0
+    expected = np.full(SHAPE[1:], 5.0, np.float32)
+    expected[0, 0] = -2.0
+    np.testing.assert_array_equal(cubeslab.open(path).amplitude[3], expected)
+    np.testing.assert_array_equal(cubeslab.open(path).amplitude[4], values[4])
+
+
 def plane(client: TestClient, store_id: str, index: int) -> np.ndarray:
     response = client.get(f"/api/stores/{store_id}/plane?axis=0&index={index}&h={SHAPE[1]}&w={SHAPE[2]}")
     assert response.status_code == 200, response.text

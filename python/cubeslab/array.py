@@ -256,9 +256,10 @@ class Array:
         return self.find_overviews()
 
     def refresh(self) -> bool:
-        """See the shards another process has replaced since this handle read them (window writes,
-        an overwrite): a handle keeps each shard it read mapped, and reads that version until this
-        is called. Whether any was replaced. (An array on object storage fetches its shards afresh.)"""
+        """See the shards another handle or process has replaced since this handle read them (window
+        writes, an overwrite): a handle keeps each shard it read mapped, and a handle open for writing its
+        unchanged chunks cached, and reads that version until this is called. Whether any was replaced.
+        (An array on object storage fetches its shards afresh.)"""
         return self._engine.forget_replaced_shards()
 
     def source_for(self, window=()) -> str:

@@ -398,6 +398,11 @@ class Cube:
         """Write every change still in the cache to disk."""
         self.amplitude.flush()
 
+    def refresh(self) -> bool:
+        """See the shards other handles or processes replaced since this one read them (see
+        :meth:`Array.refresh`). Whether any was replaced."""
+        return self.amplitude.refresh()
+
     def cache_info(self) -> dict:
         """What the write cache did (see :meth:`Array.cache_info`)."""
         return self.amplitude.cache_info()

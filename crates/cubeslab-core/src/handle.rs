@@ -105,6 +105,23 @@ impl ArrayHandle {
         Ok(())
     }
 
+    /// See the shards another handle or process has replaced since this
+    /// one read them (every array, and a writer's clean cached chunks);
+    /// whether any was replaced.
+    pub fn forget_replaced_shards(&self) -> Result<bool> {
+        // Every array is checked: no short cut after the first replaced.
+        let mut replaced = self
+            .arrays
+            .iter()
+            .filter(|a| a.forget_replaced_shards())
+            .count()
+            > 0;
+        if let Some(writer) = &self.writer {
+            replaced |= writer.forget_replaced()?;
+        }
+        Ok(replaced)
+    }
+
     /// The volume, then its copies.
     pub fn arrays(&self) -> &[ZarrArray] {
         &self.arrays

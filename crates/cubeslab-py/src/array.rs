@@ -248,19 +248,13 @@ impl ZarrArray {
 
     /// Drop the shards another process replaced since this handle read them
     /// (of an array in a folder); whether any was.
-    fn forget_replaced_shards(&self, py: Python<'_>) -> bool {
-        py.detach(|| match &self.inner {
-            // Every copy is checked: no short cut after the first replaced.
-            Opened::Local(handle) => {
-                handle
-                    .arrays()
-                    .iter()
-                    .map(|a| a.forget_replaced_shards())
-                    .filter(|&replaced| replaced)
-                    .count()
-                    > 0
-            }
-            Opened::Remote(_) => false,
+    fn forget_replaced_shards(&self, py: Python<'_>) -> PyResult<bool> {
+        engine(py, || match &self.inner {
+            Opened::Local(handle) => handle.forget_replaced_shards(),
+            // Reads fetch shards afresh; a writer's clean chunks may be old.
+            Opened::Remote(volume) => volume
+                .writer()
+                .map_or(Ok(false), ArrayWriter::forget_replaced),
         })
     }
 

@@ -448,6 +448,29 @@ impl ArrayWriter {
         })
     }
 
+    /// Drop the clean chunks another writer has replaced since this one
+    /// read them, and what the array holds of such shards, so that reads
+    /// and partial writes see the new versions; whether any was replaced.
+    /// A dirty chunk stays: its write-back is refused as a conflict.
+    pub fn forget_replaced(&self) -> Result<bool> {
+        let mut chunks = self.chunks.lock().unwrap_or_else(|p| p.into_inner());
+        let clean: Vec<(Vec<u64>, Stamp)> = chunks
+            .held
+            .iter()
+            .filter(|(_, c)| !c.dirty)
+            .map(|(k, c)| (k.clone(), c.stamp.clone()))
+            .collect();
+        let mut replaced = false;
+        for (key, stamp) in clean {
+            if self.storage.stamp(&key)? != stamp {
+                let cached = chunks.held.remove(&key).expect("listed above");
+                chunks.info.bytes -= cached.data.len() as u64;
+                replaced = true;
+            }
+        }
+        Ok(self.array().forget_replaced_shards() || replaced)
+    }
+
     /// What the cache did so far.
     pub fn cache_info(&self) -> CacheInfo {
         let chunks = self.chunks.lock().unwrap_or_else(|p| p.into_inner());
