@@ -50,7 +50,15 @@ def test_a_netcdf4_file_from_another_tool_ingests_with_its_coordinates(tmp_path,
         np.testing.assert_allclose(
             got[name].values.astype(float), expected[name].values.astype(float), rtol=1e-6, atol=1e-8
         )
+    # Zarr's reader shows the store's own record (its generation) beside the file's attributes.
+    assert got.attrs.pop("cubeslab")["generation"]
     np.testing.assert_equal(dict(got.attrs), dict(expected.attrs))
+    # cubeslab's engine, which xarray picks for the store, leaves it out: the data writes back to NetCDF.
+    opened = xr.open_dataset(tmp_path / "s.zarr")
+    np.testing.assert_equal(dict(opened["HT"].attrs), dict(expected.attrs))
+    opened.to_netcdf(tmp_path / "back.nc")
+    with xr.open_dataset(tmp_path / "back.nc") as back:
+        np.testing.assert_allclose(back["HT"].values, expected.values, rtol=1e-6)
 
 
 def test_a_shuffled_netcdf4_variable_ingests_exactly(tmp_path, data_dir):

@@ -137,16 +137,41 @@ def test_other_tools_read_the_shards_as_any_zarr_v3_shards(sources, store):
     assert generation == group["amplitude"].attrs["cubeslab"]["generation"]
 
 
+def write_source(kind: str, folder: Path, values: np.ndarray) -> tuple[Path, str]:
+    """``values`` (x, y, m/z for imzML) written by another tool; the file and its array's name in a store."""
+    if kind == "npy":
+        np.save(folder / "v.npy", values)
+        return folder / "v.npy", "data"
+    if kind == "netcdf":
+        import netCDF4
+
+        with netCDF4.Dataset(folder / "v.nc", "w") as f:
+            for name, n in zip("xyz", values.shape, strict=True):
+                f.createDimension(name, n)
+            f.createVariable("v", "f4", ("x", "y", "z"))[...] = values
+        return folder / "v.nc", "v"
+    from pyimzml.ImzMLWriter import ImzMLWriter
+
+    mz = np.linspace(100.0, 200.0, values.shape[2])
+    with ImzMLWriter(str(folder / "v.imzML"), mode="continuous") as w:
+        for x in range(values.shape[0]):
+            for y in range(values.shape[1]):
+                w.addSpectrum(mz, values[x, y], (x + 1, y + 1))
+    return folder / "v.imzML", "data"
+
+
+@pytest.mark.parametrize("kind", ["npy", "netcdf", "imzml"])
 @pytest.mark.parametrize("damage", ["delete", "swap"])
-def test_a_store_ingested_from_an_array_file_knows_its_shards_places(tmp_path, damage):
-    """An .npy (an HDF5, NetCDF, FITS, SEPlib or raw file alike) ingests into a store whose data shards
-    carry their identity, as a survey's do: a lost or swapped shard is an error, not wrong numbers."""
+def test_a_store_ingested_from_an_array_file_knows_its_shards_places(tmp_path, damage, kind):
+    """An .npy (an HDF5, FITS, SEPlib or raw file alike), a NetCDF variable and an imzML file ingest into
+    stores whose data shards carry their identity, as a survey's do: a lost or swapped shard is an error,
+    not wrong numbers."""
     values = np.arange(16 * 16 * 8, dtype="f4").reshape(16, 16, 8)
-    np.save(tmp_path / "v.npy", values)
+    source, name = write_source(kind, tmp_path, values)
     store = tmp_path / "v.zarr"
-    cubeslab.ingest(tmp_path / "v.npy", store, layout="4x4x8/8x8x8")
-    np.testing.assert_array_equal(cubeslab.open(store)[...], values)
-    a, b = store / "data/c/0/0/0", store / "data/c/1/1/0"
+    cubeslab.ingest(source, store, layout="4x4x8/8x8x8")
+    np.testing.assert_array_equal(cubeslab.open(store).amplitude[...], values)
+    a, b = store / name / "c/0/0/0", store / name / "c/1/1/0"
     if damage == "delete":
         a.unlink()
     else:
@@ -156,6 +181,25 @@ def test_a_store_ingested_from_an_array_file_knows_its_shards_places(tmp_path, d
     with pytest.raises(
         cubeslab.CorruptDataError, match="missing" if damage == "delete" else "moved or copied"
     ):
-        cubeslab.open(store)[...]
+        cubeslab.open(store).amplitude[...]
     verify = cli("verify", "--json", store)
     assert verify.returncode == 1 and "c/0/0/0" in verify.stdout, verify.stdout
+
+
+def test_the_views_of_an_imzml_ingest_know_their_shards_places(tmp_path):
+    """A view is read in the cube's place: its swapped shards are an error too, not another pixel's ions."""
+    values = np.arange(8 * 8 * 4096, dtype="f4").reshape(8, 8, 4096)
+    source, _ = write_source("imzml", tmp_path, values)
+    store = tmp_path / "v.zarr"
+    cubeslab.ingest(source, store, views=["ion-images"])
+    view = store / "data-ion-images"
+    shards = sorted(p for p in (view / "c").rglob("*") if p.is_file())
+    assert len(shards) >= 2
+    a, b = shards[0], shards[-1]
+    a.rename(store / "swap")
+    b.rename(a)
+    (store / "swap").rename(b)
+    with pytest.raises(cubeslab.CorruptDataError, match="moved or copied"):
+        cubeslab.Array(view)[...]
+    verify = cli("verify", "--json", store)
+    assert verify.returncode == 1, verify.stdout

@@ -344,3 +344,20 @@ def test_a_netcdf_ingest_decodes_through_the_engine_as_xarray_opens_the_file(tmp
     raw = xr.open_dataset(tmp_path / "p.zarr", engine="cubeslab", decode_cf=False)
     assert raw["v"].dtype == np.int16 and raw["v"].values[0, 2] == -32767
     assert raw["time"].values.tolist() == [0, 1]
+
+
+def test_dimensions_without_a_stored_coordinate_are_left_unlabelled_as_xarray_s_zarr_engine_leaves_them(
+    tmp_path,
+):
+    """A store with a coordinate for one dimension of two: the engine gives that one alone, as xarray's
+    Zarr engine does (positions made up as labels would make ``sel`` and alignment differ)."""
+    values = np.arange(12, dtype="f4").reshape(3, 4)
+    with cubeslab.create(tmp_path / "c.zarr", (3, 4), dims=["t", "x"], coords={"t": [0.5, 1.5, 2.5]}) as c:
+        c[...] = values
+    mine = xr.open_dataset(tmp_path / "c.zarr", engine="cubeslab")
+    theirs = xr.open_zarr(tmp_path / "c.zarr", consolidated=False)
+    assert list(mine.coords) == list(theirs.coords) == ["t"]
+    xr.testing.assert_identical(mine["data"].load(), theirs["data"].load())
+    mine.to_netcdf(tmp_path / "c.nc")  # no nested record among the attributes
+    with xr.open_dataset(tmp_path / "c.nc") as back:
+        xr.testing.assert_identical(back["data"].load(), theirs["data"].load())

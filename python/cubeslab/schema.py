@@ -38,8 +38,8 @@ def is_segy_survey(contents: dict) -> bool:
 
 
 def is_bookkeeping(key: str, value) -> bool:
-    """A group attribute that records the store rather than describes the data: cubeslab's own entry, and
-    MDIO's ``attributes`` entry when it only names the main array."""
+    """An attribute that records the store rather than describes the data: cubeslab's own entry (a group's
+    or an array's), and MDIO's ``attributes`` entry when it only names the main array."""
     return key == "cubeslab" or (
         key == "attributes" and isinstance(value, dict) and set(value) <= {MAIN_ARRAY_ATTRIBUTE}
     )

@@ -67,11 +67,16 @@ DECODERS = (
 
 
 def _cf_attributes(attributes: dict, dtype, recorded: dict[str, str] | None = None) -> dict:
-    """Attributes as CF decoding reads them: the encoding's own left out, ``_FillValue`` as a number
+    """Attributes as CF decoding reads them: the encoding's own and cubeslab's bookkeeping left out (a
+    NetCDF file holds no nested values), ``_FillValue`` as a number
     (a NetCDF ingest stores it as xarray's Zarr engine does, base64 text for floats), and ``scale_factor``
     and ``add_offset`` of the type the source ``recorded`` (float32 packing decodes to float32, as
     xarray decodes the NetCDF file, not to the float64 a JSON number gives)."""
-    kept = {k: v for k, v in attributes.items() if k not in ENCODING_ATTRIBUTES}
+    kept = {
+        k: v
+        for k, v in attributes.items()
+        if k not in ENCODING_ATTRIBUTES and not schema.is_bookkeeping(k, v)
+    }
     if "_FillValue" in kept:
         kept["_FillValue"] = fill_attribute.decode(kept["_FillValue"], dtype)
     for name in attribute_types.PACKING:
@@ -209,11 +214,10 @@ def survey_dataset(cube: Cube, drop_variables: Iterable[str] = ()) -> xr.Dataset
     for dim in cube.dims:
         if dim in dropped or dim == name:
             continue  # a main array named like its dimension (NetCDF's x(y, x)) leaves that one unlabelled
-        # a plain array's dimensions have no stored coordinate: their positions, as in cube.coords
-        stored = cube.has_coordinate_array(dim)
-        attributes = cube.stored_attributes(dim) if stored else {}
-        attributes = _cf_attributes(attributes, cube.coords[dim].dtype)
-        if stored and dim == cube.vertical:
+        if not cube.has_coordinate_array(dim):
+            continue  # no coordinate stored: a dimension without one, as xarray's own engines give it
+        attributes = _cf_attributes(cube.stored_attributes(dim), cube.coords[dim].dtype)
+        if dim == cube.vertical:
             units = vertical_units(cube, attributes)
             if units is not None:
                 attributes = {**attributes, "units": units}

@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import _engine, defaults
 from ..array import Array, zarr_json
-from ..create import MAIN_ARRAY, create
+from ..create import MAIN_ARRAY, new_store
 from ..errors import InvalidInputError
 from ..jobs import run_watched
 from ..locations import is_remote, publishing, recorded_source, store_size
@@ -360,6 +360,8 @@ def _write_views(staging: str, shape, dtype, accesses: list[str], compress, limi
     fastest, as for a survey's views. Returns the group's record of them."""
     written: dict = {}
     source = os.path.join(staging, MAIN_ARRAY)
+    # A copy's shards carry the store's identity, as the cube's do.
+    identity = {"cubeslab": {"generation": Array(source).metadata["attributes"]["cubeslab"]["generation"]}}
     for access in accesses:
         if access in written:
             continue
@@ -367,7 +369,7 @@ def _write_views(staging: str, shape, dtype, accesses: list[str], compress, limi
         name = f"{MAIN_ARRAY}-{re.sub(r'[^A-Za-z0-9]+', '-', access)}"
         Array.create(
             os.path.join(staging, name), shape, dtype, chunks=chunks, shards=shards, compress=compress,
-            dimension_names=["x", "y", "mz"], fill_value=0,
+            dimension_names=["x", "y", "mz"], fill_value=0, attributes=identity,
         )  # fmt: skip
         _engine.copy_array(source, os.path.join(staging, name), max(limit // 2, 1))
         layout = f"{'x'.join(map(str, chunks))}/{'x'.join(map(str, shards))}"
@@ -477,9 +479,10 @@ def _ingest_parsed(
     mask[ix, iy] = True
     with publishing(store, overwrite) as publication:
         staging = os.fspath(publication.staging)
-        cube = create(
-            staging, shape, dtype, dims=["x", "y", "mz"], coords={"x": xs, "y": ys, "mz": mz}, chunks=chunks,
-            shards=shards, compress=compress, cache=max(limit // 2, 1), attributes=attributes, fill_value=0,
+        cube = new_store(
+            Path(staging), shape, dtype, dims=["x", "y", "mz"], coords={"x": xs, "y": ys, "mz": mz},
+            chunks=chunks, shards=shards, compress=compress, cache=max(limit // 2, 1), attributes=attributes,
+            fill_value=0, identified=True,
         )  # fmt: skip
         with cube:
             if not (imzml.intensity.zlib or imzml.mz.zlib):

@@ -5,6 +5,7 @@ the coordinate variables beside it, so that ``xarray.open_zarr(store)[name]`` de
 
 from __future__ import annotations
 
+import json
 import os
 import warnings
 
@@ -281,9 +282,11 @@ def ingest_netcdf(
     with publishing(store, overwrite) as publication:
         staging = os.fspath(publication.staging)
         group_attributes = {k: _value(v) for k, v in global_attributes.items()}
-        ours = {attribute_types.RECORD: types, SOURCE_VARIABLE: chosen}
+        # The store's generation, in the group and the array, gives each shard its identity.
+        generation = json.loads(_engine.new_generation_attributes())["cubeslab"]
+        ours = {attribute_types.RECORD: types, SOURCE_VARIABLE: chosen, **generation}
         _engine.create_group(staging, name, zarr_json(group_attributes | {"cubeslab": ours}))
-        attributes = _attributes(source)
+        attributes = _attributes(source) | {"cubeslab": generation}
         extra = [c for c in coordinates if c not in source.dimensions and c not in listed]
         if extra:
             # Listed on the variable, as xarray's own writer lists them, so that the store's readers see them.
