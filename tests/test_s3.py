@@ -362,6 +362,41 @@ def get_object(server: S3Server, bucket: str, key: str) -> bytes:
     return bytes(obstore.get(s3, key).bytes())
 
 
+@pytest.mark.parametrize("damage", ["swap", "delete"])
+def test_a_swapped_or_missing_shard_on_s3_is_an_error_not_numbers_from_elsewhere(server, tmp_path, damage):
+    """As in a folder: each shard carries its identity, checked with its index (and a whole shard's
+    bytes); a store that records a generation wrote every shard, so one gone is lost data."""
+    import obstore
+    from obstore.store import S3Store
+
+    bucket = f"placed-{damage}"
+    server.bucket(bucket)
+    values = np.random.default_rng(6).normal(size=(20, 24, 30)).astype(np.float32)
+    np.save(tmp_path / "v.npy", values)
+    url = f"s3://{bucket}/v.zarr"
+    assert cli("ingest", "--layout", "5x6x30/10x12x30", tmp_path / "v.npy", url).returncode == 0
+    np.testing.assert_array_equal(cubeslab.open(url)[...], values)
+    a, b = "v.zarr/data/c/0/0/0", "v.zarr/data/c/1/1/0"
+    first, second = get_object(server, bucket, a), get_object(server, bucket, b)
+    if damage == "swap":
+        put_object(server, bucket, a, second)
+        put_object(server, bucket, b, first)
+    else:
+        s3 = S3Store(
+            bucket, endpoint=server.endpoint, access_key_id=server.env()["AWS_ACCESS_KEY_ID"],
+            secret_access_key=server.env()["AWS_SECRET_ACCESS_KEY"], region="us-east-1",
+            client_options={"allow_http": True},
+        )  # fmt: skip
+        obstore.delete(s3, a)
+    expected = "moved or copied" if damage == "swap" else "missing"
+    for window in ((slice(None),) * 3, (slice(0, 3), slice(0, 4), 7), (2,)):  # whole shards, then partial
+        with pytest.raises(cubeslab.CorruptDataError, match=expected):
+            cubeslab.open(url)[window]
+    np.testing.assert_array_equal(cubeslab.open(url)[10:, :12], values[10:, :12])  # the shards in place
+    report = cli("verify", url)
+    assert report.returncode == 1, report.stdout
+
+
 def test_reads_of_a_store_on_s3_with_views_go_to_the_view_and_equal_segyio(server, segy_dir):
     server.bucket("viewed")
     url = "s3://viewed/f3.zarr"

@@ -14,13 +14,13 @@ use zarrs::array::{Array, ArrayBytes, ArrayMetadata, ArraySubset, CodecOptions};
 use super::{
     client::{block_on, connect},
     contents::get_json,
-    objects::StoreObjects,
+    objects::{ExpectedShards, StoreObjects},
     RemoteError, S3Url, StorageOptions,
 };
 use crate::{
     dtype::DType,
     error::Result,
-    store::{ReadOptions, StoreError},
+    store::{recorded_generation, ReadOptions, StoreError},
     window::{strides, unravel, ChunkSpan, Placement, Window, MAX_DIMS},
 };
 
@@ -60,7 +60,8 @@ impl RemoteArray {
         let chunk_shape = u64s(metadata.pointer("/chunk_grid/configuration/chunk_shape"))
             .ok_or_else(|| invalid("a chunk grid that is not regular".into()))?;
         let shard_bytes = chunk_shape.iter().product::<u64>() * dtype.size() as u64;
-        let objects = Arc::new(StoreObjects::new(client, &url.key, shard_bytes));
+        let expected = expected_shards(url, &metadata, &chunk_shape);
+        let objects = Arc::new(StoreObjects::new(client, &url.key, shard_bytes, expected));
         let array = Array::new_with_metadata(objects.clone(), "/", parsed)
             .map_err(|e| invalid(e.to_string()))?;
         if array.shape().len() > MAX_DIMS {
@@ -175,7 +176,10 @@ impl RemoteArray {
         };
         for (piece, bytes) in pieces.iter().zip(fetched) {
             let bytes = bytes
-                .map_err(|e| failed(e.to_string()))?
+                .map_err(|e| match self.objects.take_refusal() {
+                    Some(refused) => refused.into(),
+                    None => crate::error::Error::from(failed(e.to_string())),
+                })?
                 .into_fixed()
                 .map_err(|e| failed(e.to_string()))?;
             let target = if stepped {
@@ -257,6 +261,46 @@ fn place_piece(
     );
     // SAFETY: both buffers' sizes were checked; the piece lies inside the box.
     unsafe { placement.copy(&spans, bytes, boxed.as_mut_ptr()) };
+}
+
+/// What the shards of the array at `url` must say of themselves, if its
+/// store records a generation: only a sharded array with its index at the
+/// end carries identities.
+fn expected_shards(url: &S3Url, metadata: &Value, shard: &[u64]) -> Option<ExpectedShards> {
+    let generation = recorded_generation(metadata.get("attributes")?.as_object()?)?;
+    let sharding = metadata
+        .get("codecs")?
+        .as_array()?
+        .iter()
+        .find(|c| c.get("name").and_then(Value::as_str) == Some("sharding_indexed"))?;
+    let configuration = sharding.get("configuration")?;
+    if configuration.get("index_location").and_then(Value::as_str) == Some("start") {
+        return None;
+    }
+    let inner = u64s(configuration.get("chunk_shape"))?;
+    let chunks: u64 = shard
+        .iter()
+        .zip(&inner)
+        .map(|(s, c)| s.div_ceil(*c))
+        .product();
+    let checksummed = configuration
+        .get("index_codecs")
+        .and_then(Value::as_array)
+        .is_some_and(|codecs| {
+            codecs
+                .iter()
+                .any(|c| c.get("name").and_then(Value::as_str) == Some("crc32c"))
+        });
+    Some(ExpectedShards {
+        array: url
+            .key
+            .trim_end_matches('/')
+            .rsplit('/')
+            .next()?
+            .to_string(),
+        generation,
+        index_bytes: Some(chunks * 16 + if checksummed { 4 } else { 0 }),
+    })
 }
 
 fn u64s(value: Option<&Value>) -> Option<Vec<u64>> {

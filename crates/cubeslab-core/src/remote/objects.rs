@@ -21,6 +21,7 @@ use std::{
     },
 };
 
+use crate::store::{ShardIdentity, StoreError, MAX_IDENTITY_BLOCK};
 use futures::{stream, StreamExt};
 use lru::LruCache;
 use object_store::{path::Path as Key, GetOptions, GetRange, ObjectStore, ObjectStoreExt};
@@ -55,6 +56,17 @@ type Reply = tokio::sync::oneshot::Sender<Result<Bytes, String>>;
 /// Ranges of one object waiting to be fetched, each with where its bytes go.
 type Batch = Vec<(Range<u64>, Reply)>;
 
+/// What an array's shards must say of themselves: a store that records a
+/// generation wrote each one with its identity (`store/identity.rs`).
+pub(super) struct ExpectedShards {
+    /// The array's name (the last segment of its key), for the identity.
+    pub array: String,
+    pub generation: u64,
+    /// The length of a shard's index, at its end: a whole shard's identity
+    /// block ends where it starts.
+    pub index_bytes: Option<u64>,
+}
+
 /// One store's objects (keys under `prefix`).
 pub(super) struct StoreObjects {
     client: Arc<dyn ObjectStore>,
@@ -67,12 +79,23 @@ pub(super) struct StoreObjects {
     /// The expected size of a whole object (a shard): at first the size of
     /// its elements, then the size of the last one read.
     whole_size: AtomicU64,
+    expected: Option<ExpectedShards>,
+    /// The first shard found missing or misplaced: the error a read reports
+    /// (zarrs passes storage errors on as text).
+    refused: Mutex<Option<StoreError>>,
 }
 
 impl StoreObjects {
     /// The objects under `prefix`, shards of about `shard_bytes` each.
-    pub fn new(client: Arc<dyn ObjectStore>, prefix: &str, shard_bytes: u64) -> Self {
+    pub fn new(
+        client: Arc<dyn ObjectStore>,
+        prefix: &str,
+        shard_bytes: u64,
+        expected: Option<ExpectedShards>,
+    ) -> Self {
         Self {
+            expected,
+            refused: Mutex::new(None),
             whole_size: AtomicU64::new(shard_bytes),
             client,
             prefix: prefix.trim_matches('/').to_string(),
@@ -94,6 +117,70 @@ impl StoreObjects {
             key.to_string()
         } else {
             format!("{}/{key}", self.prefix)
+        }
+    }
+
+    /// `bytes` fetched for `range` of the shard at `key`, its identity
+    /// checked where they hold it: an index fetched with the block before it
+    /// (given without), or a whole shard.
+    fn checked(&self, key: &str, range: ByteRange, bytes: Bytes) -> Result<Bytes, StorageError> {
+        let Some(expected) = &self.expected else {
+            return Ok(bytes);
+        };
+        match range {
+            ByteRange::Suffix(length) => {
+                let end = bytes.len().saturating_sub(length as usize);
+                self.check_identity(key, &bytes, end)?;
+                Ok(bytes.slice(end..))
+            }
+            ByteRange::FromStart(0, None) => {
+                if let Some(index) = expected.index_bytes {
+                    let end = bytes.len().saturating_sub(index as usize);
+                    self.check_identity(key, &bytes, end)?;
+                }
+                Ok(bytes)
+            }
+            _ => Ok(bytes),
+        }
+    }
+
+    /// The shard found missing or misplaced since the last call, if any.
+    pub fn take_refusal(&self) -> Option<StoreError> {
+        self.refused.lock().expect("no panic holds it").take()
+    }
+
+    /// Refuse a shard: kept for the read to report, and passed to zarrs.
+    fn refuse(&self, error: StoreError) -> StorageError {
+        let text = error.to_string();
+        self.refused
+            .lock()
+            .expect("no panic holds it")
+            .get_or_insert(error);
+        StorageError::Other(text)
+    }
+
+    /// The shard at `key` whose identity block ends at `end` of `bytes`,
+    /// checked against what the array expects.
+    fn check_identity(&self, key: &str, bytes: &[u8], end: usize) -> Result<(), StorageError> {
+        let Some(expected) = &self.expected else {
+            return Ok(());
+        };
+        let wanted = ShardIdentity {
+            generation: expected.generation,
+            array: expected.array.clone(),
+            key: key.to_string(),
+        };
+        let problem = match ShardIdentity::decode(bytes, end) {
+            Ok(found) => wanted.mismatch(&found),
+            Err(message) => Some(message),
+        };
+        match problem {
+            None => Ok(()),
+            Some(message) => Err(self.refuse(StoreError::Misplaced {
+                array: self.key_of("").trim_end_matches('/').into(),
+                key: key.to_string(),
+                message,
+            })),
         }
     }
 
@@ -131,6 +218,25 @@ impl StoreObjects {
             .expect("no panic holds it")
             .put(id, bytes.clone());
         Ok(bytes)
+    }
+
+    /// The last `length` bytes of the object, or all of it if it is
+    /// shorter (a shard's index and the identity block before it), kept.
+    async fn index_and_block(&self, path: &Key, length: u64) -> object_store::Result<Bytes> {
+        match self.suffix(path, length).await {
+            Err(error) if !matches!(error, object_store::Error::NotFound { .. }) => {
+                // Some servers (s3s-fs) fail a suffix longer than the object, which
+                // S3 answers with the whole object: a shard that small is fetched whole.
+                let whole = self.rest_of(path, 0).await?;
+                let id = (path.to_string(), length);
+                self.indexes
+                    .lock()
+                    .expect("no panic holds it")
+                    .put(id, whole.clone());
+                Ok(whole)
+            }
+            found => found,
+        }
     }
 
     /// The object at `path` from `offset` to its end (a whole shard, which
@@ -363,6 +469,9 @@ impl AsyncReadableStorageTraits for StoreObjects {
         byte_ranges: ByteRangeIterator<'a>,
     ) -> Result<AsyncMaybeBytesIterator<'a>, StorageError> {
         let path = self.path(key)?;
+        let checked = self.expected.is_some();
+        // A shard's identity block lies just before its index: fetched with it.
+        let block = MAX_IDENTITY_BLOCK as u64;
         let mut out = Vec::new();
         for range in byte_ranges {
             let bytes = match range {
@@ -371,10 +480,20 @@ impl AsyncReadableStorageTraits for StoreObjects {
                     continue;
                 }
                 ByteRange::FromStart(offset, None) => self.rest_of(&path, offset).await,
+                ByteRange::Suffix(length) if checked => {
+                    self.index_and_block(&path, length + block).await
+                }
                 ByteRange::Suffix(length) => self.suffix(&path, length).await,
             };
             match bytes {
-                Ok(bytes) => out.push(Ok(bytes)),
+                Ok(bytes) => out.push(self.checked(key.as_str(), range, bytes)),
+                // A store that records a generation wrote every shard.
+                Err(object_store::Error::NotFound { .. }) if checked => {
+                    return Err(self.refuse(StoreError::MissingShard {
+                        array: self.key_of("").trim_end_matches('/').into(),
+                        key: key.to_string(),
+                    }));
+                }
                 Err(object_store::Error::NotFound { .. }) => return Ok(None),
                 Err(e) => out.push(Err(storage_error(e))),
             }

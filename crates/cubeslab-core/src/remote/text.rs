@@ -32,7 +32,7 @@ pub fn read_remote_text(url: &S3Url, options: &StorageOptions) -> Result<(Vec<u6
     let fixed = store::data_type_name(&metadata) == Some(store::FIXED_UTF32);
     let parsed: ArrayMetadata =
         serde_json::from_value(metadata).map_err(|e| failed(e.to_string()))?;
-    let objects = Arc::new(StoreObjects::new(client, &url.key, 1 << 20));
+    let objects = Arc::new(StoreObjects::new(client, &url.key, 1 << 20, None));
     let array =
         Array::new_with_metadata(objects, "/", parsed).map_err(|e| failed(e.to_string()))?;
     let shape = array.shape().to_vec();

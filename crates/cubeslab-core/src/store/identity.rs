@@ -29,7 +29,8 @@ const FORMAT: u8 = 1;
 /// Magic, format, generation, two lengths, crc, block length.
 const FIXED: usize = 8 + 1 + 8 + 2 + 2 + 4 + 4;
 /// Longer blocks are not ours (names and keys are short).
-const MAX_BLOCK: usize = 4096;
+pub const MAX_IDENTITY_BLOCK: usize = 4096;
+const MAX_BLOCK: usize = MAX_IDENTITY_BLOCK;
 
 /// A fresh store generation: random, so that two stores (or a store and the
 /// one that replaced it) never share one.

@@ -45,7 +45,9 @@ pub use group::{
     mark_complete, mark_created, Group, StoreState, COMPLETE, CREATED, CUBESLAB_ATTR, FOREIGN,
     MAIN_ARRAY_ATTR, STATS_V1,
 };
-pub use identity::{new_generation, record_generation, recorded_generation};
+pub use identity::{
+    new_generation, record_generation, recorded_generation, ShardIdentity, MAX_IDENTITY_BLOCK,
+};
 pub use lock::{live_holder, process_alive, StoreLock, LOCK_FILE, WRITE_LOCK_FILE};
 pub use metadata::{parse_metadata, read_metadata};
 pub(crate) use publish::is_empty_dir;
