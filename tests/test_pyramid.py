@@ -120,6 +120,21 @@ def test_a_read_at_max_shape_takes_the_coarsest_level_that_covers_it(survey):
     assert level.shape == (8, 7, 13) and window == (slice(1, 7, 1), 0, slice(0, 13, 1))
 
 
+def test_a_read_at_max_shape_takes_no_level_that_only_thins_the_axis_it_cuts_across(survey):
+    """Levels halving time alone make no time slice smaller: the slice comes from the data, not from a
+    level's mean of 8 slices (or, decimated, from slice 96 for 100). A decimated level along the plane's
+    axis holds the plane only where its index is a multiple of the factor."""
+    store, values = survey
+    cubeslab.build_pyramid(store, max_side=16, axes=["time"])
+    cube = cubeslab.open(store)
+    np.testing.assert_array_equal(cube.amplitude.read((slice(None), slice(None), 37), max_shape=(10, 10)),
+                                  values[:, :, 37])  # fmt: skip
+    cubeslab.build_pyramid(store, max_side=16, method="decimate")
+    cube = cubeslab.open(store)
+    np.testing.assert_array_equal(cube.amplitude.read((37,), max_shape=(10, 10)), values[37])
+    np.testing.assert_array_equal(cube.amplitude.read((36,), max_shape=(10, 10)), values[36, ::4, ::4])
+
+
 def test_a_window_write_makes_the_levels_stale_until_they_are_built_again(survey):
     store, _ = survey
     cubeslab.build_pyramid(store, max_side=16)

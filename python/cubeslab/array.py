@@ -467,7 +467,8 @@ class Array:
         self, window, max_shape: Sequence[int], *, levels: list[tuple[tuple[int, ...], str]] | None = None
     ) -> tuple[Array, tuple]:
         """The array a read of ``window`` at ``max_shape`` goes to (this one, or an overview level), and
-        the window in its samples. ``levels``: those to choose among (default: :attr:`overviews`)."""
+        the window in its samples. ``levels``: those to choose among (default: :attr:`overviews`); one
+        that reduces none of the result's axes is never taken, nor a decimated one without the plane."""
         (starts, stops, steps), drop, reverse = normalize_key(window, self.shape)
         kept = [d for d in range(self.ndim) if d not in drop]
         if (
@@ -485,8 +486,15 @@ class Array:
         extent = [stops[d] - starts[d] for d in kept]
         factors, level = (1,) * self.ndim, self
         for level_factors, path in self.overviews if levels is None else levels:  # finest first
-            if all(e // level_factors[d] >= n for e, d, n in zip(extent, kept, max_shape, strict=True)):
-                factors, level = level_factors, Array(path, self.settings)
+            if any(level_factors[d] > 1 for d in kept) and all(
+                e // level_factors[d] >= n for e, d, n in zip(extent, kept, max_shape, strict=True)
+            ):
+                candidate = Array(path, self.settings)
+                # A mean level's plane is the mean of the block of planes holding the one asked for (an
+                # overview across that axis too); a decimated level holds only every f-th plane.
+                decimated = candidate.attributes.get("cubeslab", {}).get("method") == "decimate"
+                if not decimated or all(starts[d] % level_factors[d] == 0 for d in drop):
+                    factors, level = level_factors, candidate
         scaled: list[int | slice] = []
         for d, (a, b, s) in enumerate(zip(starts, stops, steps, strict=True)):
             f = factors[d]

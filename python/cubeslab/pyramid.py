@@ -132,7 +132,7 @@ def build_pyramid(
     try:
         _engine.create_group(group, None)
         for number, shape in enumerate(level_shapes(main.shape, chosen, max_side), start=1):
-            target = new_level(path, main, level_name(main_name, number), shape, limit)
+            target = new_level(path, main, level_name(main_name, number), shape, method, limit)
             levels.append(
                 Level(
                     level_name(main_name, number),
@@ -168,8 +168,9 @@ def chosen_axes(axes, dims: list[str], path) -> tuple[int, ...]:
     return tuple(sorted(chosen))
 
 
-def new_level(store, main: Array, name: str, shape, limit: int) -> Array:
-    """An empty level array: the main array's inner chunks and codec, clipped to its shape."""
+def new_level(store, main: Array, name: str, shape, method: str, limit: int) -> Array:
+    """An empty level array: the main array's inner chunks and codec, clipped to its shape; it records
+    ``method``, which tells readers which planes it holds."""
     chunks = tuple(min(c, n) for c, n in zip(main.chunks, shape, strict=True))
     shards = (
         None if main.shards is None else tuple(min(s, n) for s, n in zip(main.shards, shape, strict=True))
@@ -183,7 +184,7 @@ def new_level(store, main: Array, name: str, shape, limit: int) -> Array:
         level_path, shape, main.dtype, chunks=chunks, shards=shards,
         compress=_engine.compression_name(zarr_json(inner)) or "none",
         dimension_names=main.dimension_names, fill_value=main.metadata.get("fill_value"),
-        attributes={"cubeslab": {"overview_of": os.path.basename(main.path)}},
+        attributes={"cubeslab": {"overview_of": os.path.basename(main.path), "method": method}},
     )  # fmt: skip
     return Array(level_path, cache=max(limit // 2, 1))
 
