@@ -397,3 +397,35 @@ def test_ome_multiscales_are_written_only_where_the_array_fits_ome_zarr(tmp_path
         axes = attrs["ome"]["multiscales"][0]["axes"]
         assert [axis["type"] for axis in axes] == ["space"] * len(shape)
     assert cubeslab.open(store).amplitude.overviews
+
+
+def test_fill_values_are_left_out_of_the_means_and_levels_decode_as_the_data_does(tmp_path):
+    """A NetCDF variable packed in int16 with a _FillValue: a level's mean leaves the fill out (a block of
+    40s and fills is 40, not -8162), a block of fills alone stays the fill, and the level carries the
+    packing, so xarray decodes it as it decodes the data."""
+    import netCDF4
+    import xarray as xr
+    import zarr
+
+    raw = np.full((8, 8), 40, np.int16)
+    raw[0, 0] = raw[2:4, 2:4] = -32768
+    with netCDF4.Dataset(tmp_path / "p.nc", "w") as f:
+        f.createDimension("y", 8)
+        f.createDimension("x", 8)
+        v = f.createVariable("v", "i2", ("y", "x"), fill_value=-32768)
+        v.set_auto_maskandscale(False)
+        v.scale_factor, v.add_offset, v.units = 3.0, 0.0, "K"
+        v[...] = raw
+    store = tmp_path / "p.zarr"
+    cubeslab.ingest(tmp_path / "p.nc", store)
+    described = cubeslab.build_pyramid(store, max_side=4)
+    [level] = described["cubeslab"]["pyramid"]["levels"]
+    got = cubeslab.Array(store / level["array"])[...]
+    expected = np.full((4, 4), 40, np.int16)
+    expected[1, 1] = -32768
+    np.testing.assert_array_equal(got, expected)
+    attributes = zarr.open_array(store / level["array"], mode="r").attrs
+    assert (attributes["scale_factor"], attributes["units"]) == (3.0, "K")
+    decoded = xr.decode_cf(xr.Dataset({"v": (("y", "x"), got, dict(attributes))}))["v"].values
+    assert np.isnan(decoded[1, 1]) and (np.delete(decoded.ravel(), 5) == 120.0).all()
+    assert cubeslab.verify(store)["ok"]

@@ -26,11 +26,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from . import _engine, defaults
+from . import _engine, defaults, schema
 from .array import Array, zarr_json
 from .errors import InvalidInputError, OptionError
 from .locations import local_only
 from .overviews import MADE_FROM, Level, data_version, level_name, levels_group, recorded_levels
+from .sources import fill_attribute
 
 METHODS = ("mean", "decimate")
 OME_VERSION = "0.5"
@@ -49,9 +50,25 @@ def level_shapes(shape, axes: tuple[int, ...], max_side: int) -> list[tuple[int,
     return shapes
 
 
-def downsample(block: np.ndarray, axes: tuple[int, ...], method: str) -> np.ndarray:
-    """``block`` halved along ``axes``: each 2x block averaged as a whole (missing values, NaN, left out;
-    a block at an odd end holds fewer elements), or every other element kept."""
+def missing_values(array: Array) -> tuple:
+    """The values that mark an element missing in ``array``, as CF says (its ``_FillValue`` and
+    ``missing_value`` attributes; a NetCDF ingest keeps them): left out of a level's means."""
+    attributes = array.attributes
+    marks = []
+    if "_FillValue" in attributes:
+        marks.append(fill_attribute.decode(attributes["_FillValue"], array.dtype))
+    if "missing_value" in attributes:
+        listed = attributes["missing_value"]
+        marks.extend(
+            fill_attribute.decode(v, array.dtype) for v in (listed if isinstance(listed, list) else [listed])
+        )
+    return tuple(m for m in marks if isinstance(m, (int, float, np.number)) and not np.isnan(m))
+
+
+def downsample(block: np.ndarray, axes: tuple[int, ...], method: str, missing: tuple = ()) -> np.ndarray:
+    """``block`` halved along ``axes``: each 2x block averaged as a whole (missing values, NaN and those
+    ``missing`` marks, left out; a block at an odd end holds fewer elements; a block with none left holds
+    the first mark, else NaN), or every other element kept."""
     if method == "decimate":
         return block[tuple(slice(None, None, 2) if d in axes else slice(None) for d in range(block.ndim))]
     # Each halved axis split in two: (blocks, 2); an odd end is padded, and the pad marked not valid.
@@ -60,9 +77,11 @@ def downsample(block: np.ndarray, axes: tuple[int, ...], method: str) -> np.ndar
         size for d, n in enumerate(block.shape) for size in (((n + 1) // 2, 2) if d in axes else (n,))
     )
     pairs = tuple(d + sum(1 for a in axes if a <= d) for d in axes)  # the length-2 axes in ``split``
-    valid = np.pad(np.ones(block.shape, bool), pad).reshape(split)
+    valid = np.pad(~np.isin(block, missing) if missing else np.ones(block.shape, bool), pad).reshape(split)
     if np.issubdtype(block.dtype, np.integer):
-        return _integer_mean(np.pad(block, pad).reshape(split), valid, pairs).astype(block.dtype)
+        mean = _integer_mean(np.pad(block, pad).reshape(split), valid, pairs)
+        none_left = ~valid.any(axis=pairs)
+        return np.where(none_left, missing[0] if missing else 0, mean).astype(block.dtype)
     values = np.pad(block.astype(np.float64), pad).reshape(split)
     if block.dtype.kind == "f":
         valid &= ~np.isnan(values)
@@ -70,6 +89,8 @@ def downsample(block: np.ndarray, axes: tuple[int, ...], method: str) -> np.ndar
     total = np.where(valid, values, 0.0).sum(axis=pairs)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = total / count  # a block with no value left stays NaN
+    if missing:
+        mean = np.where(count == 0, missing[0], mean)
     return (np.rint(mean) if block.dtype == bool else mean).astype(block.dtype)
 
 
@@ -78,7 +99,7 @@ def _integer_mean(values: np.ndarray, valid: np.ndarray, pairs: tuple[int, ...])
     element is split as ``q * n + r`` (``n`` the block's count, ``0 <= r < n``), so the sums of ``q``
     and of ``r`` never overflow, and the mean is ``sum(q) + sum(r) / n``."""
     wide = np.uint64 if values.dtype == np.uint64 else np.int64
-    count = valid.sum(axis=pairs, keepdims=True).astype(wide)
+    count = np.maximum(valid.sum(axis=pairs, keepdims=True), 1).astype(wide)  # none valid: the caller's
     values = np.where(valid, values.astype(wide), 0)
     q, r = np.divmod(values, count)
     whole = np.where(valid, q, 0).sum(axis=pairs, dtype=wide)
@@ -179,12 +200,18 @@ def new_level(store, main: Array, name: str, shape, method: str, limit: int) -> 
         chunks = tuple(min(c, s) for c, s in zip(chunks, shards, strict=True))
         shards = tuple(s - s % c for s, c in zip(shards, chunks, strict=True))
     inner = inner_codecs(main)
+    # What says how to read the values (CF's packing and fill marks, units) holds for a level's too.
+    described = {
+        k: v
+        for k, v in main.attributes.items()
+        if not schema.is_bookkeeping(k, v) and k not in (schema.STATS_V1, "coordinates")
+    }
     level_path = os.path.join(os.fspath(store), name)
     Array.create(
         level_path, shape, main.dtype, chunks=chunks, shards=shards,
         compress=_engine.compression_name(zarr_json(inner)) or "none",
         dimension_names=main.dimension_names, fill_value=main.metadata.get("fill_value"),
-        attributes={"cubeslab": {"overview_of": os.path.basename(main.path), "method": method}},
+        attributes=described | {"cubeslab": {"overview_of": os.path.basename(main.path), "method": method}},
     )  # fmt: skip
     return Array(level_path, cache=max(limit // 2, 1))
 
@@ -200,6 +227,7 @@ def slabs(source: Array, target: Array, axes: tuple[int, ...], method: str, limi
     nothing less). The next slabs are read and downsampled on other threads meanwhile (the engine's
     reads and numpy's means release the GIL)."""
     factors = [2 if d in axes else 1 for d in range(source.ndim)]
+    missing = missing_values(source)
     unit = target.shards or target.chunks
     # Half the bound for the slabs in flight (and their float64 means), half for the write cache.
     budget = limit // (4 * (SLABS_IN_FLIGHT + 1))
@@ -217,7 +245,7 @@ def slabs(source: Array, target: Array, axes: tuple[int, ...], method: str, limi
                 for w, f, n in zip(window, factors, source.shape, strict=False)
             )
         ]
-        return window, downsample(block, axes, method)
+        return window, downsample(block, axes, method, missing)
 
     tiles: list[tuple[slice, ...]] = []
     for r in range(0, target.shape[0], rows):
