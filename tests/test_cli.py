@@ -183,6 +183,19 @@ def test_info_compression_ratio_grows_with_compression(f3, tmp_path):
     assert ratio[packed] > ratio[plain]
 
 
+def test_info_of_a_zfp_store_whose_write_error_is_not_finite_says_inf(tmp_path):
+    values = np.ones((16, 16, 16), "f4")
+    values[0, 0, 0] = np.nan  # ZFP cannot keep a NaN: the recorded error of its chunk is not finite
+    np.save(tmp_path / "nan.npy", values)
+    run("ingest", tmp_path / "nan.npy", tmp_path / "nan.zarr", "--compress", "zfp:rate=8")
+    recorded = json.loads((tmp_path / "nan.zarr" / "data" / "zarr.json").read_text())
+    assert recorded["attributes"]["cubeslab"]["rewrites"]["max_abs_error"] is None
+    said = " ".join(run("info", tmp_path / "nan.zarr").stdout.split())
+    assert "written since, max |error| inf" in said, said
+    report = json.loads(run("info", tmp_path / "nan.zarr", "--json").stdout)
+    assert "max |error| inf" in report["error_of_writes"]
+
+
 def test_info_of_a_missing_path_or_a_folder_without_a_store_exits_1_saying_which(tmp_path):
     result = run("info", tmp_path / "none.zarr", expect=1)
     assert "none.zarr: no such file or folder" in " ".join(result.stderr.split())

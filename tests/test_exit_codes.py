@@ -60,6 +60,33 @@ def test_a_bad_option_value_is_a_usage_error_naming_the_option(segy_dir, tmp_pat
 
 
 @pytest.mark.parametrize(
+    ("args", "option", "value"),
+    [
+        (["plan", "--shape", "-5,10,10"], "--shape", "'-5,10,10'"),
+        (["plan", "--shape", "a,b"], "--shape", "'a,b'"),
+        (["plan", "--shape", "1e3,2,2"], "--shape", "'1e3,2,2'"),
+        (["plan", "--shape", "0,10,10"], "--shape", "'0,10,10'"),
+        (["plan", "--shape", "10,10,10", "--top", "-1"], "--top", "-1"),
+        (["plan", "--shape", "10,10,10", "--top", "0"], "--top", "0"),
+        (["plan", "--shape", "10,10,10", "--state", "bogus"], "--state", "'bogus'"),
+        (["plan", "--shape", "10,10,10", "--dtype", "bogus"], "--dtype", "'bogus'"),
+        (["view", "{out}", "--port", "70000"], "--port", "70000"),
+        (["view", "{out}", "--port", "-1"], "--port", "-1"),
+        (["ingest", "{raw}", "{out}", "--shape", "-5,10,10", "--dtype", "f4"], "--shape", "-5"),
+        (["ingest", "{raw}", "{out}", "--shape", "4,4", "--dtype", "bogus"], "--dtype", "'bogus'"),
+        (["ingest", "{raw}", "{out}", "--shape", "4,4", "--dtype", "f4", "--offset", "-1"], "--offset", "-1"),
+    ],
+)
+def test_a_value_out_of_its_option_s_range_is_a_usage_error_naming_both(tmp_path, args, option, value):
+    (tmp_path / "a.raw").write_bytes(bytes(64))
+    result = cubeslab_cli(*(a.format(out=tmp_path / "out.zarr", raw=tmp_path / "a.raw") for a in args))
+    assert result.returncode == 2, result.stdout + result.stderr
+    said = " ".join(result.stderr.split())
+    assert "Traceback" not in said and option in said and value in said, said
+    assert said.isascii(), said  # no emoji
+
+
+@pytest.mark.parametrize(
     ("args", "named"),
     [
         (["export", "{store}", "{tmp}/x.h5", "--compress", "zstd"], "--compress 'zstd'"),
@@ -86,6 +113,30 @@ def test_an_option_value_the_command_cannot_use_is_a_usage_error(
     assert "Traceback" not in result.stderr
     assert named in " ".join(result.stderr.split()), result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+@pytest.mark.parametrize("address", ["foo", "http://scheduler:8786", "tcp://scheduler:", "tcp://:8786"])
+def test_a_malformed_scheduler_address_is_a_usage_error_said_at_once(segy_dir, tmp_path, address):
+    started = time.monotonic()
+    result = cubeslab_cli("ingest", segy_dir / "small.sgy", tmp_path / "out.zarr", "--scheduler", address)
+    assert result.returncode == 2, result.stderr
+    said = " ".join(result.stderr.split())
+    assert "--scheduler" in said and repr(address) in said and "Traceback" not in said, said
+    assert time.monotonic() - started < 8  # no connection tried, no client left to time out
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_scheduler_that_does_not_answer_is_said_without_a_wait_or_a_traceback_after(segy_dir, tmp_path):
+    from cubeslab.cluster_ingest import CONNECT_SECONDS
+    from cubeslab_bench.s3_server import free_port
+
+    address = f"tcp://127.0.0.1:{free_port()}"
+    started = time.monotonic()
+    result = cubeslab_cli("ingest", segy_dir / "small.sgy", tmp_path / "out.zarr", "--scheduler", address)
+    assert result.returncode == 1, result.stderr
+    assert "no Dask scheduler answers" in result.stderr
+    assert "Traceback" not in result.stderr and "Exception ignored" not in result.stderr, result.stderr
+    assert time.monotonic() - started < CONNECT_SECONDS + 8  # not twice the timeout more, closing
 
 
 def test_memory_limit_takes_binary_units_with_or_without_the_i(segy_dir, tmp_path):

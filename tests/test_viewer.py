@@ -6,15 +6,20 @@ reading of the file) and the spectrum at a clicked pixel. Screenshots go into th
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from playwright.sync_api import Error as PlaywrightError
+from starlette.testclient import TestClient
 
 import cubeslab
 from cubeslab.synthetic import SyntheticSurvey, write_segy
+from cubeslab.viewer.app import make_app
 from cubeslab_bench.viewer_server import viewer_server
 
 CLI = Path(sys.executable).parent / "cubeslab"
@@ -42,12 +47,15 @@ def stores(tmp_path_factory) -> dict[str, Path]:
     cubeslab.build_pyramid(folder / "wide.zarr", axes=["inline", "crossline"], max_side=256)
     imzml = Path(__file__).parent / "data" / "imzml" / "Example_Continuous.imzML"
     cubeslab.ingest(imzml, folder / "msi.zarr")
-    return {"survey": folder / "survey.zarr", "wide": folder / "wide.zarr", "msi": folder / "msi.zarr"}
+    # A 5 x 5 survey without the trace at inline position 2, crossline position 2.
+    cubeslab.ingest(Path(__file__).parent / "data" / "segy" / "small_hole.sgy", folder / "hole.zarr")
+    names = ("survey", "wide", "msi", "hole")
+    return {name: folder / f"{name}.zarr" for name in names}
 
 
 @pytest.fixture(scope="module")
 def server(stores):
-    with viewer_server(stores[name] for name in ("survey", "wide", "msi")) as (_, base):
+    with viewer_server(stores[name] for name in ("survey", "wide", "msi", "hole")) as (_, base):
         yield f"{base}/"
 
 
@@ -157,6 +165,49 @@ def test_the_cursor_shows_the_value_and_labels(page, stores):
     value = cube.amplitude[5, 3, 30]
     assert f"inline {cube.coords['inline'][5]}" in text and f"crossline {cube.coords['crossline'][3]}" in text
     assert f"value {value:.6g}"[:12] in text and "cdp_x" in text
+
+
+def test_a_sample_where_the_survey_has_no_trace_is_answered_with_nulls(stores):
+    client = TestClient(make_app([str(stores["hole"])]), base_url="http://127.0.0.1")
+    [listed] = client.get("/api/stores").json()
+    response = client.get(f"/api/stores/{listed['id']}/sample?i=2&j=2&k=0")
+    assert response.status_code == 200, response.text
+    found = response.json()
+    assert found["value"] is None and found["cdp_x"] is None and found["cdp_y"] is None
+    assert found["labels"]["inline"] == cubeslab.open(stores["hole"]).coords["inline"][2]
+
+
+def test_the_cursor_over_a_missing_trace_says_no_trace(page):
+    page.select_option("#store", label="hole.zarr")
+    page.wait_for_function("window.viewer.state.meta.name === 'hole.zarr' && window.viewer.drawn() >= 6")
+    time_slice = page.locator("#views .view:nth-child(3) canvas")  # crosslines across, inlines down
+    time_slice.hover(position={"x": 1.5 * WIDTH / 5, "y": 1.5 * HEIGHT / 5})
+    page.wait_for_function("document.getElementById('readout').textContent.includes('cdp_x')")
+    assert "no trace" not in page.inner_text("#readout")
+    time_slice.hover(position={"x": 2.5 * WIDTH / 5, "y": 2.5 * HEIGHT / 5})
+    page.wait_for_function("document.getElementById('readout').textContent.includes('no trace')")
+    text = page.inner_text("#readout")
+    assert "cdp_x" not in text and "NaN" not in text, text
+
+
+def test_off_loopback_the_page_starts_from_the_url_printed(browser, stores):
+    with viewer_server([stores["survey"]], "--host", "0.0.0.0", wait=False) as (process, _):
+        assert process.stderr is not None
+        url = re.search(r"http://\S+", process.stderr.readline())
+        assert url, "no URL printed"
+        opened = browser.new_page(viewport={"width": 1600, "height": 640})
+        problems: list[str] = []
+        opened.on("pageerror", lambda error: problems.append(str(error)))
+        for _ in range(100):  # until the server answers
+            try:
+                opened.goto(url.group(0))
+                break
+            except PlaywrightError:
+                time.sleep(0.1)
+        opened.evaluate("window.viewer.ready")
+        opened.wait_for_function("window.viewer.drawn() >= 3")
+        opened.close()
+        assert not problems, problems
 
 
 def test_zooming_in_fetches_a_finer_level(page, stores):

@@ -178,6 +178,34 @@ def test_off_loopback_every_request_needs_the_token(store):
             urllib.request.urlopen(f"{url}?token=wrong", timeout=5)
 
 
+def answer(url: str, **headers: str) -> int:
+    """The status of a GET of ``url``, once the server that was just started answers."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=5) as answered:
+                return answered.status
+        except urllib.error.HTTPError as refused:
+            return refused.code
+        except OSError:
+            assert time.monotonic() < deadline, f"no answer at {url}"
+            time.sleep(0.1)
+
+
+def test_off_loopback_the_page_s_own_files_need_no_token_and_the_url_printed_can_be_browsed(store):
+    with viewer_server([store], "--host", "0.0.0.0", wait=False) as (process, base):
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        url = re.search(r"http://\S+", line)
+        assert url and url.group(0).startswith(f"{base}/?token="), line  # not http://0.0.0.0:...
+        assert "every interface" in line, line
+        assert answer(url.group(0)) == 200
+        for name in ("viewer.js", "viewer.css", "msi.js"):  # as the page's <script> and <link> ask
+            assert answer(f"{base}/static/{name}") == 200, name
+        assert answer(f"{base}/") == 403 and answer(f"{base}/api/stores") == 403
+        assert answer(f"{base}/static/../api/stores") in (403, 404)
+
+
 def test_slow_and_silent_clients_are_dropped(store):
     with viewer_server([store]) as (_, base):
         port = int(base.rsplit(":", 1)[1])

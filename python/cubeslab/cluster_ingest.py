@@ -12,6 +12,7 @@ shard is written whole (temporary file then rename; one upload), so the store is
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import time
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _engine, schema
-from .errors import ClusterError, InvalidInputError
+from .errors import ClusterError, InvalidInputError, OptionError
 
 TASK_ARRAYS = (schema.AMPLITUDE, schema.TRACE_MASK, schema.CDP_X, schema.CDP_Y, schema.RAW_HEADERS)
 """The arrays an ingest task writes."""
@@ -35,6 +36,7 @@ AWS_OPTIONS = {
 
 POLL_SECONDS = 0.05
 CONNECT_SECONDS = 10
+CLOSE_SECONDS = 2
 
 
 def connect(scheduler: Any):
@@ -47,12 +49,48 @@ def connect(scheduler: Any):
         ) from None
     if isinstance(scheduler, Client):
         return scheduler
+    address = checked_address(str(scheduler))
+    # Made in two steps to hold the client when connecting fails: left to the garbage collector, a
+    # client that never connected waits twice the timeout in Client.__del__, then prints a traceback.
+    client = Client.__new__(Client)
     try:
-        return Client(str(scheduler), timeout=CONNECT_SECONDS, set_as_default=False)
+        Client.__init__(client, address, timeout=CONNECT_SECONDS, set_as_default=False)
     except (OSError, TimeoutError) as error:
+        _close(client)
         raise ClusterError(
-            f"{scheduler}: no Dask scheduler answers there (waited {CONNECT_SECONDS} s): {error}"
+            f"{address}: no Dask scheduler answers there (waited {CONNECT_SECONDS} s): {error}"
         ) from None
+    except BaseException:
+        _close(client)
+        raise
+    return client
+
+
+def checked_address(address: str) -> str:
+    """``address`` if it is a Dask scheduler's (``tcp://host:port``; ``inproc://`` too), else an
+    :class:`OptionError` naming it: Dask would try to connect, then fail with a traceback."""
+    from distributed.comm import get_address_host_port
+
+    if address.startswith("inproc://"):
+        return address
+    try:
+        host, port = get_address_host_port(address)
+    except ValueError:
+        host, port = "", 0
+    if not host or not 0 < port < 65536:
+        raise OptionError(
+            f"{address!r} is not a Dask scheduler's address (--scheduler, client=): "
+            "give it as tcp://host:port, e.g. tcp://scheduler:8786"
+        )
+    return address
+
+
+def _close(client) -> None:
+    """Close a client whose connection failed (quickly: it has no scheduler to say goodbye to)."""
+    if getattr(client, "status", "closed") in ("closed", "newly-created"):
+        return
+    with contextlib.suppress(Exception):  # a courtesy: the connection's own error is the one to report
+        client.close(timeout=CLOSE_SECONDS)
 
 
 def run_task(source: str, staging: str, segy_options: dict, task: str) -> str:

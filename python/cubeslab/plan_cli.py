@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
@@ -15,7 +16,7 @@ from rich.table import Table
 
 from . import defaults
 from .defaults import HELP
-from .plan import check_access, check_layout
+from .plan import check_access, check_dtype, check_layout
 
 console = Console()
 errors = Console(stderr=True)
@@ -34,6 +35,46 @@ def checked(check: Callable[[str], None]) -> Callable[[str | None], str | None]:
         return value
 
     return callback
+
+
+def at_least(low: int) -> Callable[[int], int]:
+    """A typer option callback refusing an integer below ``low`` as a usage error naming it."""
+
+    def callback(value: int) -> int:
+        if value < low:
+            raise typer.BadParameter(f"{value}: give {low} or more")
+        return value
+
+    return callback
+
+
+def parse_shape(text: str) -> list[int]:
+    """'600,800,1000' (or 600x800x1000) -> [600, 800, 1000]; ValueError naming ``text`` unless each side
+    is a whole number of at least 1 (not 1e3: an exponent is a float's)."""
+    sides = text.replace("x", ",").split(",")
+    if not all(re.fullmatch(r"\s*[0-9]{1,18}\s*", side) and int(side) > 0 for side in sides):
+        raise ValueError(f"{text!r}: give each side as a whole number of at least 1, e.g. 600,800,1000")
+    return [int(side) for side in sides]
+
+
+PLAN_STATES = ("both", "warm", "cold")
+"""The read states a plan's objective can count."""
+
+
+def check_state(state: str) -> None:
+    """Raise ValueError naming ``state`` unless it is one of :data:`PLAN_STATES`."""
+    if state not in PLAN_STATES:
+        raise ValueError(f"{state!r}: give {', '.join(PLAN_STATES[:-1])} or {PLAN_STATES[-1]}")
+
+
+def check_plan_dtype(dtype: str) -> None:
+    """Raise ValueError naming ``dtype`` unless it is an element type ("native" is a source's, and
+    plan reads none)."""
+    if dtype == "native":
+        raise ValueError(
+            "'native' is the source's own type, which plan does not read: give one, e.g. float32"
+        )
+    check_dtype(dtype)
 
 
 LayoutOption = Annotated[
@@ -182,9 +223,12 @@ def plan_command(
         Path | None, typer.Argument(help="SEG-Y file or cube store (or give --shape)", show_default=False)
     ] = None,
     shape: Annotated[
-        str | None, typer.Option(help="Array shape instead of a source, e.g. 600,800,1000")
+        str | None,
+        typer.Option(
+            callback=checked(parse_shape), help="Array shape instead of a source, e.g. 600,800,1000"
+        ),
     ] = None,
-    dtype: Annotated[str, typer.Option(help="Element type")] = "float32",
+    dtype: Annotated[str, typer.Option(callback=checked(check_plan_dtype), help="Element type")] = "float32",
     layout: LayoutOption = defaults.LAYOUT,
     access: AccessOption = None,
     compress: Annotated[
@@ -196,10 +240,11 @@ def plan_command(
     state: Annotated[
         str,
         typer.Option(
-            help="Objective counts both reads (warm weighed by memory over disk rate), or warm or cold"
+            callback=checked(check_state),
+            help="Objective counts both reads (warm weighed by memory over disk rate), or warm or cold",
         ),
     ] = defaults.PLAN_STATE,
-    top: Annotated[int, typer.Option(help="Layouts to show")] = defaults.PLAN_TOP,
+    top: Annotated[int, typer.Option(callback=at_least(1), help="Layouts to show")] = defaults.PLAN_TOP,
     explain: Annotated[bool, typer.Option(help="Show each access's requests, bytes and work")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
@@ -215,7 +260,7 @@ def plan_command(
     near = source if source is not None else Path.cwd()
     store = None
     if shape is not None:
-        dims = [int(x) for x in shape.replace("x", ",").split(",")]
+        dims = parse_shape(shape)
     elif source is not None and source.is_file():
         from .ingest import describe_segy
 

@@ -83,31 +83,33 @@ def store_report(store: Path | S3Path) -> dict:
     return report
 
 
+def _size(x: float | None) -> str:
+    """A recorded error figure. Non-finite figures are recorded as null: a ratio is infinite for exact
+    data, an error for an infinity lost (or a NaN made from a number, as ZFP makes of a NaN)."""
+    return "inf" if x is None else f"{x:.4g}"
+
+
 def rewrite_summary(rewrites: dict) -> str:
     """One line from the error a writer recorded for the lossy chunks it wrote back."""
-    text = f"{rewrites['chunks']} chunks written since, max |error| {rewrites['max_abs_error']:.4g}"
+    text = f"{rewrites['chunks']} chunks written since, max |error| {_size(rewrites['max_abs_error'])}"
     worst = rewrites.get("worst_chunk_snr")
     if worst:
-        text += f"; worst chunk {worst['chunk']}: SNR {worst['snr_db']:.1f} dB"
+        snr = "-inf dB" if worst["snr_db"] is None else f"{worst['snr_db']:.1f} dB"
+        text += f"; worst chunk {worst['chunk']}: SNR {snr}"
     return text
 
 
 def error_summary(errors: dict) -> str:
     """One line from recorded error statistics (see compress/metrics.rs)."""
-
-    # Non-finite figures are recorded as null: a ratio is infinite for exact data, an error for an
-    # infinity lost (or a NaN made from a number).
     exact = errors["rms_error"] == 0
 
     def db(x):
         return ("exact" if exact else "-inf dB") if x is None else f"{x:.1f} dB"
 
-    def size(x):
-        return "inf" if x is None else f"{x:.4g}"
-
     text = (
-        f"max |error| {size(errors['max_abs_error'])}, RMS error {size(errors['rms_error'])} "
-        f"(signal RMS {size(errors['rms_signal'])}), SNR {db(errors['snr_db'])}, PSNR {db(errors['psnr_db'])}"
+        f"max |error| {_size(errors['max_abs_error'])}, RMS error {_size(errors['rms_error'])} "
+        f"(signal RMS {_size(errors['rms_signal'])}), SNR {db(errors['snr_db'])}, "
+        f"PSNR {db(errors['psnr_db'])}"
     )
     worst = errors.get("worst_chunk_snr")
     if worst:

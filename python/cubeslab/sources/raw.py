@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _engine
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, OptionError
 
 NPY_MAGIC = b"\x93NUMPY"
 RAW_DTYPE, RAW_ORDER, RAW_OFFSET = "raw_dtype", "raw_order", "raw_offset"
@@ -96,13 +96,15 @@ def raw_source(path: str | os.PathLike, *, shape, dtype, order: str, offset: int
     try:
         dtype = np.dtype(dtype)
     except TypeError:
-        raise InvalidInputError(f"--dtype {dtype!r} is not a numpy type") from None
+        raise OptionError(f"--dtype {dtype!r} is not a numpy type") from None
     shape = tuple(int(n) for n in shape)
     if not shape or any(n <= 0 for n in shape):
-        raise InvalidInputError(f"--shape {shape}: every side must be a positive integer")
+        raise OptionError(f"--shape {shape}: every side must be a positive integer")
     check_storable(path, shape, dtype)  # before the map: numpy maps any type
     if order not in ("C", "F"):
-        raise InvalidInputError(f"--order {order!r}: C (last axis fastest) or F (first axis fastest)")
+        raise OptionError(f"--order {order!r}: C (last axis fastest) or F (first axis fastest)")
+    if offset < 0:
+        raise OptionError(f"--offset {offset}: give a byte count of 0 or more")
     size = os.path.getsize(path)
     expected = offset + int(np.prod(shape)) * dtype.itemsize
     if size != expected:

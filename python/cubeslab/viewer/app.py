@@ -3,7 +3,8 @@
 Security, since anything that reaches the port reaches the server: stores are served by an opaque id,
 never by a path from the client; the Host header must be one the server was started for (against DNS
 rebinding); a server on another interface than loopback asks for its token (in the URL it prints) on
-every request; requests are capped in size; no CORS headers are sent.
+every request but those for the page's own script and style; requests are capped in size; no CORS
+headers are sent.
 """
 
 from __future__ import annotations
@@ -36,13 +37,17 @@ class NoSuchStore(LookupError):
 
 
 class TokenCheck:
-    """Every request must carry the token, as ``?token=`` or the ``X-Cubeslab-Token`` header."""
+    """Every request must carry the token, as ``?token=`` or the ``X-Cubeslab-Token`` header, but those
+    for the page's own script and style: the browser asks for them without it (``<script src>``), and
+    they are the package's published files, nothing of a store (the token stays out of their URLs, and
+    so out of the browser's cache)."""
 
     def __init__(self, app: ASGIApp, token: str):
         self.app, self.token = app, token
+        self.public = {f"/static/{path.name}" for path in STATIC.iterdir() if path.suffix in (".js", ".css")}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
+        if scope["type"] == "http" and scope["path"] not in self.public:
             request = Request(scope)
             given = request.headers.get(TOKEN_HEADER) or request.query_params.get("token") or ""
             if not secrets.compare_digest(given, self.token):

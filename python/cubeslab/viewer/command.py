@@ -12,11 +12,23 @@ import typer
 from . import LOOPBACK, url_host
 
 DEFAULT_PORT = 8000
+ANY_INTERFACE = ("0.0.0.0", "::")
+"""Hosts that stand for every interface of the machine: no browser browses to them."""
+
+
+def _port(value: int) -> int:
+    """``--port``'s callback: a number out of the TCP range is a usage error naming it (the system would
+    take 70000 modulo 65536, and refuse -1 with an OverflowError)."""
+    if not 0 <= value <= 65535:
+        raise typer.BadParameter(f"{value}: give 1..65535, or 0 for any free port")
+    return value
 
 
 def view_command(
     stores: Annotated[list[str], typer.Argument(help="Stores to show (folders)")],
-    port: Annotated[int, typer.Option(help="Port to listen on")] = DEFAULT_PORT,
+    port: Annotated[
+        int, typer.Option(callback=_port, help="Port to listen on (0: any free one)")
+    ] = DEFAULT_PORT,
     host: Annotated[
         str, typer.Option(help="Interface to listen on; another than 127.0.0.1 asks for a token")
     ] = "127.0.0.1",
@@ -40,8 +52,8 @@ def view_command(
     listening = _listen(host, port)  # before the URL is printed: a port taken is said as such
     port = listening.getsockname()[1]  # --port 0: the one the system chose
     app = make_app(stores, host=host, port=port, token=token)
-    url = f"http://{url_host(host)}:{port}/" + (f"?token={token}" if token else "")
-    typer.echo(f"cubeslab view: {url}  (Ctrl-C stops it)", err=True)
+    url, where = _url(host, port, token)
+    typer.echo(f"cubeslab view: {url}  ({where}Ctrl-C stops it)", err=True)
     if open_browser:
         webbrowser.open(url)
     # Idle clients, and clients whose request's headers take over 5 s, are dropped; at most 64
@@ -51,6 +63,18 @@ def view_command(
         http=HeaderDeadline,
     )  # fmt: skip
     uvicorn.Server(config).run(sockets=[listening])
+
+
+def _url(host: str, port: int, token: str | None) -> tuple[str, str]:
+    """The page's URL, and a note on where else it is reached. A server on every interface (0.0.0.0,
+    ::) is named by this machine's loopback address, since a browser cannot browse to 0.0.0.0."""
+    query = f"?token={token}" if token else ""
+    if host not in ANY_INTERFACE:
+        return f"http://{url_host(host)}:{port}/{query}", ""
+    loopback = "::1" if ":" in host else "127.0.0.1"
+    elsewhere = f"http://{url_host(socket.gethostname())}:{port}/{query}"
+    note = f"on every interface; from another machine by this one's name or address, e.g. {elsewhere}; "
+    return f"http://{url_host(loopback)}:{port}/{query}", note
 
 
 def _listen(host: str, port: int) -> socket.socket:

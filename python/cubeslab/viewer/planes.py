@@ -174,14 +174,19 @@ class PlaneSource:
     def _sample(self, at: tuple[int, int, int]) -> dict:
         if any(not 0 <= i < n for i, n in zip(at, self.array.shape, strict=True)):
             raise SelectionError(f"sample {at} is outside the {self.array.shape} array")
-        value = float(self.array[at])
         found: dict = {
-            "value": None if np.isnan(value) else value,
+            "value": _finite(self.array[at]),
             "labels": {
                 dim: self.cube.coords[dim][i].item() for dim, i in zip(self.cube.dims, at, strict=True)
             },
         }
         for name in ("cdp_x", "cdp_y"):
             has = (Path(self.path) / name / "zarr.json").is_file()  # a survey's trace coordinates
-            found[name] = float(Array(Path(self.path) / name)[at[0], at[1]]) if has else None
+            found[name] = _finite(Array(Path(self.path) / name)[at[0], at[1]]) if has else None
         return found
+
+
+def _finite(value) -> float | None:
+    """``value`` as a float, or None where it is not finite (a missing trace is NaN): JSON has no NaN."""
+    number = float(value)
+    return number if np.isfinite(number) else None

@@ -246,6 +246,7 @@ function press(view, event) {
 }
 
 let hoverTimer = null;
+let hoverRequest = 0;
 function hover(view, event) {
   const rect = view.canvas.getBoundingClientRect();
   const [sx, sy] = sampleAt(view, event.clientX - rect.left, event.clientY - rect.top);
@@ -253,13 +254,26 @@ function hover(view, event) {
   at[view.layout.x] = sx;
   at[view.layout.y] = sy;
   clearTimeout(hoverTimer);
-  hoverTimer = setTimeout(async () => {
-    const found = await (await api(`api/stores/${state.store}/sample?i=${at[0]}&j=${at[1]}&k=${at[2]}`)).json();
+  hoverTimer = setTimeout(() => readout(at), 40);
+}
+
+// The value, labels and CDP X/Y at sample `at`; the server sends null where a number is not finite (no
+// trace there). A failed request is said in the readout, which never keeps another sample's numbers.
+async function readout(at) {
+  const request = ++hoverRequest;
+  let text;
+  try {
+    const query = `i=${at[0]}&j=${at[1]}&k=${at[2]}`;
+    const found = await (await api(`api/stores/${state.store}/sample?${query}`)).json();
     const labels = Object.entries(found.labels).map(([k, v]) => `${k} ${v}`).join("  ");
-    const xy = found.cdp_x === null ? "" : `  cdp_x ${found.cdp_x}  cdp_y ${found.cdp_y}`;
+    const xy = ["cdp_x", "cdp_y"].filter((name) => found[name] !== null)
+      .map((name) => `  ${name} ${found[name]}`);
     const value = found.value === null ? "no trace" : found.value.toPrecision(6);
-    document.getElementById("readout").textContent = `${labels}  value ${value}${xy}`;
-  }, 40);
+    text = `${labels}  value ${value}${xy.join("")}`;
+  } catch (error) {
+    text = `no value here: ${error.message}`;
+  }
+  if (request === hoverRequest) document.getElementById("readout").textContent = text; // the latest only
 }
 
 function resetRanges() {
