@@ -206,3 +206,38 @@ def test_cli_max_error_info_and_verify(f3, tmp_path):
     assert "SNR" in checked.stdout and "ok" in checked.stdout
     both = cli("ingest", f3, tmp_path / "d.zarr", "--max-error", "1%", "--compress", "zstd")
     assert both.returncode != 0 and "--max-error" in both.stderr
+
+
+def test_nan_and_infinity_are_refused_under_zfp_not_stored_as_other_numbers(tmp_path):
+    """ZFP codes blocks of numbers: a NaN came back as 3.99 and its neighbours' error as inf, with verify
+    saying ok. An ingest is refused, naming the shard, and leaves nothing; a window write is refused
+    once, and the store keeps what it held."""
+    values = np.ones((16, 16, 16), "f4")
+    values[0, 0, 0] = np.nan
+    np.save(tmp_path / "nan.npy", values)
+    refused = cli("ingest", tmp_path / "nan.npy", tmp_path / "n.zarr", "--compress", "zfp:tolerance=0.01")
+    assert refused.returncode == 1
+    said = " ".join(refused.stderr.split())
+    assert "c/0/0/0: unsupported: NaN or infinite values under lossy compression" in said, said
+    assert "writing the cached changes" not in said, said  # said once
+    assert not (tmp_path / "n.zarr").exists()
+    np.save(tmp_path / "ones.npy", np.ones((16, 16, 16), "f4"))
+    assert (
+        cli(
+            "ingest", tmp_path / "ones.npy", tmp_path / "z.zarr", "--compress", "zfp:tolerance=0.01"
+        ).returncode
+        == 0
+    )
+    with cubeslab.open(tmp_path / "z.zarr", "r+") as cube:
+        shard = tuple(slice(0, n) for n in cube.amplitude.shards)  # a lossy store takes whole shards
+        infinite = np.full([n.stop for n in shard], 2.0, "f4")
+        infinite[3, 3, 3] = np.inf
+        cube[shard] = infinite
+        with pytest.raises(cubeslab.InvalidInputError, match="NaN or infinite"):
+            cube.flush()
+    np.testing.assert_allclose(cubeslab.open(tmp_path / "z.zarr")[...], 1.0, atol=0.01)
+    # The source changed to hold a NaN where the store has a number: verify compares, and fails.
+    np.save(tmp_path / "ones.npy", values)
+    compared = cli("verify", tmp_path / "z.zarr", "--against", tmp_path / "ones.npy")
+    assert compared.returncode == 1, compared.stdout
+    assert "NaN or infinity" in " ".join(compared.stdout.split())

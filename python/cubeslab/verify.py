@@ -55,8 +55,13 @@ def verify(
         contents = store_contents(where, to_read=False)
         survey = schema.is_segy_survey(contents)
         compare = against_segy if survey and not is_array_file(against) else against_array_file
-        report["against"] = compare(where, contents, against, threads, memory_limit)
-        report["ok"] = report["ok"] and "problem" not in report["against"]
+        report["against"] = compared = compare(where, contents, against, threads, memory_limit)
+        if "problem" not in compared and compared.get("max_abs_error", 0) is None:
+            # JSON has no infinity: an error beyond every bound (a NaN or infinity read for a number).
+            compared["problem"] = (
+                "the store holds NaN or infinity where its source has numbers, or the reverse"
+            )
+        report["ok"] = report["ok"] and "problem" not in compared
     if not isinstance(where, S3Path):
         # Levels are compared only in a store whose arrays all read back; leftovers are named either way,
         # where the store still opens.

@@ -123,9 +123,19 @@ impl ZarrArray {
                 message: e.to_string(),
             })?;
         let full: Vec<u64> = shape.iter().map(|n| n.get()).collect();
-        Ok(ErrorStats::of_chunk_corner(
-            chunk, &decoded, self.dtype, &full, sides,
-        ))
+        let stats = ErrorStats::of_chunk_corner(chunk, &decoded, self.dtype, &full, sides);
+        if !stats.max_abs_error.is_finite() {
+            // ZFP codes blocks of numbers: NaN or infinity comes back as another value.
+            return Err(StoreError::Unsupported {
+                path: self.dir.join(key),
+                what:
+                    "NaN or infinite values under lossy compression, which decodes them as other \
+                       numbers; store them with a lossless codec (zstd), or replace them first"
+                        .into(),
+            }
+            .into());
+        }
+        Ok(stats)
     }
 
     /// Write the whole array from `data` (native-endian C-order bytes of

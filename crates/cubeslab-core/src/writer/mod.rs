@@ -525,11 +525,15 @@ impl Drop for ArrayWriter {
     /// lost because a caller forgot `flush`. An error here has no caller to
     /// go to, so it is printed.
     fn drop(&mut self) {
-        if let Err(error) = self.flush() {
-            eprintln!(
+        match self.flush() {
+            // The array's folder is gone (an ingest that failed removes its
+            // staging folder): there is nothing left to write to.
+            Err(error) if error.kind() == crate::error::ErrorKind::NotFound => {}
+            Err(error) => eprintln!(
                 "cubeslab: writing the cached changes of {} failed: {error}",
                 self.name().parent().unwrap_or(&self.name()).display()
-            );
+            ),
+            Ok(()) => {}
         }
     }
 }

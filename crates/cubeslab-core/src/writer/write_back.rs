@@ -11,12 +11,13 @@ use crate::{
 };
 
 /// Whether a chunk's write-back can never succeed: another writer replaced
-/// the chunk after this one read it. Its change is refused once, and
-/// dropped, so that later flushes (and the drop) do not report it again.
+/// the chunk after this one read it, or its values are ones the codec
+/// cannot keep. Its change is refused once, and dropped, so that later
+/// flushes (and the drop) do not report it again.
 fn refused_for_good(error: &Error) -> bool {
     matches!(
         error.part::<StoreError>(),
-        Some(StoreError::Conflict { .. })
+        Some(StoreError::Conflict { .. } | StoreError::Unsupported { .. })
     )
 }
 
