@@ -138,6 +138,21 @@ def test_store_refuses_values_the_existing_array_would_change(tmp_path):
         assert (target[...] == 1).all()  # the target sees what the tasks wrote
 
 
+def test_store_refuses_values_beyond_the_stored_type_s_range_as_a_window_write_does(tmp_path):
+    """float64 values past float32's range would be stored as infinity: refused, and the shard that would
+    hold them keeps its values (other tasks' shards may be written)."""
+    import dask.array as da
+
+    with cubeslab.create(tmp_path / "f.zarr", (4, 4), "float32", chunks=(2, 2)) as array:
+        array[...] = 1.0
+    values = da.from_array(np.full((4, 4), 0.5), chunks=2)
+    values[3, 3] = 1e300
+    with cubeslab.open(tmp_path / "f.zarr", "r+") as target:
+        with pytest.raises(cubeslab.InvalidInputError, match="casting='unsafe'"):
+            cubeslab.store(values, target)
+    assert (cubeslab.open(tmp_path / "f.zarr")[2:, 2:] == 1.0).all()
+
+
 def test_store_replaces_no_store_unless_given_one_open_for_writing(tmp_path):
     """A path or URL is a new store, as create makes one: a store there is refused and keeps its values;
     a store opened read-only is refused too."""

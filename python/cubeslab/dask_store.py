@@ -68,7 +68,8 @@ def store(source, target, *, compute: bool = True, storage_options: dict | None 
             f"convert them first (source.astype(...))"
         )
     shards = existing.amplitude.shards or existing.amplitude.chunks
-    aligned = source.astype(existing.dtype).rechunk(shards)
+    # Cast by each task's window write, which refuses values the cast would change (1e300 into float32).
+    aligned = source.rechunk(shards)
     block_bytes = int(np.prod(shards)) * existing.dtype.itemsize
     cache = max(block_bytes * 2, defaults.WRITE_CACHE // 8)
     # dask takes any object with __setitem__ as a target; its annotation names arrays only.
