@@ -309,6 +309,19 @@ def test_an_mdio_store_exports_to_hdf5(tmp_path, data_dir):
         np.testing.assert_array_equal(f["inline"][...], zarr.open_group(mdio, mode="r")["inline"][...])
 
 
+def test_a_store_with_views_exports_its_data_once(tmp_path, segy_dir):
+    """The orientation copies hold the data again: the file gets the amplitudes and the survey's own
+    arrays, not each copy as a coordinate of them."""
+    import xarray as xr
+
+    cubeslab.ingest(segy_dir / "f3.sgy", tmp_path / "v.zarr", views=["inline", "time"])
+    cubeslab.export(tmp_path / "v.zarr", tmp_path / "v.nc")
+    with xr.open_dataset(tmp_path / "v.nc") as exported:
+        names = set(exported.variables)
+        assert not any(name.startswith("amplitude_") for name in names), names
+        np.testing.assert_array_equal(exported["amplitude"].values, cubeslab.open(tmp_path / "v.zarr")[...])
+
+
 def test_the_command_line_exports_and_refuses_to_overwrite(tmp_path):
     cube_h5(tmp_path / "in.h5")
     cubeslab.ingest(tmp_path / "in.h5", tmp_path / "s.zarr")

@@ -151,10 +151,12 @@ class _Export:
         # Other arrays of the group (a NetCDF source's auxiliary and scalar coordinates, a survey's
         # trace mask): name -> values, dimension names, attributes.
         self.auxiliary: dict[str, tuple[np.ndarray, list[str], dict]] = {}
+        # Orientation copies hold the data again: not written twice.
+        copies = {os.path.basename(os.path.normpath(copy)) for copy in self.array.copies}
         if os.path.normpath(self.array.path) != os.path.normpath(self.cube.path):
             for entry in sorted(os.listdir(self.cube.path)):
                 node = _array_node(os.path.join(self.cube.path, entry))
-                if entry in (self.name, *self.coordinates) or node is None:
+                if entry in (self.name, *self.coordinates, *copies) or node is None:
                     continue
                 dims = list(node.get("dimension_names") or [])
                 if set(dims) <= set(self.cube.dims):
