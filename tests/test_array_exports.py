@@ -309,6 +309,32 @@ def test_an_mdio_store_exports_to_hdf5(tmp_path, data_dir):
         np.testing.assert_array_equal(f["inline"][...], zarr.open_group(mdio, mode="r")["inline"][...])
 
 
+@pytest.mark.parametrize("kind", ["i2", "u2", "f4"])
+def test_a_fits_export_of_cf_packed_values_reads_in_astropy_as_xarray_decodes_them(tmp_path, kind):
+    """scale_factor, add_offset and _FillValue become BSCALE, BZERO and BLANK (an integer image's,
+    on top of a uint16's offset), or the values scaled with NaN for the fill (a float image's); units
+    BUNIT. The raw counts were written alone."""
+    import netCDF4
+    import xarray as xr
+    from astropy.io import fits
+
+    fill = {"i2": -999, "u2": 65535, "f4": -1e30}[kind]
+    raw = np.arange(24).reshape(4, 6).astype(kind)
+    raw[1, 2] = fill
+    with netCDF4.Dataset(tmp_path / "p.nc", "w") as f:
+        f.createDimension("y", 4)
+        f.createDimension("x", 6)
+        v = f.createVariable("v", kind, ("y", "x"), fill_value=np.array(fill, kind))
+        v.set_auto_maskandscale(False)
+        v.scale_factor, v.add_offset, v.units = 0.5, 10.0, "K"
+        v[...] = raw
+    cubeslab.ingest(tmp_path / "p.nc", tmp_path / "p.zarr")
+    cubeslab.export(tmp_path / "p.zarr", tmp_path / "p.fits")
+    with xr.open_dataset(tmp_path / "p.nc") as source, fits.open(tmp_path / "p.fits") as exported:
+        np.testing.assert_allclose(exported[0].data, source["v"].values, rtol=1e-6)  # NaN where the fill is
+        assert exported[0].header["BUNIT"] == "K"
+
+
 def test_a_store_with_views_exports_its_data_once(tmp_path, segy_dir):
     """The orientation copies hold the data again: the file gets the amplitudes and the survey's own
     arrays, not each copy as a coordinate of them."""

@@ -418,6 +418,25 @@ def _linear_wcs(export: _Export) -> dict:
     return cards
 
 
+def _fits_packing(attributes: dict, dtype: np.dtype, bzero: int) -> tuple[dict, tuple | None, list]:
+    """How a store's values keep their meaning in FITS, from its CF attributes: the cards (an integer
+    image's BSCALE, BZERO, and BLANK for its ``_FillValue``, on top of the offset its type needs; BUNIT),
+    and for a float image the (scale, offset) to apply as it is written and the fill marks it writes as
+    NaN, FITS's blank for floats (FITS scales integers only)."""
+    cards: dict = {"BUNIT": attributes["units"][:68]} if isinstance(attributes.get("units"), str) else {}
+    scale, offset = attributes.get("scale_factor", 1), attributes.get("add_offset", 0)
+    numbers = isinstance(scale, (int, float)) and isinstance(offset, (int, float))
+    packed = numbers and (scale, offset) != (1, 0)
+    marks = [fill_attribute.decode(attributes["_FillValue"], dtype)] if "_FillValue" in attributes else []
+    if dtype.kind in "iu":
+        if packed or bzero:
+            cards["BSCALE"], cards["BZERO"] = (scale, bzero * scale + offset) if packed else (1, bzero)
+        if marks and isinstance(marks[0], (int, np.integer)):
+            cards["BLANK"] = int(marks[0]) - bzero
+        return cards, None, []
+    return cards, (scale, offset) if packed else None, [m for m in marks if not np.isnan(m)]
+
+
 def export_fits(store: str | os.PathLike, output: str | os.PathLike, *, overwrite: bool = False) -> int:
     """Write the store to ``output`` (.fits) as a primary image, streamed slab by slab with astropy. A FITS
     source's header cards are restored, its WCS as it was; a store without WCS cards gets a linear WCS
@@ -439,8 +458,9 @@ def export_fits(store: str | os.PathLike, output: str | os.PathLike, *, overwrit
     header["NAXIS"] = array.ndim
     for number, n in enumerate(reversed(array.shape), start=1):
         header[f"NAXIS{number}"] = n
-    if bzero:
-        header["BZERO"], header["BSCALE"] = bzero, 1
+    packing, scaling, marks = _fits_packing(export.description["attributes"], array.dtype, bzero)
+    for key, value in packing.items():
+        header[key] = value
     cards = _fits_cards(export.description["attributes"].get("fits_header", {}), array.shape)
     if not any(FITS_WCS_CARD.fullmatch(key) for key in cards):
         cards |= _linear_wcs(export)
@@ -456,6 +476,11 @@ def export_fits(store: str | os.PathLike, output: str | os.PathLike, *, overwrit
                 values = (values - np.uint64(bzero)).view(np.int64)
             elif bzero:
                 values = (values.astype(np.int64) - bzero).astype(stored)
+            elif scaling is not None or marks:
+                blank = np.isin(values, marks)
+                if scaling is not None:
+                    values = (values * scaling[0] + scaling[1]).astype(values.dtype)
+                values = np.where(blank, np.nan, values).astype(values.dtype)
             stream.write(values.astype(big_endian))
         stream.close()
 
