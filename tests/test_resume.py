@@ -84,6 +84,24 @@ def test_an_ingest_killed_mid_way_resumes_to_the_uninterrupted_result(tmp_path, 
     assert_same_survey(store, reference)
 
 
+@pytest.mark.parametrize("resume", [False, True])
+def test_a_run_stopped_before_it_wrote_anything_but_its_lock_leaves_nothing_to_resume(
+    tmp_path, reference, resume
+):
+    """Killed between taking the staging folder's lock and writing the store there: the folder holds
+    only that lock, of a process gone. Every later run was told to resume, and --resume could not."""
+    store = tmp_path / "f3.zarr"
+    staging = store.with_name(f".{store.name}.cubeslab-new")
+    staging.mkdir()
+    gone = subprocess.Popen(["true"])  # a process that has exited: its pid holds nothing
+    gone.wait()
+    host = Path("/proc/sys/kernel/hostname").read_text().strip()
+    (staging / ".cubeslab.lock").write_text(json.dumps({"pid": gone.pid, "host": host}))
+    assert cubeslab.ingest(SEGY, store, resume=resume, **LAYOUT)["state"] == "complete"
+    assert_same_survey(store, reference)
+    assert not staging.exists()
+
+
 def test_resume_with_other_options_is_refused_and_changes_nothing(tmp_path):
     store = tmp_path / "f3.zarr"
     job = _engine.Ingest(str(SEGY), str(store), _engine.IngestOptions(**{**LAYOUT, "threads": 1}))

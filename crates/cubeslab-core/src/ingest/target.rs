@@ -12,8 +12,8 @@ use crate::{
     error::Result,
     remote::{Location, StorageOptions, Upload},
     store::{
-        is_empty_dir, new_generation, record_generation, recorded_generation, staging_path, Group,
-        StoreError, StoreLock, StoreState,
+        is_empty_dir, live_holder, new_generation, record_generation, recorded_generation,
+        staging_path, Group, StoreError, StoreLock, StoreState, LOCK_FILE, WRITE_LOCK_FILE,
     },
 };
 
@@ -52,6 +52,7 @@ impl Target {
         if let Location::S3(url) = &location {
             // Existence is the upload's to check, when the target opens.
             let write_to = Upload::staging_for(url, &options.storage)?;
+            clear_if_no_work(&write_to)?;
             return Ok(Self {
                 store,
                 resuming: options.resume && write_to.join("zarr.json").is_file(),
@@ -61,6 +62,7 @@ impl Target {
             });
         }
         let staging = staging_path(&store);
+        clear_if_no_work(&staging)?;
         let staged = options.resume && staging.join("zarr.json").is_file();
         let in_place = options.resume
             && !staged
@@ -153,4 +155,22 @@ impl Target {
             generation,
         })
     }
+}
+
+/// Remove the staging folder `staging` if a run stopped before it wrote
+/// anything there but its lock (and no live process holds that): there is
+/// nothing to resume, and it would otherwise be said to be, for ever.
+fn clear_if_no_work(staging: &Path) -> Result<()> {
+    let Ok(entries) = std::fs::read_dir(staging) else {
+        return Ok(());
+    };
+    let only_locks = entries.flatten().all(|entry| {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        name.starts_with(LOCK_FILE) || name == WRITE_LOCK_FILE
+    });
+    if only_locks && live_holder(staging).is_none() {
+        std::fs::remove_dir_all(staging).map_err(|e| crate::error::Error::io(staging, e))?;
+    }
+    Ok(())
 }

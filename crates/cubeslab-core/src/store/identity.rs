@@ -111,7 +111,13 @@ impl ShardIdentity {
     /// The identity block ending at `end` of `bytes` (the start of the
     /// index), or why there is none.
     pub fn decode(bytes: &[u8], end: usize) -> Result<Self, String> {
-        let none = || "it carries no cubeslab identity block before its index".to_string();
+        let none = || {
+            "it carries no cubeslab identity block before its index: another tool wrote it into a \
+             store that records cubeslab's generation (a copy made with xarray's open_zarr(...).to_zarr \
+             carries that record along; xarray.open_dataset on the store, whose cubeslab engine leaves \
+             it out, makes a copy cubeslab reads as any Zarr store)"
+                .to_string()
+        };
         if end < FIXED || end > bytes.len() {
             return Err(none());
         }
