@@ -361,3 +361,21 @@ def test_dimensions_without_a_stored_coordinate_are_left_unlabelled_as_xarray_s_
     mine.to_netcdf(tmp_path / "c.nc")  # no nested record among the attributes
     with xr.open_dataset(tmp_path / "c.nc") as back:
         xr.testing.assert_identical(back["data"].load(), theirs["data"].load())
+
+
+def test_packed_coordinates_decode_as_xarray_decodes_the_file_s_so_labels_select(tmp_path):
+    """A coordinate packed with a float32 scale_factor (as GOES packs x and y) decodes to float32, as
+    xarray decodes it from the file: a label read from the file selects, and the two align."""
+    pytest.importorskip("netCDF4")
+    x = np.linspace(-0.1, 0.1, 300)
+    source = xr.Dataset({"v": (("x",), np.arange(300.0))}, coords={"x": x})
+    packing = {"dtype": "int16", "scale_factor": np.float32(1e-5), "add_offset": np.float32(0.0)}
+    source.to_netcdf(tmp_path / "c.nc", encoding={"x": packing})
+    cubeslab.ingest(tmp_path / "c.nc", tmp_path / "c.zarr", variable="v")
+    expected = xr.open_dataset(tmp_path / "c.nc")
+    mine = xr.open_dataset(tmp_path / "c.zarr", engine="cubeslab")
+    assert mine["x"].dtype == expected["x"].dtype == np.float32
+    np.testing.assert_array_equal(mine["x"].values, expected["x"].values)
+    label = expected["x"].values[17]
+    assert float(mine["v"].sel(x=label)) == 17.0
+    assert xr.align(expected["v"], mine["v"], join="inner")[0].size == 300

@@ -216,7 +216,10 @@ def survey_dataset(cube: Cube, drop_variables: Iterable[str] = ()) -> xr.Dataset
             continue  # a main array named like its dimension (NetCDF's x(y, x)) leaves that one unlabelled
         if not cube.has_coordinate_array(dim):
             continue  # no coordinate stored: a dimension without one, as xarray's own engines give it
-        attributes = _cf_attributes(cube.stored_attributes(dim), cube.coords[dim].dtype)
+        recorded = attribute_types.group_record(cube.attributes).get(
+            dim
+        )  # packed coordinates decode as data do
+        attributes = _cf_attributes(cube.stored_attributes(dim), cube.coords[dim].dtype, recorded)
         if dim == cube.vertical:
             units = vertical_units(cube, attributes)
             if units is not None:
