@@ -250,3 +250,10 @@ def test_a_create_on_s3_that_fails_leaves_nothing_that_blocks_the_next(s3_server
     with cubeslab.create(url, (4, 4), "float32", chunks=(2, 2), fill_value=0) as cube:
         cube.amplitude[0] = 1.0
     assert cubeslab.open(url).amplitude[0].tolist() == [1.0] * 4
+    # A second create there is refused as a local one is, without offering an option create lacks.
+    with pytest.raises(
+        cubeslab.StoreExistsError, match="already exists; create makes a new store"
+    ) as refused:
+        cubeslab.create(url, (4, 4), "float32", chunks=(2, 2))
+    assert "--overwrite" not in str(refused.value)
+    assert cubeslab.open(url).amplitude[0].tolist() == [1.0] * 4

@@ -76,9 +76,12 @@ def create(
     }  # fmt: skip
     if isinstance(where, S3Path):
         # Nothing is uploaded before the commit: a create that fails leaves nothing behind.
-        with publishing(where, False) as publication:
-            new_store(Path(publication.staging), shape, dtype, **arguments).close()
-            publication.commit(False)
+        try:
+            with publishing(where, False) as publication:
+                new_store(Path(publication.staging), shape, dtype, **arguments).close()
+                publication.commit(False)
+        except StoreExistsError:  # the publication's own message offers --overwrite, which create lacks
+            raise StoreExistsError(f"{where} already exists; create makes a new store") from None
         return open(where, "r+", cache=cache)
     return new_store(where, shape, dtype, cache=cache, **arguments)
 
