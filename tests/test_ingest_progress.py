@@ -52,6 +52,26 @@ def test_every_phase_is_reported_in_order_and_counts_to_its_true_total(survey, t
     assert numbers == sorted(numbers)
 
 
+def test_the_command_line_says_each_phase_in_a_line_where_stderr_is_no_terminal(survey, tmp_path):
+    """Bars print nothing into a log or a pipe: there, a line as each phase ends, with its amount."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path = survey
+    cli = Path(sys.executable).with_name("cubeslab")
+    done = subprocess.run(
+        [str(cli), "ingest", str(path), str(tmp_path / "s.zarr")], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    for phase in ("scan headers", "plan layout", "write volume"):
+        assert any(line.startswith(f"{phase}: ") and " in " in line for line in lines), done.stderr
+    written = next(line for line in lines if line.startswith("write volume: "))
+    amount = written.split(": ")[1].split(" in ")[0]
+    assert amount.split("/")[0] == amount.split("/")[1]  # the phase ran to its total
+
+
 def test_the_default_ingest_reads_its_source_once(survey, tmp_path):
     summary = cubeslab.ingest(survey, tmp_path / "s.zarr")
     assert summary["source_passes"] == 1
