@@ -147,9 +147,11 @@ def test_store_refuses_values_beyond_the_stored_type_s_range_as_a_window_write_d
         array[...] = 1.0
     values = da.from_array(np.full((4, 4), 0.5), chunks=2)
     values[3, 3] = 1e300
-    with cubeslab.open(tmp_path / "f.zarr", "r+") as target:
-        with pytest.raises(cubeslab.InvalidInputError, match="casting='unsafe'"):
-            cubeslab.store(values, target)
+    with (
+        cubeslab.open(tmp_path / "f.zarr", "r+") as target,
+        pytest.raises(cubeslab.InvalidInputError, match="casting='unsafe'"),
+    ):
+        cubeslab.store(values, target)
     assert (cubeslab.open(tmp_path / "f.zarr")[2:, 2:] == 1.0).all()
 
 

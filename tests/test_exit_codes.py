@@ -87,6 +87,24 @@ def test_a_value_out_of_its_option_s_range_is_a_usage_error_naming_both(tmp_path
 
 
 @pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["plan", "s3://b/k.zarr"], "s3://b/k.zarr: plan works on stores on this machine"),
+        (
+            ["verify", "{out}", "--against", "s3://b/f.sgy"],
+            "s3://b/f.sgy: --against reads a file on this machine",
+        ),
+    ],
+)
+def test_a_url_where_a_local_file_is_read_is_refused_naming_it_whole(tmp_path, args, said):
+    """A URL taken as a path lost a slash (s3:/b/k.zarr) and was said to be missing."""
+    cubeslab.create(tmp_path / "out.zarr", (2, 2)).close()
+    result = cubeslab_cli(*(a.format(out=tmp_path / "out.zarr") for a in args))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert said in " ".join(result.stderr.split()), result.stderr
+
+
+@pytest.mark.parametrize(
     ("args", "named"),
     [
         (["export", "{store}", "{tmp}/x.h5", "--compress", "zstd"], "--compress 'zstd'"),

@@ -318,7 +318,7 @@ def demo(
 def verify(
     store: Annotated[str, typer.Argument(help="Store (or array) to check")],
     against: Annotated[
-        Path | None,
+        str | None,  # text: a Path would make a URL s3:/b/k
         typer.Option(
             help="The file the store was ingested from (SEG-Y or an N-D array file), to compare with"
         ),

@@ -16,6 +16,7 @@ from rich.table import Table
 
 from . import defaults
 from .defaults import HELP
+from .locations import local_only
 from .plan import check_access, check_dtype, check_layout
 
 console = Console()
@@ -220,7 +221,7 @@ def plot_profile(profile: dict, path: Path) -> None:
 
 def plan_command(
     source: Annotated[
-        Path | None, typer.Argument(help="SEG-Y file or cube store (or give --shape)", show_default=False)
+        str | None, typer.Argument(help="SEG-Y file or cube store (or give --shape)", show_default=False)
     ] = None,
     shape: Annotated[
         str | None,
@@ -257,20 +258,22 @@ def plan_command(
 
     if (source is None) == (shape is None):
         raise typer.BadParameter("give a SEG-Y file or store, or --shape")
-    near = source if source is not None else Path.cwd()
+    # Taken as text, then refused if a URL: a Path would make s3://b/k s3:/b/k, a folder not there.
+    path = local_only(source, "plan") if source is not None else None
+    near = path if path is not None else Path.cwd()
     store = None
     if shape is not None:
         dims = parse_shape(shape)
-    elif source is not None and source.is_file():
+    elif path is not None and path.is_file():
         from .ingest import describe_segy
 
-        info = describe_segy(source)
+        info = describe_segy(path)
         dims = [info["inline"]["count"], info["crossline"]["count"], info["samples_per_trace"]]
         if info.get("offset"):
             dims.insert(2, info["offset"]["count"])
-    elif source is not None:
+    elif path is not None:
         compared = plan_store(
-            source, layout=layout, access=access, compress=compress, profile=profile, state=state, top=top
+            path, layout=layout, access=access, compress=compress, profile=profile, state=state, top=top
         )
         plans, store = compared["plans"], compared["store"]
         dims, dtype = store["shape"], store["dtype"]

@@ -45,6 +45,8 @@ def verify(
     if report.get("unreadable"):  # data types the engine does not read, as MDIO's struct headers
         recheck_unreadable(report)
     if against is not None and not isinstance(where, S3Path):
+        if isinstance(store_path(against), S3Path):
+            raise InvalidInputError(f"{against}: --against reads a file on this machine; download it first")
         if not os.path.isfile(against):
             raise InvalidInputError(f"{against}: no such file to compare {store} with")
         if is_imzml(against):
