@@ -120,9 +120,13 @@ def ingest_array(
             for dim, a, n in zip(dims, source.axes, shape, strict=True):
                 if a.get("values") is not None:
                     values = np.asarray(a["values"])
-                    coords[dim] = values if is_text(values) else values.astype(np.float64)
+                    values = values if is_text(values) else values.astype(np.float64)
                 elif (a["origin"], a["step"]) != (0.0, 1.0) or a.get("unit"):
-                    coords[dim] = a["origin"] + a["step"] * np.arange(n, dtype=np.float64)
+                    values = a["origin"] + a["step"] * np.arange(n, dtype=np.float64)
+                else:
+                    continue
+                # The unit on the coordinate too, where CF readers (xarray) look for it.
+                coords[dim] = ((dim,), values, {"units": a["unit"]}) if a.get("unit") else values
         for name, (axes, values, own) in (source.auxiliary or {}).items():
             if name in dims:
                 continue  # a dimension's own coordinate comes from its scale
