@@ -67,15 +67,8 @@ impl RemoteArray {
         if array.shape().len() > MAX_DIMS {
             return Err(invalid(format!("{} dimensions", array.shape().len())).into());
         }
-        let inner_chunk_shape = metadata
-            .get("codecs")
-            .and_then(Value::as_array)
-            .and_then(|codecs| {
-                codecs
-                    .iter()
-                    .find(|c| c.get("name").and_then(Value::as_str) == Some("sharding_indexed"))
-            })
-            .and_then(|c| u64s(c.pointer("/configuration/chunk_shape")));
+        let inner_chunk_shape =
+            sharding_codec(&metadata).and_then(|c| u64s(c.pointer("/configuration/chunk_shape")));
         Ok(Self {
             url: url.clone(),
             array,
@@ -268,12 +261,7 @@ fn place_piece(
 /// end carries identities.
 fn expected_shards(url: &S3Url, metadata: &Value, shard: &[u64]) -> Option<ExpectedShards> {
     let generation = recorded_generation(metadata.get("attributes")?.as_object()?)?;
-    let sharding = metadata
-        .get("codecs")?
-        .as_array()?
-        .iter()
-        .find(|c| c.get("name").and_then(Value::as_str) == Some("sharding_indexed"))?;
-    let configuration = sharding.get("configuration")?;
+    let configuration = sharding_codec(metadata)?.get("configuration")?;
     if configuration.get("index_location").and_then(Value::as_str) == Some("start") {
         return None;
     }
@@ -301,6 +289,15 @@ fn expected_shards(url: &S3Url, metadata: &Value, shard: &[u64]) -> Option<Expec
         generation,
         index_bytes: Some(chunks * 16 + if checksummed { 4 } else { 0 }),
     })
+}
+
+/// The sharding codec of an array's `zarr.json`, if it is sharded.
+fn sharding_codec(metadata: &Value) -> Option<&Value> {
+    metadata
+        .get("codecs")?
+        .as_array()?
+        .iter()
+        .find(|c| c.get("name").and_then(Value::as_str) == Some("sharding_indexed"))
 }
 
 fn u64s(value: Option<&Value>) -> Option<Vec<u64>> {
