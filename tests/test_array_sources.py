@@ -176,6 +176,23 @@ def test_a_seplib_cube_ingests_with_its_axes_reversed_and_described(tmp_path, fm
         ("crossline", 100.0, 25.0, None),
         ("time", 0.0, 0.004, "s"),
     ]
+    # The unit reaches the coordinate array, where xarray looks for it.
+    assert xr.open_zarr(tmp_path / "s.zarr", consolidated=False)["time"].attrs["units"] == "s"
+    assert "units" not in xr.open_zarr(tmp_path / "s.zarr", consolidated=False)["inline"].attrs
+
+
+def test_an_hdf5_dimension_scale_s_units_reach_xarray_so_times_decode(tmp_path):
+    import h5py
+
+    with h5py.File(tmp_path / "t.h5", "w") as f:
+        f["time"] = np.arange(3.0)
+        f["time"].attrs["units"] = "days since 2000-01-01"
+        f["time"].make_scale("time")
+        f["v"] = np.arange(6.0).reshape(3, 2)
+        f["v"].dims[0].attach_scale(f["time"])
+    cubeslab.ingest(tmp_path / "t.h5", tmp_path / "t.zarr", dataset="v")
+    times = xr.open_zarr(tmp_path / "t.zarr", consolidated=False)["time"].values
+    assert times.tolist() == np.array(["2000-01-01", "2000-01-02", "2000-01-03"], "datetime64[ns]").tolist()
 
 
 def test_axis_labels_that_are_no_folder_names_never_lead_outside_the_store(tmp_path):
@@ -837,3 +854,66 @@ def test_info_of_a_fits_file_gives_the_type_astropy_reads_and_ingest_stores(tmp_
         assert report["dtype"] == ">i2" and np.dtype(report["stored_dtype"]) == expected
         cubeslab.ingest(tmp_path / name, tmp_path / f"{name}.zarr")
         assert cubeslab.open(tmp_path / f"{name}.zarr").dtype == expected
+
+
+def one_element_attribute_files(tmp_path) -> list[tuple[Path, str]]:
+    """An HDF5 file whose attributes are arrays of one (as netCDF-C and many HDF5 writers store a single
+    value), and a NetCDF 4 file, which netCDF-C writes so, to be read as HDF5."""
+    import h5py
+    import netCDF4
+
+    with h5py.File(tmp_path / "a.h5", "w") as f:
+        d = f.create_dataset("v", data=np.array([[1, 2], [-1, 4]], "i2"))
+        d.attrs["_FillValue"] = np.array([-1], "i2")
+        d.attrs["scale_factor"] = np.array([0.5], "f4")
+        d.attrs["label"] = np.array([b"abc"])
+        d.attrs["valid_range"] = np.array([-1, 4], "i2")
+        f["w"] = np.array([[1.5, -9], [2, 3]], "f4")
+        f["w"].attrs["_FillValue"] = np.array([-9], "f4")
+    with netCDF4.Dataset(tmp_path / "b.nc", "w") as n:
+        n.createDimension("x", 3)
+        t = n.createVariable("t", "i2", ("x",), fill_value=np.int16(-999))
+        t.scale_factor = 0.5
+        t[:] = np.ma.masked_array([1.0, 2.0, 3.0], [False, True, False])
+    return [(tmp_path / "a.h5", "/v"), (tmp_path / "a.h5", "/w"), (tmp_path / "b.nc", "/t")]
+
+
+def test_one_element_hdf5_attributes_are_stored_as_the_scalars_netcdf4_reads(tmp_path):
+    for i, (path, dataset) in enumerate(one_element_attribute_files(tmp_path)):
+        store = tmp_path / f"s{i}.zarr"
+        cubeslab.ingest(path, store, dataset=dataset)
+        with xr.open_dataset(path, engine="netcdf4", mask_and_scale=False) as source:
+            expected = source[dataset.lstrip("/")]
+            got = xr.open_zarr(store, consolidated=False, mask_and_scale=False)["data"]
+            own = {k: v for k, v in got.attrs.items() if k not in ("source", "hdf5_dataset", "cubeslab")}
+            assert own.keys() == expected.attrs.keys()
+            for name, value in expected.attrs.items():
+                assert np.shape(own[name]) == np.shape(value), name
+                np.testing.assert_array_equal(own[name], value, err_msg=name)
+        with xr.open_dataset(path, engine="netcdf4") as source:
+            decoded = xr.open_zarr(store, consolidated=False)["data"].values
+            np.testing.assert_array_equal(decoded, source[dataset.lstrip("/")].values)
+
+
+def test_one_element_hdf5_attributes_export_back_to_hdf5_as_netcdf4_reads_them(tmp_path):
+    path, dataset = one_element_attribute_files(tmp_path)[0]
+    cubeslab.ingest(path, tmp_path / "s.zarr", dataset=dataset)
+    cubeslab.export(tmp_path / "s.zarr", tmp_path / "out.h5")
+    with xr.open_dataset(path, engine="netcdf4") as a, xr.open_dataset(tmp_path / "out.h5") as b:
+        np.testing.assert_array_equal(b["data"].values, a["v"].values)
+        assert b["data"].encoding["_FillValue"] == a["v"].encoding["_FillValue"] == -1
+        assert b["data"].encoding["dtype"] == np.int16
+
+
+def test_one_element_hdf5_attributes_read_in_place_as_the_scalars_netcdf4_reads(tmp_path):
+    import netCDF4
+
+    for path, dataset in one_element_attribute_files(tmp_path):
+        with netCDF4.Dataset(path) as n:
+            variable = n[dataset.lstrip("/")]
+            expected = {k: variable.getncattr(k) for k in variable.ncattrs()}
+        got = cubeslab.open(path, dataset=dataset).attributes
+        assert got.keys() == expected.keys()
+        for name, value in expected.items():
+            assert np.shape(got[name]) == np.shape(value), name
+            np.testing.assert_array_equal(got[name], value, err_msg=name)

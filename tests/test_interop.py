@@ -396,3 +396,57 @@ def test_cubeslab_reads_a_zarr_python_array_with_non_finite_attributes(tmp_path)
     cube = cubeslab.open(path)
     np.testing.assert_array_equal(cube[...], zarr.open_array(path, mode="r")[...])
     assert cube.amplitude.metadata["attributes"] == {"missing": "NaN", "range": ["-Infinity", 1.5]}
+
+
+def tensorstore_reads_every_array(store) -> bool:
+    """TensorStore (the oracle) opens and reads each array of the store."""
+    import json
+
+    import tensorstore as ts
+
+    for node in sorted(store.rglob("zarr.json")):
+        if json.loads(node.read_text())["node_type"] != "array":
+            continue
+        spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": str(node.parent)}}
+        try:
+            ts.open(spec).result().read().result()
+        except ValueError:
+            return False
+    return True
+
+
+def zarr_python_reads_every_array(store) -> bool:
+    """zarr-python (the oracle) opens and reads each array of the store."""
+    import json
+
+    for node in sorted(store.rglob("zarr.json")):
+        if json.loads(node.read_text())["node_type"] != "array":
+            continue
+        try:
+            zarr.open_array(node.parent, mode="r")[...]
+        except (ValueError, TypeError, KeyError):
+            return False
+    return True
+
+
+def test_info_names_only_the_tools_that_read_every_array_of_the_store(tmp_path, f3_store, data_dir):
+    """A text-label coordinate (Zarr's string type), which TensorStore refuses, or MDIO's struct headers,
+    which zarr-python refuses, take the tool off readable_by; the oracles open each array."""
+    from cubeslab.store_report import store_report
+
+    labelled = xr.Dataset(
+        {"t": (("site", "x"), np.arange(6, dtype="f4").reshape(3, 2))},
+        coords={"site": ["a", "bb", "c"], "x": [0.5, 1.5]},
+    )
+    labelled.to_netcdf(tmp_path / "labels.nc")
+    cubeslab.ingest(tmp_path / "labels.nc", tmp_path / "labels.zarr")
+    stores = [tmp_path / "labels.zarr", f3_store, data_dir / "mdio" / "f3.mdio"]
+    expected = [(False, True), (True, True), (False, False)]
+    for store, (by_tensorstore, by_zarr) in zip(stores, expected, strict=True):
+        readers = store_report(store)["readable_by"]
+        assert tensorstore_reads_every_array(store) is by_tensorstore, store
+        assert zarr_python_reads_every_array(store) is by_zarr, store
+        assert ("TensorStore" in readers) is by_tensorstore, (store, readers)
+        assert ("zarr-python / xarray.open_zarr" in readers) is by_zarr, (store, readers)
+        assert 'xarray engine="cubeslab"' in readers
+        xr.open_dataset(store, engine="cubeslab")

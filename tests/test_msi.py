@@ -575,3 +575,31 @@ def test_a_write_into_a_pixel_the_file_lacks_leaves_the_mean_spectrum_over_the_f
     msi = cubeslab.open(tmp_path / "t.zarr")
     np.testing.assert_array_equal(msi.mean_spectrum()[1], [2.0, 3.0, 4.0])
     np.testing.assert_array_equal(msi.tic(), msi[...].astype(np.float64).sum(axis=2))
+
+
+def test_an_ion_image_of_a_huge_m_z_is_outside_the_axis_and_an_unusable_window_is_refused(tmp_path, data_dir):
+    """10 ppm of 1e308 is 1e303 Da, no overflow to a window over the whole axis; pyimzML, the oracle,
+    reads no peak there."""
+    source = example(data_dir, tmp_path, "Continuous")
+    cubeslab.ingest(source, tmp_path / "s.zarr")
+    msi = cubeslab.open(tmp_path / "s.zarr")
+    axis = r"outside the m/z axis \(100\.083\d*\.\.799\.916\d*\)"
+    assert not getionimage(ImzMLParser(str(source)), 1e308, tol=1e303).any()
+    for mz, tol in ((1e308, "10ppm"), (1e308, 1e300), (1.7e308, "1e4ppm")):
+        with pytest.raises(
+            cubeslab.InvalidInputError, match=rf"s\.zarr: m/z {re.escape(f'{mz:.10g}')} .*{axis}"
+        ):
+            msi.ion_image(mz, tol=tol)
+    for mz, tol in ((1e308, 1e308), (1e308, "1e7ppm"), (1.7e308, 1.7e308)):
+        with pytest.raises(cubeslab.InvalidInputError, match=r"s\.zarr: m/z .* Da is no finite window"):
+            msi.ion_image(mz, tol=tol)
+    for mz in (0.0, -0.0, -500.0, float("-inf"), float("nan")):
+        with pytest.raises(
+            cubeslab.InvalidInputError, match=r"s\.zarr: m/z .*: give a (finite|positive) number"
+        ):
+            msi.ion_image(mz, tol=1e4)
+    for tol in (float("nan"), -1.0, "-10ppm", float("inf")):
+        with pytest.raises(cubeslab.InvalidInputError, match=re.escape(f"tol={tol!r}")):
+            msi.ion_image(500.0, tol=tol)
+    with pytest.raises(cubeslab.InvalidInputError, match=rf"m/z 1e\+308 .*{axis}"):
+        msi.ion_image([500.0, 1e308])

@@ -529,6 +529,11 @@ def test_keys_are_written_as_given_so_other_tools_find_the_store(server, tmp_pat
     "url, why",
     [
         ("s3://names/a//x.zarr", "empty path segment"),
+        ("s3://names//x.zarr", "empty path segment"),
+        ("s3://names/x.zarr//", "empty path segment"),
+        ("s3:/names/x.zarr", "an S3 URL begins s3://"),
+        ("S3:names/x.zarr", "an S3 URL begins s3://"),
+        ("s3:/AK:S3CR3T@names/x.zarr", "an S3 URL begins s3://"),
         ("s3://names/a/../x.zarr", "cannot name an object"),
         ("s3://my bucket/x.zarr", "a bucket name holds only"),
         ("s3://AK:S3CR3T@bucket/x.zarr", "a bucket name holds only"),
@@ -536,9 +541,18 @@ def test_keys_are_written_as_given_so_other_tools_find_the_store(server, tmp_pat
 )
 def test_urls_that_cannot_name_an_object_are_refused_before_anything_is_written(tmp_path, url, why):
     np.save(tmp_path / "v.npy", np.zeros((2, 3, 4), np.float32))
-    result = cli("ingest", tmp_path / "v.npy", url)
+    work = tmp_path / "cwd"  # where a URL taken for a relative path (a folder named s3:) would be written
+    work.mkdir()
+    result = subprocess.run(
+        [str(CLI), "ingest", str(tmp_path / "v.npy"), url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=work,
+    )
     assert result.returncode == 1 and why in " ".join(result.stderr.split()), result.stderr
     assert "internal error" not in result.stderr and "S3CR3T" not in result.stderr
+    assert list(work.iterdir()) == []
 
 
 @pytest.mark.parametrize(
@@ -573,3 +587,65 @@ def test_outputs_named_by_url_are_refused_and_file_urls_are_local_paths(f3_on_s3
     np.testing.assert_array_equal(np.load(tmp_path / "f3.npy"), cubeslab.open(f3_on_s3).amplitude[...])
     remote_host = cli("export", f3_on_s3, "file://server/f3.npy")
     assert remote_host.returncode == 1 and "names a path on this machine" in remote_host.stderr
+
+
+@pytest.mark.parametrize(
+    "url, why",
+    [
+        ("s3:/malformed/x.zarr", "an S3 URL begins s3://"),
+        ("s3://malformed//x.zarr", "its key has an empty path segment"),
+    ],
+)
+def test_a_url_with_one_slash_or_an_empty_key_segment_writes_nothing_anywhere(
+    server, tmp_path, monkeypatch, url, why
+):
+    """Not a folder named ``s3:``, not the key without the empty segment (docs/object-storage.md)."""
+    import obstore
+    from obstore.store import S3Store
+
+    server.bucket("malformed")
+    np.save(tmp_path / "v.npy", np.zeros((2, 3, 4), np.float32))
+    work = tmp_path / "cwd"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    result = subprocess.run(
+        [str(CLI), "ingest", str(tmp_path / "v.npy"), url], capture_output=True, text=True, timeout=120
+    )
+    said = " ".join(result.stderr.split())
+    assert result.returncode == 1 and url in said and why in said, said
+    for call in (lambda: cubeslab.ingest(tmp_path / "v.npy", url), lambda: cubeslab.open(url)):
+        with pytest.raises(InvalidInputError, match=re.escape(why)):
+            call()
+    assert list(work.iterdir()) == []
+    s3 = S3Store(
+        "malformed", endpoint=server.endpoint, access_key_id=server.env()["AWS_ACCESS_KEY_ID"],
+        secret_access_key=server.env()["AWS_SECRET_ACCESS_KEY"], region="us-east-1",
+        client_options={"allow_http": True},
+    )  # fmt: skip
+    assert [o["path"] for batch in obstore.list(s3) for o in batch] == []
+
+
+def test_info_of_a_store_on_s3_names_the_readers_of_every_array_as_of_a_folder(server, tmp_path):
+    """A text-label coordinate, here one the data variable lists (no dimension's), is an array TensorStore
+    refuses (the oracle, opening it from the folder): no store of it, on S3 or not, names TensorStore."""
+    import tensorstore as ts
+    import xarray as xr
+
+    from cubeslab.locations import store_path
+    from cubeslab.store_report import store_report
+
+    server.bucket("readers")
+    data = xr.Dataset(
+        {"v": (("region", "t"), np.arange(6.0).reshape(3, 2))},
+        coords={"region": [1, 2, 3], "place": ("region", ["north", "south", "Zürich"])},
+    )
+    data.to_netcdf(tmp_path / "r.nc", engine="netcdf4")
+    cubeslab.ingest(tmp_path / "r.nc", tmp_path / "r.zarr")
+    assert cli("ingest", tmp_path / "r.nc", "s3://readers/r.zarr").returncode == 0
+    with pytest.raises(ValueError, match="string"):
+        ts.open(
+            {"driver": "zarr3", "kvstore": {"driver": "file", "path": str(tmp_path / "r.zarr/place")}}
+        ).result()
+    local = store_report(tmp_path / "r.zarr")["readable_by"]
+    remote = store_report(store_path("s3://readers/r.zarr", server.storage_options()))["readable_by"]
+    assert remote == local and "TensorStore" not in local and "zarr-python / xarray.open_zarr" in local

@@ -40,8 +40,24 @@ READERS = {
     "numcodecs.zfpy": _NUMCODECS,
     # zarrs' own ZFP codec (expert mode): only zarrs, so cubeslab and its xarray backend.
     "zfp": frozenset(TOOLS[0:1] + TOOLS[2:3]),
+    # Text labels' codec: TensorStore has no text type to decode into.
+    "vlen-utf8": _NUMCODECS,
 }
 """Which tools decode each Zarr v3 codec (by its name in ``zarr.json``)."""
+
+NUMERIC_TYPES = frozenset(
+    {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}
+    | {"float16", "float32", "float64", "complex64", "complex128"}
+)
+"""The Zarr v3 data types of numbers and booleans, which every tool reads."""
+
+DATA_TYPES = {
+    # TensorStore refuses text; MDIO's header structs it opens only a field at a time, zarr-python not at all.
+    "string": _NUMCODECS,
+    "fixed_length_utf32": _NUMCODECS,
+    "struct": frozenset(TOOLS[0:1] + TOOLS[2:3]),
+}
+"""Which tools read arrays of each other Zarr v3 data type (by its name in ``zarr.json``)."""
 
 
 def codec_names(codecs: list[dict]) -> list[str]:
@@ -66,9 +82,39 @@ def readers(codecs: list[dict], *, in_group: bool = True) -> list[str]:
     >>> readers([{"name": "bytes"}], in_group=False)
     ['cubeslab', 'zarr-python', 'xarray engine="cubeslab"', 'TensorStore']
     """
+    return _named(_able(codecs), in_group)
+
+
+def store_readers(arrays: list[dict], *, in_group: bool = True) -> list[str]:
+    """The tools that read every array of a store, given each one's ``zarr.json``: its codecs and its data
+    type. A tool that refuses one array (TensorStore a text-label coordinate) cannot open the store.
+
+    >>> store_readers([{"data_type": "float32", "codecs": [{"name": "bytes"}]},
+    ...                {"data_type": "string", "codecs": [{"name": "vlen-utf8"}]}])
+    ['cubeslab', 'zarr-python / xarray.open_zarr', 'xarray engine="cubeslab"']
+    """
+    able = set(TOOLS)
+    for metadata in arrays:
+        able &= _able(metadata.get("codecs", [])) & _type_readers(metadata.get("data_type"))
+    return _named(able, in_group)
+
+
+def _able(codecs: list[dict]) -> set[str]:
     able = set(TOOLS)
     for name in codec_names(codecs):
         able &= READERS.get(name, {"cubeslab"})
+    return able
+
+
+def _type_readers(data_type) -> frozenset[str]:
+    """The tools that read an array of ``data_type`` (a name, or ``{"name": ..., "configuration": ...}``)."""
+    name = data_type.get("name") if isinstance(data_type, dict) else data_type
+    if name is None or name in NUMERIC_TYPES:
+        return _EVERYONE
+    return DATA_TYPES.get(name, frozenset({"cubeslab"}))
+
+
+def _named(able: set[str], in_group: bool) -> list[str]:
     named = [tool for tool in TOOLS if tool in able]
     return named if in_group else [ZARR_PYTHON if tool == TOOLS[1] else tool for tool in named]
 

@@ -226,8 +226,15 @@ INTERNAL_ATTRIBUTES = frozenset(
 
 
 def dataset_attributes(data) -> dict:
-    """A dataset's own attributes as JSON values."""
-    return {k: json_value(v) for k, v in data.attrs.items() if k not in INTERNAL_ATTRIBUTES}
+    """A dataset's own attributes as JSON values, an array of one as its one value: netCDF-C and many
+    HDF5 writers hold a single value so, and netCDF4 and xarray read it as the value."""
+    return {k: _single(json_value(v)) for k, v in data.attrs.items() if k not in INTERNAL_ATTRIBUTES}
+
+
+def _single(value):
+    return (
+        value[0] if isinstance(value, list) and len(value) == 1 and not isinstance(value[0], list) else value
+    )
 
 
 def auxiliary_coordinates(data, largest: int) -> dict[str, tuple[tuple[int, ...], np.ndarray, dict]]:

@@ -3,11 +3,13 @@ of lossy compression (at ingest, and of chunks written since), completeness."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from .compression import readers
-from .errors import IncompleteStoreError
-from .locations import S3Path, store_size
+from . import _engine
+from .compression import store_readers
+from .errors import IncompleteStoreError, StoreNotFoundError
+from .locations import S3Path, storage_options_of, store_size
 from .schema import COMPLETE, CREATED, FOREIGN, store_contents
 
 
@@ -41,8 +43,8 @@ def store_report(store: Path | S3Path) -> dict:
             "chunks": list(amplitude.chunks),
             "shards": list(amplitude.shards) if amplitude.shards else None,
             "codecs": [c["name"] for c in amplitude.metadata.get("codecs", [])],
-            "readable_by": readers(
-                amplitude.metadata.get("codecs", []), in_group=contents["node_type"] == "group"
+            "readable_by": store_readers(
+                array_nodes(cube, contents["node_type"] == "group"), in_group=contents["node_type"] == "group"
             ),
             "size_bytes": size,
             "data_bytes": amplitude.nbytes,
@@ -81,6 +83,29 @@ def store_report(store: Path | S3Path) -> dict:
             report[key] = extra[key]
     report.update(store_notes(cube))  # MDIO's time axis, where it differs from the SEG-Y's
     return report
+
+
+def array_nodes(cube, is_group: bool) -> list[dict]:
+    """The ``zarr.json`` of every array of the store, all of which a tool must read to open it: found by
+    walking a folder; on object storage, which is not listed here, the main array's and those named
+    beside it (its dimensions' coordinates, the CF coordinates it lists, a survey's arrays)."""
+    if not is_group:
+        return [cube.amplitude.metadata]
+    if isinstance(cube.path, Path):
+        nodes = [json.loads(node.read_text()) for node in sorted(cube.path.rglob("zarr.json"))]
+        return [node for node in nodes if isinstance(node, dict) and node.get("node_type") == "array"]
+    listed = str(cube.amplitude.attributes.get("coordinates", "")).split()
+    found = [cube.amplitude.metadata]
+    for name in sorted({*cube.dims, *listed, *_engine.survey_arrays().values()}):
+        if "/" in name or name in ("", ".", ".."):
+            continue
+        try:
+            node = json.loads(_engine.read_node(str(cube.path / name), storage_options_of(cube.path)))
+        except StoreNotFoundError:
+            continue
+        if isinstance(node, dict) and node.get("node_type") == "array":
+            found.append(node)
+    return found
 
 
 def _size(x: float | None) -> str:

@@ -36,7 +36,8 @@ def tolerance_da(mz: float, tol) -> float:
             raise InvalidInputError(f"tol={tol!r}: give Da (0.01) or ppm ('10ppm')")
     if not 0 <= value < math.inf:
         raise InvalidInputError(f"tol={tol!r}: must be a finite number, not negative")
-    return value * abs(mz) * 1e-6 if unit == "ppm" else value
+    # 1e-6 first: value * mz could overflow to infinity where the half-width itself is finite.
+    return value * 1e-6 * abs(mz) if unit == "ppm" else value
 
 
 class MsiCube(Cube):
@@ -85,7 +86,14 @@ class MsiCube(Cube):
         """The m/z positions within ``mz ± tol``: values inside it, or bins overlapping it."""
         if not math.isfinite(mz):
             raise InvalidInputError(f"{self.path}: m/z {mz}: give a finite number")
+        if mz <= 0:
+            raise InvalidInputError(f"{self.path}: m/z {mz}: give a positive number, as m/z values are")
         half = tolerance_da(float(mz), tol)
+        if not (math.isfinite(mz + half) and math.isfinite(mz - half)):
+            # An infinite end would take in the whole axis, whatever m/z was asked for.
+            raise InvalidInputError(
+                f"{self.path}: m/z {mz:.10g} ± {half:.10g} Da is no finite window; give a smaller tolerance"
+            )
         lower, upper = self._bins()
         # Written so that a NaN m/z fails too; a window touching the axis at all is an ordinary read
         # (of nothing, when it falls between two values).

@@ -16,6 +16,7 @@ from ..hdf5_file import (
     h5py_module,
     open_dataset,
 )
+from . import fill_attribute
 from .raw import ArraySource
 
 __all__ = ["describe_hdf5", "hdf5_source"]
@@ -53,15 +54,29 @@ def in_place_reader(path: str | os.PathLike, dataset: str, *, variable: bool = F
     return lambda start, stop: array[start:stop]
 
 
+def stored_attributes(attributes: dict, dtype) -> dict:
+    """An HDF5 dataset's ``attributes`` (as JSON values) for the store of an array of ``dtype``:
+    ``_FillValue`` as xarray's Zarr engine reads it."""
+    stored = dict(attributes)
+    fill = stored.get("_FillValue")
+    if isinstance(fill, (int, float)) and not isinstance(fill, bool):
+        stored["_FillValue"] = fill_attribute.encode(fill, dtype)
+    return stored
+
+
 def hdf5_source(path: str | os.PathLike, dataset: str | None = None) -> ArraySource:
     _, data, dataset = open_dataset(path, dataset)
+    auxiliary = {
+        name: (axes, values, stored_attributes(own, values.dtype))
+        for name, (axes, values, own) in auxiliary_coordinates(data, defaults.MEMORY_LIMIT // 4).items()
+    }
     return ArraySource(
         os.fspath(path),
         data,
         "hdf5",
         dataset_axes(data),
-        attributes={"hdf5_dataset": dataset, **dataset_attributes(data)},
+        attributes={"hdf5_dataset": dataset, **stored_attributes(dataset_attributes(data), data.dtype)},
         slab_reader=in_place_reader(path, dataset),
         chunks=data.chunks,
-        auxiliary=auxiliary_coordinates(data, defaults.MEMORY_LIMIT // 4),
+        auxiliary=auxiliary,
     )
