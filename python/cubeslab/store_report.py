@@ -4,6 +4,7 @@ of lossy compression (at ingest, and of chunks written since), completeness."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from . import _engine
@@ -92,8 +93,7 @@ def array_nodes(cube, is_group: bool) -> list[dict]:
     if not is_group:
         return [cube.amplitude.metadata]
     if isinstance(cube.path, Path):
-        nodes = [json.loads(node.read_text()) for node in sorted(cube.path.rglob("zarr.json"))]
-        return [node for node in nodes if isinstance(node, dict) and node.get("node_type") == "array"]
+        return _arrays_in(cube.path)
     listed = str(cube.amplitude.attributes.get("coordinates", "")).split()
     found = [cube.amplitude.metadata]
     for name in sorted({*cube.dims, *listed, *_engine.survey_arrays().values()}):
@@ -105,6 +105,20 @@ def array_nodes(cube, is_group: bool) -> list[dict]:
             continue
         if isinstance(node, dict) and node.get("node_type") == "array":
             found.append(node)
+    return found
+
+
+def _arrays_in(folder: Path) -> list[dict]:
+    """The ``zarr.json`` of every array in a local store, found without walking into an array's chunk
+    folders (a large store has many)."""
+    found = []
+    for root, folders, files in os.walk(folder):
+        node = json.loads(Path(root, "zarr.json").read_text()) if "zarr.json" in files else None
+        if isinstance(node, dict) and node.get("node_type") == "array":
+            found.append(node)
+            folders.clear()  # an array holds chunks, no other node
+        else:
+            folders[:] = sorted(f for f in folders if not f.startswith("."))
     return found
 
 
