@@ -70,7 +70,6 @@ def store_path(path: str | os.PathLike, storage_options: dict | None = None) -> 
     text = os.fspath(path)
     kind, name = _engine.location(text)
     if kind == "s3":
-        _check_key_segments(text)
         return S3Path(name, storage_options)
     if isinstance(text, str) and text[:3].lower() == "s3:":
         # A mistyped scheme would otherwise become a folder named s3: beside the work.
@@ -80,17 +79,6 @@ def store_path(path: str | os.PathLike, storage_options: dict | None = None) -> 
     if storage_options:
         raise InvalidInputError(f"{path}: storage_options= is for object storage (s3://bucket/key)")
     return Path(name)
-
-
-def _check_key_segments(url: str) -> None:
-    """Refuse an ``s3://`` URL (whose bucket the engine accepted) with an empty key segment: the engine
-    drops a leading or trailing one, which would write to another key than the one written."""
-    key = url.split("://", 1)[1].partition("/")[2]
-    if "//" in key or key.startswith("/"):
-        raise InvalidInputError(
-            f"{url}: its key has an empty path segment (two '/' together); object storage would name "
-            "another object than the URL"
-        )
 
 
 def _without_userinfo(text: str) -> str:

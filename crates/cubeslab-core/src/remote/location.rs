@@ -69,9 +69,21 @@ impl Location {
                         why: "a bucket name holds only letters, digits, '.', '-' and '_'".into(),
                     });
                 }
+                // One trailing '/' names the same folder; an empty segment anywhere
+                // else would be dropped by the server's key, naming another object.
+                let key = key.strip_suffix('/').unwrap_or(key);
+                if key.starts_with('/') || key.ends_with('/') || key.contains("//") {
+                    return Err(RemoteError::BadUrl {
+                        url: without_userinfo(text),
+                        why:
+                            "its key has an empty path segment (two '/' together); object storage \
+                              would name another object than the URL"
+                                .into(),
+                    });
+                }
                 let url = S3Url {
                     bucket: bucket.into(),
-                    key: key.trim_matches('/').into(),
+                    key: key.into(),
                 };
                 url.object_key()?;
                 Ok(Self::S3(url))
